@@ -1,0 +1,3 @@
+//! shiftlab: OpenShift and OKD labs on one libvirt/KVM host.
+
+pub mod spec;

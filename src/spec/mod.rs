@@ -1,0 +1,4 @@
+//! The cluster file: types, defaults, validation, kcli aliases.
+
+mod types;
+pub use types::*;

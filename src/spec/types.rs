@@ -1,0 +1,278 @@
+//! The resolved cluster file: what the user asked for, with every default filled in.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use ipnet::Ipv4Net;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Distribution {
+    Ocp,
+    Okd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// User-provisioned infrastructure, `platform: none`; shiftlab provides DNS, LB and VMs.
+    Upi,
+    /// Single node through bootstrap-in-place.
+    Sno,
+    /// Bare-metal IPI (`platform: baremetal`) with virtual media through shiftlab's BMC.
+    Ipi,
+    /// The agent-based installer.
+    Agent,
+}
+
+impl Method {
+    pub const ALL: [&'static str; 4] = ["upi", "sno", "ipi", "agent"];
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Bootstrap,
+    Ctlplane,
+    Worker,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Bootstrap => "bootstrap",
+            Role::Ctlplane => "ctlplane",
+            Role::Worker => "worker",
+        }
+    }
+
+    /// The role name OpenShift itself uses (install-config, Ignition, MCS paths).
+    pub fn openshift_name(self) -> &'static str {
+        match self {
+            Role::Bootstrap => "bootstrap",
+            Role::Ctlplane => "master",
+            Role::Worker => "worker",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Method::Upi => "upi",
+            Method::Sno => "sno",
+            Method::Ipi => "ipi",
+            Method::Agent => "agent",
+        })
+    }
+}
+
+impl fmt::Display for Distribution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Distribution::Ocp => "ocp",
+            Distribution::Okd => "okd",
+        })
+    }
+}
+
+/// A release channel of the OpenShift update graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Channel {
+    Stable,
+    Fast,
+    Candidate,
+    Latest,
+}
+
+/// What `version:` asked for. Resolving it to a concrete release needs the network
+/// and happens in the release module; the plan keeps the request as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Version {
+    /// `4.18.7`, or an OKD tag such as `4.17.0-okd-scos.0`.
+    Exact { version: String },
+    /// `4.18`: the newest stable 4.18.z.
+    Minor { minor: u32 },
+    /// `stable`, `stable-4.18`, `candidate-4.19`, `latest`.
+    Channel {
+        channel: Channel,
+        minor: Option<u32>,
+    },
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Version::Exact { version } => f.write_str(version),
+            Version::Minor { minor } => write!(f, "4.{minor}"),
+            Version::Channel { channel, minor } => {
+                let c = match channel {
+                    Channel::Stable => "stable",
+                    Channel::Fast => "fast",
+                    Channel::Candidate => "candidate",
+                    Channel::Latest => "latest",
+                };
+                match minor {
+                    Some(m) => write!(f, "{c}-4.{m}"),
+                    None => f.write_str(c),
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeSize {
+    pub numcpus: u32,
+    /// MiB
+    pub memory: u64,
+    /// GB (10^9 bytes are what users type; libvirt is given GiB-exact sizes, see plan)
+    pub disk_size: u64,
+    /// sizes in GB of additional empty disks
+    pub extra_disks: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NetworkMode {
+    /// A libvirt network with its own bridge, NAT to the outside.
+    Nat,
+    /// An existing host bridge; DHCP and DNS are then not libvirt's.
+    Bridge,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NetworkSpec {
+    pub name: String,
+    pub mode: NetworkMode,
+    pub bridge: String,
+    pub cidr: Ipv4Net,
+    pub api_ip: Ipv4Addr,
+    pub ingress_ip: Ipv4Addr,
+    pub dhcp_start: Ipv4Addr,
+    pub dhcp_end: Ipv4Addr,
+    pub mac_prefix: [u8; 3],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DomainType {
+    Auto,
+    Kvm,
+    Qemu,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Firmware {
+    Bios,
+    Uefi,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LibvirtSpec {
+    pub uri: String,
+    pub pool: String,
+    pub pool_path: PathBuf,
+    pub domain_type: DomainType,
+    pub firmware: Firmware,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProxySpec {
+    pub http_proxy: Option<String>,
+    pub https_proxy: Option<String>,
+    pub no_proxy: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImageDigestSource {
+    pub source: String,
+    pub mirrors: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Capabilities {
+    pub baseline_capability_set: Option<String>,
+    pub additional_enabled_capabilities: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BmcSpec {
+    /// The address the BMC listens on; the cluster gateway unless set.
+    pub address: Ipv4Addr,
+    pub port: u16,
+    pub username: String,
+    /// Never serialised: a secret. `None` means "generate one per lab".
+    #[serde(skip)]
+    pub password: Option<String>,
+    pub verify_certificate: bool,
+}
+
+/// An SSH public key and where it came from (a path, or `literal`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SshKey {
+    pub source: String,
+    pub key: String,
+}
+
+/// The whole cluster file after defaults and validation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClusterSpec {
+    pub cluster: String,
+    pub domain: String,
+    pub distribution: Distribution,
+    pub version: Version,
+    /// Path only: the contents are a secret and are read when rendering.
+    pub pull_secret: Option<PathBuf>,
+    pub ssh_keys: Vec<SshKey>,
+    pub method: Method,
+    pub ctlplanes: u32,
+    pub workers: u32,
+    pub bootstrap: NodeSize,
+    pub ctlplane: NodeSize,
+    pub worker: NodeSize,
+    pub network: NetworkSpec,
+    pub libvirt: LibvirtSpec,
+    /// Local CoreOS qcow2 (or, in rehearsal, the stand-in image) to import.
+    pub image: Option<PathBuf>,
+    /// Tiny stand-in nodes instead of CoreOS: relaxes size limits.
+    pub rehearsal: bool,
+    pub installation_disk: String,
+    pub network_type: String,
+    pub cluster_network: Ipv4Net,
+    pub cluster_network_host_prefix: u8,
+    pub service_network: Ipv4Net,
+    pub fips: bool,
+    pub proxy: Option<ProxySpec>,
+    pub image_digest_sources: Vec<ImageDigestSource>,
+    pub additional_trust_bundle: Option<PathBuf>,
+    pub capabilities: Option<Capabilities>,
+    pub manifests: Option<PathBuf>,
+    pub bmc: BmcSpec,
+}
+
+impl ClusterSpec {
+    /// `<cluster>.<domain>`, the zone every record lives in.
+    pub fn cluster_domain(&self) -> String {
+        format!("{}.{}", self.cluster, self.domain)
+    }
+
+    pub fn size(&self, role: Role) -> &NodeSize {
+        match role {
+            Role::Bootstrap => &self.bootstrap,
+            Role::Ctlplane => &self.ctlplane,
+            Role::Worker => &self.worker,
+        }
+    }
+}
