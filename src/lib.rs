@@ -1,3 +1,9 @@
 //! shiftlab: OpenShift and OKD labs on one libvirt/KVM host.
 
+pub mod cli;
+pub mod commands;
+pub mod files;
+pub mod install;
+pub mod plan;
+pub mod render;
 pub mod spec;

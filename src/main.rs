@@ -1,1 +1,60 @@
-fn main() {}
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use shiftlab::cli::{completion, Cli, Command};
+use shiftlab::commands;
+use shiftlab::install::dirs::StateDir;
+use shiftlab::spec::InvalidSpec;
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SHIFTLAB_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let state = StateDir::resolve(cli.state_dir.as_deref());
+    match &cli.command {
+        Command::Plan(args) => commands::plan::run(args, &mut std::io::stdout().lock()),
+        Command::Create(cmd) => commands::create::run(cmd, &state),
+        Command::Completion(args) => {
+            completion::completion(args, &mut std::io::stdout().lock());
+            Ok(())
+        }
+        Command::Man(args) => {
+            for p in completion::write_man_pages(&args.out)? {
+                println!("wrote {}", p.display());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One chain, outermost context first.
+            eprintln!("error: {e:#}");
+            if e.chain().any(|c| c.downcast_ref::<InvalidSpec>().is_some()) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}

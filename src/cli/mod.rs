@@ -1,0 +1,56 @@
+//! Command-line definitions (clap derive). No logic here: each subcommand's work lives
+//! in the module of its concept.
+
+pub mod completion;
+pub mod create;
+pub mod plan;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "shiftlab",
+    version,
+    about = "OpenShift and OKD labs on one libvirt/KVM host, in one command",
+    long_about = "shiftlab deploys OpenShift and OKD onto a libvirt/KVM host: the cluster's network \
+with DHCP and DNS, CoreOS VMs, a load balancer, an HTTP server for Ignition and ISOs, a Redfish BMC \
+per VM, and the install itself.\n\nExit codes: 0 success, 1 runtime failure, 2 bad usage or invalid \
+cluster file."
+)]
+pub struct Cli {
+    /// Where shiftlab keeps cluster state [default: $SHIFTLAB_HOME, /var/lib/shiftlab for root,
+    /// else ~/.local/share/shiftlab]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// More log output (-v info, -vv debug, -vvv trace)
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate a cluster file and print the plan derived from it; touches nothing
+    Plan(plan::PlanArgs),
+    /// Reach a target of the install (e.g. install-config)
+    #[command(subcommand)]
+    Create(create::CreateCommand),
+    /// Print a shell completion script
+    Completion(completion::CompletionArgs),
+    /// Write man pages for every command into a directory
+    Man(completion::ManArgs),
+}
+
+/// How a command prints what it shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum OutputFormat {
+    #[default]
+    Table,
+    Json,
+    Yaml,
+}

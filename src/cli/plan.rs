@@ -1,0 +1,20 @@
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::OutputFormat;
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The cluster file (YAML; kcli parameter files are accepted)
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t)]
+    pub output: OutputFormat,
+
+    /// Print the fully resolved cluster file (every default filled in) instead of the plan
+    #[arg(long, hide = true)]
+    pub resolved: bool,
+}

@@ -1,0 +1,20 @@
+//! One function per subcommand: glue between the clap arguments and the modules that
+//! do the work. Kept thin so that the work itself stays testable without a CLI.
+
+pub mod create;
+pub mod plan;
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::spec::{self, Loaded};
+
+/// Load and validate a cluster file, printing its warnings to stderr.
+pub fn load_spec(file: &Path) -> Result<Loaded> {
+    let loaded = spec::load(file)?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(loaded)
+}

@@ -1,0 +1,4 @@
+//! Targets, persisted state and the install driver.
+
+pub mod dirs;
+pub mod install_config;

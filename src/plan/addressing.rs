@@ -1,0 +1,127 @@
+//! Where things live in the cluster subnet. Fixed offsets, so that a node's address
+//! depends only on its role and index: adding workers never renumbers anyone.
+//!
+//! ```text
+//! .1         gateway (the host)
+//! .2         API: the load balancer on the host (upi, agent) or the API VIP (ipi)
+//! .3         ingress VIP (ipi)
+//! .10        bootstrap
+//! .11–.15    control planes 0–4
+//! .20–       workers 0, 1, …
+//! top quarter of the subnet: DHCP pool for unplanned machines
+//! ```
+
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+
+use crate::spec::Role;
+
+pub const GATEWAY_OFFSET: u32 = 1;
+pub const API_OFFSET: u32 = 2;
+pub const INGRESS_OFFSET: u32 = 3;
+pub const BOOTSTRAP_OFFSET: u32 = 10;
+pub const CTLPLANE_OFFSET: u32 = 11;
+pub const WORKER_OFFSET: u32 = 20;
+
+pub fn offset(net: &Ipv4Net, n: u32) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(net.network()).saturating_add(n))
+}
+
+pub fn gateway(net: &Ipv4Net) -> Ipv4Addr {
+    offset(net, GATEWAY_OFFSET)
+}
+
+pub fn first_host(net: &Ipv4Net) -> Ipv4Addr {
+    offset(net, 1)
+}
+
+pub fn last_host(net: &Ipv4Net) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(net.broadcast()).saturating_sub(1))
+}
+
+/// A usable host address of the subnet: not the network or broadcast address.
+pub fn is_host(net: &Ipv4Net, ip: Ipv4Addr) -> bool {
+    net.contains(&ip) && ip != net.network() && ip != net.broadcast()
+}
+
+pub fn node_ip(net: &Ipv4Net, role: Role, index: u32) -> Ipv4Addr {
+    let base = match role {
+        Role::Bootstrap => BOOTSTRAP_OFFSET,
+        Role::Ctlplane => CTLPLANE_OFFSET,
+        Role::Worker => WORKER_OFFSET,
+    };
+    offset(net, base.saturating_add(index))
+}
+
+/// First and last planned node address.
+pub fn node_range(
+    net: &Ipv4Net,
+    bootstrap: bool,
+    ctlplanes: u32,
+    workers: u32,
+) -> (Ipv4Addr, Ipv4Addr) {
+    let first = if bootstrap {
+        node_ip(net, Role::Bootstrap, 0)
+    } else {
+        node_ip(net, Role::Ctlplane, 0)
+    };
+    let last = if workers > 0 {
+        node_ip(net, Role::Worker, workers - 1)
+    } else {
+        node_ip(net, Role::Ctlplane, ctlplanes.saturating_sub(1))
+    };
+    (first, last)
+}
+
+/// The default DHCP pool: the top quarter of the subnet, below the broadcast address.
+pub fn default_dhcp(net: &Ipv4Net) -> (Ipv4Addr, Ipv4Addr) {
+    let size = 1u64 << (32 - net.prefix_len());
+    let start = offset(net, (size * 3 / 4) as u32);
+    (start, last_host(net))
+}
+
+/// The Linux bridge of a NAT network: at most 15 characters, stable per cluster.
+pub fn bridge_name(cluster: &str) -> String {
+    let candidate = format!("sl-{cluster}");
+    if candidate.len() <= 15 {
+        return candidate;
+    }
+    let digest = crate::plan::stable_hash(&["bridge", cluster]);
+    format!("sl-{}-{}", &cluster[..6], &digest[..4])
+}
+
+/// `d.c.b.a.in-addr.arpa` for an address.
+pub fn reverse_name(ip: Ipv4Addr) -> String {
+    let o = ip.octets();
+    format!("{}.{}.{}.{}.in-addr.arpa", o[3], o[2], o[1], o[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_of_a_24() {
+        let net: Ipv4Net = "192.168.126.0/24".parse().unwrap();
+        assert_eq!(gateway(&net).to_string(), "192.168.126.1");
+        assert_eq!(node_ip(&net, Role::Worker, 2).to_string(), "192.168.126.22");
+        let (s, e) = default_dhcp(&net);
+        assert_eq!(
+            (s.to_string(), e.to_string()),
+            ("192.168.126.192".into(), "192.168.126.254".into())
+        );
+        assert_eq!(
+            reverse_name("192.168.126.11".parse().unwrap()),
+            "11.126.168.192.in-addr.arpa"
+        );
+    }
+
+    #[test]
+    fn bridge_names_fit_linux() {
+        assert_eq!(bridge_name("lab1"), "sl-lab1");
+        let long = bridge_name("averyveryverylongclustername");
+        assert!(long.len() <= 15, "{long}");
+        assert_ne!(long, bridge_name("averyveryverylongclusternamf"));
+    }
+}

@@ -1,0 +1,177 @@
+//! The human view of a plan (`shiftlab plan`, default output).
+
+use std::fmt::Write;
+
+use super::{Boot, Plan, Start};
+
+fn row(out: &mut String, cols: &[String], widths: &[usize]) {
+    let mut line = String::new();
+    for (i, c) in cols.iter().enumerate() {
+        if i + 1 == cols.len() {
+            line.push_str(c);
+        } else {
+            let _ = write!(line, "{:<w$}  ", c, w = widths[i]);
+        }
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+}
+
+/// Columns padded to their widest cell.
+pub fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.len());
+        }
+    }
+    row(
+        out,
+        &header.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
+        &widths,
+    );
+    for r in rows {
+        row(out, r, &widths);
+    }
+}
+
+pub fn render_table(plan: &Plan) -> String {
+    let mut out = String::new();
+    let n = &plan.network;
+    let _ = writeln!(
+        out,
+        "cluster {} ({} {}, method {}, platform {}){}",
+        plan.cluster_domain,
+        plan.distribution,
+        plan.version,
+        plan.method,
+        plan.platform,
+        if plan.rehearsal { ", rehearsal" } else { "" }
+    );
+    let _ = writeln!(
+        out,
+        "network {} ({}, bridge {}): {} gateway {}, DHCP {}-{}",
+        n.name,
+        match n.mode {
+            crate::spec::NetworkMode::Nat => "nat",
+            crate::spec::NetworkMode::Bridge => "bridge",
+        },
+        n.bridge,
+        n.cidr,
+        n.gateway,
+        n.dhcp.start,
+        n.dhcp.end
+    );
+    let _ = writeln!(
+        out,
+        "api {}  ingress {}  libvirt {} pool {}\n",
+        plan.vips.api, plan.vips.ingress, plan.libvirt.uri, plan.libvirt.pool
+    );
+    let rows: Vec<Vec<String>> = plan
+        .nodes
+        .iter()
+        .map(|node| {
+            let disks: Vec<String> = node
+                .disks
+                .iter()
+                .map(|d| format!("{}G", d.size_gb))
+                .collect();
+            vec![
+                node.name.clone(),
+                node.role.to_string(),
+                node.ip.to_string(),
+                node.mac.clone(),
+                node.vcpus.to_string(),
+                format!("{} MiB", node.memory_mib),
+                disks.join("+"),
+                match node.boot {
+                    Boot::DiskFwCfg => "disk+fw_cfg",
+                    Boot::Iso => "iso",
+                    Boot::VirtualMedia => "virtual media",
+                }
+                .into(),
+                match node.start {
+                    Start::Infra => "with infra",
+                    Start::AfterBootstrap => "after bootstrap",
+                    Start::Bmc => "by installer (BMC)",
+                }
+                .into(),
+            ]
+        })
+        .collect();
+    table(
+        &mut out,
+        &[
+            "NODE", "ROLE", "IP", "MAC", "CPU", "MEMORY", "DISKS", "BOOT", "START",
+        ],
+        &rows,
+    );
+    out.push('\n');
+    let rows: Vec<Vec<String>> = plan
+        .dns
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                match r.kind {
+                    super::RecordType::A => "A",
+                    super::RecordType::PTR => "PTR",
+                    super::RecordType::Wildcard => "A (wildcard)",
+                }
+                .into(),
+                r.value.clone(),
+            ]
+        })
+        .collect();
+    table(&mut out, &["DNS NAME", "TYPE", "VALUE"], &rows);
+    if let Some(lb) = &plan.load_balancer {
+        out.push('\n');
+        let rows: Vec<Vec<String>> = lb
+            .frontends
+            .iter()
+            .map(|f| {
+                let backends: Vec<String> = f
+                    .backends
+                    .iter()
+                    .map(|b| {
+                        if b.bootstrap {
+                            format!("{} (bootstrap)", b.node)
+                        } else {
+                            b.node.clone()
+                        }
+                    })
+                    .collect();
+                vec![
+                    f.name.clone(),
+                    format!("{}:{}", f.address, f.port),
+                    match f.check {
+                        super::HealthCheck::HttpsReadyz => "https /readyz",
+                        super::HealthCheck::Tcp => "tcp",
+                    }
+                    .to_string(),
+                    backends.join(", "),
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            &["LB FRONTEND", "LISTEN", "CHECK", "BACKENDS"],
+            &rows,
+        );
+    }
+    if let Some(b) = &plan.bmc {
+        out.push('\n');
+        let _ = writeln!(out, "BMC {} (user {})", b.endpoint, b.username);
+        let rows: Vec<Vec<String>> = plan
+            .nodes
+            .iter()
+            .filter_map(|n| {
+                n.bmc
+                    .as_ref()
+                    .map(|b| vec![n.name.clone(), b.address.clone()])
+            })
+            .collect();
+        table(&mut out, &["NODE", "BMC ADDRESS"], &rows);
+    }
+    out
+}

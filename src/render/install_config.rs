@@ -1,0 +1,344 @@
+//! `install-config.yaml` and `agent-config.yaml`, rendered from the spec and the plan.
+
+use serde::Serialize;
+
+use crate::plan::Plan;
+use crate::spec::{ClusterSpec, Firmware, Method, Role};
+
+/// The secrets a rendering needs. Kept apart from spec and plan so that neither can
+/// leak them into plan output or logs.
+pub struct Secrets {
+    /// The pull secret, as compact JSON.
+    pub pull_secret: String,
+    /// The BMC password (bare-metal IPI only).
+    pub bmc_password: Option<String>,
+}
+
+/// The documented fake pull secret OKD accepts when no real one is given.
+pub const OKD_FAKE_PULL_SECRET: &str = r#"{"auths":{"fake":{"auth":"aWQ6cGFzcwo="}}}"#;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InstallConfig {
+    api_version: &'static str,
+    base_domain: String,
+    metadata: Metadata,
+    compute: Vec<Pool>,
+    control_plane: Pool,
+    networking: Networking,
+    platform: Platform,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bootstrap_in_place: Option<BootstrapInPlace>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    fips: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proxy: Option<Proxy>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    image_digest_sources: Vec<DigestSource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    additional_trust_bundle: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capabilities: Option<Caps>,
+    pull_secret: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ssh_key: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Metadata {
+    name: String,
+}
+
+#[derive(Serialize)]
+struct Pool {
+    name: &'static str,
+    replicas: u32,
+    hyperthreading: &'static str,
+    architecture: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Networking {
+    network_type: String,
+    cluster_network: Vec<ClusterNet>,
+    service_network: Vec<String>,
+    machine_network: Vec<MachineNet>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ClusterNet {
+    cidr: String,
+    host_prefix: u8,
+}
+
+#[derive(Serialize)]
+struct MachineNet {
+    cidr: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum Platform {
+    None {},
+    Baremetal(Box<Baremetal>),
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Baremetal {
+    #[serde(rename = "apiVIPs")]
+    api_vips: Vec<String>,
+    #[serde(rename = "ingressVIPs")]
+    ingress_vips: Vec<String>,
+    provisioning_network: &'static str,
+    external_bridge: String,
+    #[serde(rename = "libvirtURI")]
+    libvirt_uri: String,
+    hosts: Vec<BmHost>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BmHost {
+    name: String,
+    role: &'static str,
+    #[serde(rename = "bootMACAddress")]
+    boot_mac_address: String,
+    boot_mode: &'static str,
+    root_device_hints: RootDeviceHints,
+    bmc: Bmc,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RootDeviceHints {
+    device_name: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Bmc {
+    address: String,
+    username: String,
+    password: String,
+    disable_certificate_verification: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BootstrapInPlace {
+    installation_disk: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Proxy {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_proxy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    https_proxy: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    no_proxy: Option<String>,
+}
+
+#[derive(Serialize)]
+struct DigestSource {
+    source: String,
+    mirrors: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Caps {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline_capability_set: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    additional_enabled_capabilities: Vec<String>,
+}
+
+/// Render `install-config.yaml`. `trust_bundle` is the PEM text of
+/// `additional_trust_bundle`, read by the caller.
+pub fn install_config(
+    spec: &ClusterSpec,
+    plan: &Plan,
+    secrets: &Secrets,
+    trust_bundle: Option<&str>,
+) -> String {
+    let compute_replicas = match spec.method {
+        // UPI workers are ours, not a MachineSet's; SNO has none.
+        Method::Upi | Method::Sno => 0,
+        Method::Ipi | Method::Agent => spec.workers,
+    };
+    let platform = match spec.method {
+        Method::Ipi => Platform::Baremetal(Box::new(Baremetal {
+            api_vips: vec![plan.vips.api.to_string()],
+            ingress_vips: vec![plan.vips.ingress.to_string()],
+            provisioning_network: "Disabled",
+            external_bridge: plan.network.bridge.clone(),
+            libvirt_uri: plan.libvirt.uri.clone(),
+            hosts: plan
+                .nodes
+                .iter()
+                .filter_map(|n| {
+                    let bmc = n.bmc.as_ref()?;
+                    Some(BmHost {
+                        name: n.name.clone(),
+                        role: if n.role == Role::Worker {
+                            "worker"
+                        } else {
+                            "master"
+                        },
+                        boot_mac_address: n.mac.clone(),
+                        boot_mode: match spec.libvirt.firmware {
+                            Firmware::Uefi => "UEFI",
+                            Firmware::Bios => "legacy",
+                        },
+                        root_device_hints: RootDeviceHints {
+                            device_name: spec.installation_disk.clone(),
+                        },
+                        bmc: Bmc {
+                            address: bmc.address.clone(),
+                            username: spec.bmc.username.clone(),
+                            password: secrets.bmc_password.clone().unwrap_or_default(),
+                            disable_certificate_verification: !spec.bmc.verify_certificate,
+                        },
+                    })
+                })
+                .collect(),
+        })),
+        _ => Platform::None {},
+    };
+    let ssh_key = (!spec.ssh_keys.is_empty()).then(|| {
+        spec.ssh_keys
+            .iter()
+            .map(|k| k.key.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    let cfg = InstallConfig {
+        api_version: "v1",
+        base_domain: spec.domain.clone(),
+        metadata: Metadata {
+            name: spec.cluster.clone(),
+        },
+        compute: vec![Pool {
+            name: "worker",
+            replicas: compute_replicas,
+            hyperthreading: "Enabled",
+            architecture: "amd64",
+        }],
+        control_plane: Pool {
+            name: "master",
+            replicas: spec.ctlplanes,
+            hyperthreading: "Enabled",
+            architecture: "amd64",
+        },
+        networking: Networking {
+            network_type: spec.network_type.clone(),
+            cluster_network: vec![ClusterNet {
+                cidr: spec.cluster_network.to_string(),
+                host_prefix: spec.cluster_network_host_prefix,
+            }],
+            service_network: vec![spec.service_network.to_string()],
+            machine_network: vec![MachineNet {
+                cidr: plan.network.cidr.to_string(),
+            }],
+        },
+        platform,
+        bootstrap_in_place: (spec.method == Method::Sno).then(|| BootstrapInPlace {
+            installation_disk: spec.installation_disk.clone(),
+        }),
+        fips: spec.fips,
+        proxy: spec.proxy.as_ref().map(|p| Proxy {
+            http_proxy: p.http_proxy.clone(),
+            https_proxy: p.https_proxy.clone(),
+            no_proxy: p.no_proxy.clone(),
+        }),
+        image_digest_sources: spec
+            .image_digest_sources
+            .iter()
+            .map(|s| DigestSource {
+                source: s.source.clone(),
+                mirrors: s.mirrors.clone(),
+            })
+            .collect(),
+        additional_trust_bundle: trust_bundle.map(|t| t.trim_end().to_string() + "\n"),
+        capabilities: spec.capabilities.as_ref().map(|c| Caps {
+            baseline_capability_set: c.baseline_capability_set.clone(),
+            additional_enabled_capabilities: c.additional_enabled_capabilities.clone(),
+        }),
+        pull_secret: secrets.pull_secret.clone(),
+        ssh_key,
+    };
+    serde_yaml::to_string(&cfg).expect("install-config serialises")
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AgentConfig {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: Metadata,
+    #[serde(rename = "rendezvousIP")]
+    rendezvous_ip: String,
+    hosts: Vec<AgentHost>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AgentHost {
+    hostname: String,
+    role: &'static str,
+    interfaces: Vec<Interface>,
+    root_device_hints: RootDeviceHints,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Interface {
+    name: &'static str,
+    mac_address: String,
+}
+
+/// The NIC name CoreOS gives the first virtio NIC on the q35 machines shiftlab defines.
+pub const AGENT_INTERFACE: &str = "enp1s0";
+
+/// Render `agent-config.yaml` (agent method). The rendezvous host is the first
+/// control plane.
+pub fn agent_config(spec: &ClusterSpec, plan: &Plan) -> String {
+    let rendezvous = plan
+        .nodes_with_role(Role::Ctlplane)
+        .next()
+        .map(|n| n.ip.to_string())
+        .unwrap_or_default();
+    let cfg = AgentConfig {
+        api_version: "v1beta1",
+        kind: "AgentConfig",
+        metadata: Metadata {
+            name: spec.cluster.clone(),
+        },
+        rendezvous_ip: rendezvous,
+        hosts: plan
+            .nodes
+            .iter()
+            .map(|n| AgentHost {
+                hostname: n.name.clone(),
+                role: if n.role == Role::Worker {
+                    "worker"
+                } else {
+                    "master"
+                },
+                interfaces: vec![Interface {
+                    name: AGENT_INTERFACE,
+                    mac_address: n.mac.clone(),
+                }],
+                root_device_hints: RootDeviceHints {
+                    device_name: spec.installation_disk.clone(),
+                },
+            })
+            .collect(),
+    };
+    serde_yaml::to_string(&cfg).expect("agent-config serialises")
+}

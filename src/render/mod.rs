@@ -1,0 +1,3 @@
+//! Pure renderers: from spec and plan to the text of configuration files.
+
+pub mod install_config;

@@ -1,0 +1,804 @@
+//! Reading the cluster file's YAML into raw, still-unchecked values.
+//!
+//! Every field is taken out of the YAML mapping by name; whatever is left at the end is
+//! an unknown key. Type errors are collected, never returned early, so the user sees
+//! every problem of the file in one run.
+
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+use serde_yaml::{Mapping, Value};
+
+use super::diag::{suggest, Diagnostics};
+use super::kcli;
+
+/// A value together with the field name the user wrote it under, so that later
+/// checks can name `master_memory` when that is what the file says.
+#[derive(Debug, Clone)]
+pub struct Src<T> {
+    pub v: T,
+    pub field: String,
+}
+
+/// Sizes for one role (or for every role, from the top-level kcli-style keys).
+#[derive(Debug, Default, Clone)]
+pub struct RawSize {
+    pub numcpus: Option<Src<u64>>,
+    pub memory: Option<Src<u64>>,
+    pub disk_size: Option<Src<u64>>,
+    pub extra_disks: Option<Src<Vec<u64>>>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct RawNetwork {
+    pub name: Option<Src<String>>,
+    pub mode: Option<Src<String>>,
+    pub bridge: Option<Src<String>>,
+    pub cidr: Option<Src<Ipv4Net>>,
+    pub api_ip: Option<Src<Ipv4Addr>>,
+    pub ingress_ip: Option<Src<Ipv4Addr>>,
+    pub dhcp_start: Option<Src<Ipv4Addr>>,
+    pub dhcp_end: Option<Src<Ipv4Addr>>,
+    pub mac_prefix: Option<Src<String>>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct RawLibvirt {
+    pub uri: Option<Src<String>>,
+    pub pool: Option<Src<String>>,
+    pub pool_path: Option<Src<String>>,
+    pub domain_type: Option<Src<String>>,
+    pub firmware: Option<Src<String>>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct RawBmc {
+    pub address: Option<Src<Ipv4Addr>>,
+    pub port: Option<Src<u64>>,
+    pub username: Option<Src<String>>,
+    pub password: Option<Src<String>>,
+    pub verify_certificate: Option<Src<bool>>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct RawProxy {
+    pub http_proxy: Option<Src<String>>,
+    pub https_proxy: Option<Src<String>>,
+    pub no_proxy: Option<Src<String>>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct RawCapabilities {
+    pub baseline_capability_set: Option<Src<String>>,
+    pub additional_enabled_capabilities: Vec<String>,
+}
+
+/// Everything the file said, typed but not yet checked for meaning.
+#[derive(Debug, Default, Clone)]
+pub struct RawSpec {
+    pub cluster: Option<Src<String>>,
+    pub domain: Option<Src<String>>,
+    pub distribution: Option<Src<String>>,
+    pub version: Option<Src<String>>,
+    pub tag: Option<Src<String>>,
+    pub pull_secret: Option<Src<String>>,
+    pub ssh_keys: Option<Src<Vec<String>>>,
+    pub method: Option<Src<String>>,
+    pub ctlplanes: Option<Src<u64>>,
+    pub workers: Option<Src<u64>>,
+    pub all: RawSize,
+    pub bootstrap: RawSize,
+    pub ctlplane: RawSize,
+    pub worker: RawSize,
+    pub network: RawNetwork,
+    pub libvirt: RawLibvirt,
+    pub image: Option<Src<String>>,
+    pub rehearsal: Option<Src<bool>>,
+    pub installation_disk: Option<Src<String>>,
+    pub network_type: Option<Src<String>>,
+    pub cluster_network: Option<Src<Ipv4Net>>,
+    pub cluster_network_host_prefix: Option<Src<u64>>,
+    pub service_network: Option<Src<Ipv4Net>>,
+    pub fips: Option<Src<bool>>,
+    pub proxy: Option<RawProxy>,
+    pub image_digest_sources: Vec<(String, Vec<String>)>,
+    pub additional_trust_bundle: Option<Src<String>>,
+    pub capabilities: Option<RawCapabilities>,
+    pub manifests: Option<Src<String>>,
+    pub bmc: RawBmc,
+}
+
+/// Top-level keys of shiftlab's own format.
+pub const TOP_KEYS: &[&str] = &[
+    "cluster",
+    "domain",
+    "distribution",
+    "version",
+    "pull_secret",
+    "ssh_keys",
+    "method",
+    "ctlplanes",
+    "workers",
+    "numcpus",
+    "memory",
+    "disk_size",
+    "extra_disks",
+    "bootstrap",
+    "ctlplane",
+    "worker",
+    "network",
+    "libvirt",
+    "image",
+    "rehearsal",
+    "installation_disk",
+    "network_type",
+    "cluster_network",
+    "cluster_network_host_prefix",
+    "service_network",
+    "fips",
+    "proxy",
+    "image_digest_sources",
+    "additional_trust_bundle",
+    "capabilities",
+    "manifests",
+    "bmc",
+];
+
+const SIZE_KEYS: &[&str] = &["numcpus", "memory", "disk_size", "extra_disks"];
+const NETWORK_KEYS: &[&str] = &[
+    "name",
+    "mode",
+    "bridge",
+    "cidr",
+    "api_ip",
+    "ingress_ip",
+    "dhcp_start",
+    "dhcp_end",
+    "mac_prefix",
+];
+const LIBVIRT_KEYS: &[&str] = &["uri", "pool", "pool_path", "domain_type", "firmware"];
+const BMC_KEYS: &[&str] = &[
+    "address",
+    "port",
+    "username",
+    "password",
+    "verify_certificate",
+];
+const PROXY_KEYS: &[&str] = &["http_proxy", "https_proxy", "no_proxy"];
+const CAPABILITY_KEYS: &[&str] = &["baseline_capability_set", "additional_enabled_capabilities"];
+
+/// How a YAML value is shown in a message: short, quoted when it is a string.
+pub fn show(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => format!("{s:?}"),
+        Value::Sequence(_) => "a list".into(),
+        Value::Mapping(_) => "a mapping".into(),
+        Value::Tagged(t) => show(&t.value),
+    }
+}
+
+/// A mapping being taken apart key by key.
+struct Obj {
+    prefix: String,
+    map: Mapping,
+}
+
+impl Obj {
+    fn new(prefix: &str, map: Mapping) -> Self {
+        Obj {
+            prefix: prefix.to_string(),
+            map,
+        }
+    }
+
+    fn path(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{}", self.prefix, key)
+        }
+    }
+
+    fn take(&mut self, key: &str) -> Option<(String, Value)> {
+        let v = self.map.remove(key)?;
+        if v.is_null() {
+            // `key:` with nothing after it means "default", as in most YAML tools.
+            return None;
+        }
+        Some((self.path(key), v))
+    }
+
+    /// Report whatever was not taken as unknown, with a suggestion where one is close.
+    fn finish(mut self, known: &[&str], d: &mut Diagnostics) {
+        let map = std::mem::take(&mut self.map);
+        for (k, _) in map {
+            let key = match &k {
+                Value::String(s) => s.clone(),
+                other => show(other),
+            };
+            let field = self.prefix_join(&key);
+            let mut msg = "unknown key".to_string();
+            if let Some(s) = suggest(&key, known.iter().copied()) {
+                msg.push_str(&format!("; did you mean `{}`?", self.prefix_join(s)));
+            } else if !self.prefix.is_empty() {
+                msg.push_str(&format!("; valid keys here: {}", known.join(", ")));
+            }
+            d.error(field, msg);
+        }
+    }
+
+    fn prefix_join(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{}", self.prefix, key)
+        }
+    }
+}
+
+fn string(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<String>> {
+    match v {
+        Value::String(s) => Some(Src {
+            v: s,
+            field: field.into(),
+        }),
+        // Unquoted numbers are common for versions (`version: 4.18`) and tags.
+        Value::Number(n) => Some(Src {
+            v: n.to_string(),
+            field: field.into(),
+        }),
+        other => {
+            d.error(field, format!("{} is not a string", show(&other)));
+            None
+        }
+    }
+}
+
+fn uint(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<u64>> {
+    match &v {
+        Value::Number(n) if n.as_u64().is_some() => Some(Src {
+            v: n.as_u64().unwrap_or_default(),
+            field: field.into(),
+        }),
+        Value::String(s) if s.trim().parse::<u64>().is_ok() => Some(Src {
+            v: s.trim().parse().unwrap_or_default(),
+            field: field.into(),
+        }),
+        other => {
+            d.error(
+                field,
+                format!("{} is not a whole number (0 or more)", show(other)),
+            );
+            None
+        }
+    }
+}
+
+fn boolean(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<bool>> {
+    match v {
+        Value::Bool(b) => Some(Src {
+            v: b,
+            field: field.into(),
+        }),
+        other => {
+            d.error(field, format!("{} is not true or false", show(&other)));
+            None
+        }
+    }
+}
+
+fn ipv4(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<Ipv4Addr>> {
+    let s = string(field, v, d)?;
+    match s.v.trim().parse::<Ipv4Addr>() {
+        Ok(ip) => Some(Src {
+            v: ip,
+            field: s.field,
+        }),
+        Err(_) => {
+            d.error(
+                field,
+                format!(
+                    "{:?} is not an IPv4 address; expected e.g. 192.168.126.2",
+                    s.v
+                ),
+            );
+            None
+        }
+    }
+}
+
+fn cidr(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<Ipv4Net>> {
+    let s = string(field, v, d)?;
+    match s.v.trim().parse::<Ipv4Net>() {
+        Ok(net) if net.addr() != net.network() => {
+            d.error(
+                field,
+                format!("{:?} has host bits set; did you mean {}?", s.v, net.trunc()),
+            );
+            None
+        }
+        Ok(net) => Some(Src {
+            v: net,
+            field: s.field,
+        }),
+        Err(_) => {
+            d.error(
+                field,
+                format!(
+                    "{:?} is not an IPv4 CIDR; expected e.g. 192.168.126.0/24",
+                    s.v
+                ),
+            );
+            None
+        }
+    }
+}
+
+fn list_of_strings(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<Vec<String>>> {
+    match v {
+        Value::Sequence(items) => {
+            let mut out = Vec::new();
+            for (i, item) in items.into_iter().enumerate() {
+                if let Some(s) = string(&format!("{field}[{i}]"), item, d) {
+                    out.push(s.v);
+                }
+            }
+            Some(Src {
+                v: out,
+                field: field.into(),
+            })
+        }
+        // A single string is accepted where a list is expected (kcli's `pub_key`).
+        Value::String(s) => Some(Src {
+            v: vec![s],
+            field: field.into(),
+        }),
+        other => {
+            d.error(field, format!("{} is not a list of strings", show(&other)));
+            None
+        }
+    }
+}
+
+fn list_of_uints(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<Vec<u64>>> {
+    match v {
+        Value::Sequence(items) => {
+            let mut out = Vec::new();
+            for (i, item) in items.into_iter().enumerate() {
+                // kcli also writes extra disks as `{size: 10}`.
+                let item = match item {
+                    Value::Mapping(mut m) => m.remove("size").unwrap_or(Value::Null),
+                    other => other,
+                };
+                if let Some(n) = uint(&format!("{field}[{i}]"), item, d) {
+                    out.push(n.v);
+                }
+            }
+            Some(Src {
+                v: out,
+                field: field.into(),
+            })
+        }
+        other => {
+            d.error(
+                field,
+                format!(
+                    "{} is not a list of sizes in GB, e.g. [50, 100]",
+                    show(&other)
+                ),
+            );
+            None
+        }
+    }
+}
+
+fn mapping(field: &str, v: Value, d: &mut Diagnostics) -> Option<Mapping> {
+    match v {
+        Value::Mapping(m) => Some(m),
+        other => {
+            d.error(field, format!("{} is not a mapping", show(&other)));
+            None
+        }
+    }
+}
+
+/// Set `slot` once; a second source for the same setting is an error naming both.
+fn set_once<T>(slot: &mut Option<Src<T>>, value: Option<Src<T>>, d: &mut Diagnostics) {
+    let Some(value) = value else { return };
+    if let Some(prev) = slot {
+        d.error(
+            value.field.clone(),
+            format!(
+                "sets the same thing as `{}`; keep only one of them",
+                prev.field
+            ),
+        );
+        return;
+    }
+    *slot = Some(value);
+}
+
+fn size(obj: &mut Obj, into: &mut RawSize, d: &mut Diagnostics) {
+    if let Some((f, v)) = obj.take("numcpus") {
+        set_once(&mut into.numcpus, uint(&f, v, d), d);
+    }
+    if let Some((f, v)) = obj.take("memory") {
+        set_once(&mut into.memory, uint(&f, v, d), d);
+    }
+    if let Some((f, v)) = obj.take("disk_size") {
+        set_once(&mut into.disk_size, uint(&f, v, d), d);
+    }
+    if let Some((f, v)) = obj.take("extra_disks") {
+        set_once(&mut into.extra_disks, list_of_uints(&f, v, d), d);
+    }
+}
+
+/// Parse the YAML text of a cluster file. Errors and warnings go to `d`.
+pub fn parse(text: &str, d: &mut Diagnostics) -> RawSpec {
+    let mut raw = RawSpec::default();
+    let root: Value = match serde_yaml::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            let at = e
+                .location()
+                .map(|l| format!(" at line {}, column {}", l.line(), l.column()))
+                .unwrap_or_default();
+            d.error("(file)", format!("not valid YAML{at}: {e}"));
+            return raw;
+        }
+    };
+    let map = match root {
+        Value::Mapping(m) => m,
+        Value::Null => Mapping::new(),
+        other => {
+            d.error(
+                "(file)",
+                format!(
+                    "the file must be a YAML mapping of keys, not {}",
+                    show(&other)
+                ),
+            );
+            return raw;
+        }
+    };
+    let mut top = Obj::new("", map);
+
+    if let Some((f, v)) = top.take("cluster") {
+        raw.cluster = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("domain") {
+        raw.domain = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("distribution") {
+        raw.distribution = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("okd") {
+        if let Some(b) = boolean(&f, v, d) {
+            let dist = Src {
+                v: if b.v { "okd" } else { "ocp" }.to_string(),
+                field: b.field,
+            };
+            set_once(&mut raw.distribution, Some(dist), d);
+        }
+    }
+    if let Some((f, v)) = top.take("version") {
+        raw.version = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("tag") {
+        raw.tag = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("pull_secret") {
+        raw.pull_secret = string(&f, v, d);
+    }
+    for key in ["ssh_keys", "pub_key", "keys"] {
+        if let Some((f, v)) = top.take(key) {
+            // kcli's `pub_key` and `keys` add up; shiftlab's own list is complete.
+            if let Some(list) = list_of_strings(&f, v, d) {
+                match &mut raw.ssh_keys {
+                    Some(prev) if key == "keys" || prev.field != "ssh_keys" => {
+                        prev.v.extend(list.v)
+                    }
+                    Some(prev) => d.error(
+                        f,
+                        format!("sets the same thing as `{}`; keep only one", prev.field),
+                    ),
+                    None => raw.ssh_keys = Some(list),
+                }
+            }
+        }
+    }
+    if let Some((f, v)) = top.take("method") {
+        raw.method = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("sno") {
+        if let Some(b) = boolean(&f, v, d) {
+            if b.v {
+                set_once(
+                    &mut raw.method,
+                    Some(Src {
+                        v: "sno".into(),
+                        field: b.field,
+                    }),
+                    d,
+                );
+            }
+        }
+    }
+    for key in ["ctlplanes", "masters"] {
+        if let Some((f, v)) = top.take(key) {
+            set_once(&mut raw.ctlplanes, uint(&f, v, d), d);
+        }
+    }
+    if let Some((f, v)) = top.take("workers") {
+        raw.workers = uint(&f, v, d);
+    }
+
+    // Sizes: top-level keys apply to every role; role mappings and kcli's
+    // `<role>_<key>` names override them.
+    size(&mut top, &mut raw.all, d);
+    for (role, kcli_names) in [
+        ("bootstrap", &["bootstrap"][..]),
+        ("ctlplane", &["ctlplane", "master"][..]),
+        ("worker", &["worker"][..]),
+    ] {
+        let slot = match role {
+            "bootstrap" => &mut raw.bootstrap,
+            "ctlplane" => &mut raw.ctlplane,
+            _ => &mut raw.worker,
+        };
+        if let Some((f, v)) = top.take(role) {
+            if let Some(m) = mapping(&f, v, d) {
+                let mut obj = Obj::new(role, m);
+                size(&mut obj, slot, d);
+                obj.finish(SIZE_KEYS, d);
+            }
+        }
+        for name in kcli_names {
+            for (suffix, which) in [("memory", 0), ("numcpus", 1)] {
+                if let Some((f, v)) = top.take(&format!("{name}_{suffix}")) {
+                    let target = if which == 0 {
+                        &mut slot.memory
+                    } else {
+                        &mut slot.numcpus
+                    };
+                    set_once(target, uint(&f, v, d), d);
+                }
+            }
+            if let Some((f, v)) = top.take(&format!("extra_{name}_disks")) {
+                set_once(&mut slot.extra_disks, list_of_uints(&f, v, d), d);
+            }
+        }
+    }
+
+    if let Some((f, v)) = top.take("network") {
+        match v {
+            // kcli: the name of the libvirt network.
+            Value::String(s) => {
+                raw.network.name = Some(Src { v: s, field: f });
+            }
+            other => {
+                if let Some(m) = mapping(&f, other, d) {
+                    network(Obj::new("network", m), &mut raw.network, d);
+                }
+            }
+        }
+    }
+    for key in ["api_ip", "ingress_ip"] {
+        if let Some((f, v)) = top.take(key) {
+            let slot = if key == "api_ip" {
+                &mut raw.network.api_ip
+            } else {
+                &mut raw.network.ingress_ip
+            };
+            set_once(slot, ipv4(&f, v, d), d);
+        }
+    }
+
+    if let Some((f, v)) = top.take("libvirt") {
+        if let Some(m) = mapping(&f, v, d) {
+            let mut obj = Obj::new("libvirt", m);
+            for (key, slot) in [
+                ("uri", &mut raw.libvirt.uri),
+                ("pool", &mut raw.libvirt.pool),
+                ("pool_path", &mut raw.libvirt.pool_path),
+                ("domain_type", &mut raw.libvirt.domain_type),
+                ("firmware", &mut raw.libvirt.firmware),
+            ] {
+                if let Some((f, v)) = obj.take(key) {
+                    *slot = string(&f, v, d);
+                }
+            }
+            obj.finish(LIBVIRT_KEYS, d);
+        }
+    }
+    if let Some((f, v)) = top.take("pool") {
+        set_once(&mut raw.libvirt.pool, string(&f, v, d), d);
+    }
+    if let Some((f, v)) = top.take("uefi") {
+        if let Some(b) = boolean(&f, v, d) {
+            let fw = Src {
+                v: if b.v { "uefi" } else { "bios" }.to_string(),
+                field: b.field,
+            };
+            set_once(&mut raw.libvirt.firmware, Some(fw), d);
+        }
+    }
+
+    if let Some((f, v)) = top.take("image") {
+        raw.image = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("rehearsal") {
+        raw.rehearsal = boolean(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("installation_disk") {
+        raw.installation_disk = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("network_type") {
+        raw.network_type = string(&f, v, d);
+    }
+    for key in ["cluster_network", "cluster_network_ipv4"] {
+        if let Some((f, v)) = top.take(key) {
+            set_once(&mut raw.cluster_network, cidr(&f, v, d), d);
+        }
+    }
+    if let Some((f, v)) = top.take("cluster_network_host_prefix") {
+        raw.cluster_network_host_prefix = uint(&f, v, d);
+    }
+    for key in ["service_network", "service_network_ipv4"] {
+        if let Some((f, v)) = top.take(key) {
+            set_once(&mut raw.service_network, cidr(&f, v, d), d);
+        }
+    }
+    if let Some((f, v)) = top.take("fips") {
+        raw.fips = boolean(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("proxy") {
+        if let Some(m) = mapping(&f, v, d) {
+            let mut obj = Obj::new("proxy", m);
+            let mut p = RawProxy::default();
+            for (key, slot) in [
+                ("http_proxy", &mut p.http_proxy),
+                ("https_proxy", &mut p.https_proxy),
+                ("no_proxy", &mut p.no_proxy),
+            ] {
+                if let Some((f, v)) = obj.take(key) {
+                    *slot = string(&f, v, d);
+                }
+            }
+            obj.finish(PROXY_KEYS, d);
+            raw.proxy = Some(p);
+        }
+    }
+    if let Some((f, v)) = top.take("image_digest_sources") {
+        match v {
+            Value::Sequence(items) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    let field = format!("{f}[{i}]");
+                    let Some(m) = mapping(&field, item, d) else {
+                        continue;
+                    };
+                    let mut obj = Obj::new(&field, m);
+                    let source = obj
+                        .take("source")
+                        .and_then(|(f, v)| string(&f, v, d))
+                        .map(|s| s.v);
+                    let mirrors = obj
+                        .take("mirrors")
+                        .and_then(|(f, v)| list_of_strings(&f, v, d))
+                        .map(|s| s.v)
+                        .unwrap_or_default();
+                    obj.finish(&["source", "mirrors"], d);
+                    match source {
+                        Some(s) if !mirrors.is_empty() => {
+                            raw.image_digest_sources.push((s, mirrors))
+                        }
+                        _ => d.error(
+                            field,
+                            "needs `source` (a repository) and `mirrors` (a non-empty list)",
+                        ),
+                    }
+                }
+            }
+            other => d.error(
+                f,
+                format!(
+                    "{} is not a list of {{source, mirrors}} entries",
+                    show(&other)
+                ),
+            ),
+        }
+    }
+    if let Some((f, v)) = top.take("additional_trust_bundle") {
+        raw.additional_trust_bundle = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("capabilities") {
+        if let Some(m) = mapping(&f, v, d) {
+            let mut obj = Obj::new("capabilities", m);
+            let mut c = RawCapabilities::default();
+            if let Some((f, v)) = obj.take("baseline_capability_set") {
+                c.baseline_capability_set = string(&f, v, d);
+            }
+            if let Some((f, v)) = obj.take("additional_enabled_capabilities") {
+                if let Some(l) = list_of_strings(&f, v, d) {
+                    c.additional_enabled_capabilities = l.v;
+                }
+            }
+            obj.finish(CAPABILITY_KEYS, d);
+            raw.capabilities = Some(c);
+        }
+    }
+    if let Some((f, v)) = top.take("manifests") {
+        raw.manifests = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("bmc") {
+        if let Some(m) = mapping(&f, v, d) {
+            let mut obj = Obj::new("bmc", m);
+            if let Some((f, v)) = obj.take("address") {
+                raw.bmc.address = ipv4(&f, v, d);
+            }
+            if let Some((f, v)) = obj.take("port") {
+                raw.bmc.port = uint(&f, v, d);
+            }
+            if let Some((f, v)) = obj.take("username") {
+                raw.bmc.username = string(&f, v, d);
+            }
+            if let Some((f, v)) = obj.take("password") {
+                raw.bmc.password = string(&f, v, d);
+            }
+            if let Some((f, v)) = obj.take("verify_certificate") {
+                raw.bmc.verify_certificate = boolean(&f, v, d);
+            }
+            obj.finish(BMC_KEYS, d);
+        }
+    }
+
+    // kcli keys shiftlab knows but does not use.
+    for (key, why) in kcli::IGNORED {
+        if top.map.remove(*key).is_some() {
+            d.warn(*key, format!("kcli parameter ignored: {why}"));
+        }
+    }
+
+    let known: Vec<&str> = TOP_KEYS
+        .iter()
+        .copied()
+        .chain(kcli::MAPPED.iter().map(|(k, _)| *k))
+        .chain(kcli::SHARED.iter().copied())
+        .collect();
+    top.finish(&known, d);
+    raw
+}
+
+fn network(mut obj: Obj, into: &mut RawNetwork, d: &mut Diagnostics) {
+    if let Some((f, v)) = obj.take("name") {
+        into.name = string(&f, v, d);
+    }
+    if let Some((f, v)) = obj.take("mode") {
+        into.mode = string(&f, v, d);
+    }
+    if let Some((f, v)) = obj.take("bridge") {
+        into.bridge = string(&f, v, d);
+    }
+    if let Some((f, v)) = obj.take("cidr") {
+        into.cidr = cidr(&f, v, d);
+    }
+    if let Some((f, v)) = obj.take("api_ip") {
+        into.api_ip = ipv4(&f, v, d);
+    }
+    if let Some((f, v)) = obj.take("ingress_ip") {
+        into.ingress_ip = ipv4(&f, v, d);
+    }
+    if let Some((f, v)) = obj.take("dhcp_start") {
+        into.dhcp_start = ipv4(&f, v, d);
+    }
+    if let Some((f, v)) = obj.take("dhcp_end") {
+        into.dhcp_end = ipv4(&f, v, d);
+    }
+    if let Some((f, v)) = obj.take("mac_prefix") {
+        into.mac_prefix = string(&f, v, d);
+    }
+    obj.finish(NETWORK_KEYS, d);
+}
