@@ -78,12 +78,18 @@ struct MachineNet {
     cidr: String,
 }
 
+/// Exactly one of the two is set; a struct rather than an enum so that YAML gets
+/// a plain mapping (`platform: {none: {}}`) and not a tagged value.
 #[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-enum Platform {
-    None {},
-    Baremetal(Box<Baremetal>),
+struct Platform {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    none: Option<Empty>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baremetal: Option<Baremetal>,
 }
+
+#[derive(Serialize)]
+struct Empty {}
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -172,43 +178,49 @@ pub fn install_config(
         Method::Ipi | Method::Agent => spec.workers,
     };
     let platform = match spec.method {
-        Method::Ipi => Platform::Baremetal(Box::new(Baremetal {
-            api_vips: vec![plan.vips.api.to_string()],
-            ingress_vips: vec![plan.vips.ingress.to_string()],
-            provisioning_network: "Disabled",
-            external_bridge: plan.network.bridge.clone(),
-            libvirt_uri: plan.libvirt.uri.clone(),
-            hosts: plan
-                .nodes
-                .iter()
-                .filter_map(|n| {
-                    let bmc = n.bmc.as_ref()?;
-                    Some(BmHost {
-                        name: n.name.clone(),
-                        role: if n.role == Role::Worker {
-                            "worker"
-                        } else {
-                            "master"
-                        },
-                        boot_mac_address: n.mac.clone(),
-                        boot_mode: match spec.libvirt.firmware {
-                            Firmware::Uefi => "UEFI",
-                            Firmware::Bios => "legacy",
-                        },
-                        root_device_hints: RootDeviceHints {
-                            device_name: spec.installation_disk.clone(),
-                        },
-                        bmc: Bmc {
-                            address: bmc.address.clone(),
-                            username: spec.bmc.username.clone(),
-                            password: secrets.bmc_password.clone().unwrap_or_default(),
-                            disable_certificate_verification: !spec.bmc.verify_certificate,
-                        },
+        Method::Ipi => Platform {
+            none: None,
+            baremetal: Some(Baremetal {
+                api_vips: vec![plan.vips.api.to_string()],
+                ingress_vips: vec![plan.vips.ingress.to_string()],
+                provisioning_network: "Disabled",
+                external_bridge: plan.network.bridge.clone(),
+                libvirt_uri: plan.libvirt.uri.clone(),
+                hosts: plan
+                    .nodes
+                    .iter()
+                    .filter_map(|n| {
+                        let bmc = n.bmc.as_ref()?;
+                        Some(BmHost {
+                            name: n.name.clone(),
+                            role: if n.role == Role::Worker {
+                                "worker"
+                            } else {
+                                "master"
+                            },
+                            boot_mac_address: n.mac.clone(),
+                            boot_mode: match spec.libvirt.firmware {
+                                Firmware::Uefi => "UEFI",
+                                Firmware::Bios => "legacy",
+                            },
+                            root_device_hints: RootDeviceHints {
+                                device_name: spec.installation_disk.clone(),
+                            },
+                            bmc: Bmc {
+                                address: bmc.address.clone(),
+                                username: spec.bmc.username.clone(),
+                                password: secrets.bmc_password.clone().unwrap_or_default(),
+                                disable_certificate_verification: !spec.bmc.verify_certificate,
+                            },
+                        })
                     })
-                })
-                .collect(),
-        })),
-        _ => Platform::None {},
+                    .collect(),
+            }),
+        },
+        _ => Platform {
+            none: Some(Empty {}),
+            baremetal: None,
+        },
     };
     let ssh_key = (!spec.ssh_keys.is_empty()).then(|| {
         spec.ssh_keys

@@ -22,14 +22,13 @@ pub struct Loaded {
 /// Parse and validate cluster-file text. Reads (never writes) the files it names.
 pub fn from_str(text: &str, file: &str, env: &Env) -> Result<Loaded, InvalidSpec> {
     let mut d = Diagnostics::default();
-    let raw = parse::parse(text, &mut d);
-    let spec = resolve::resolve(raw, env, &mut d);
-    if d.has_errors() {
+    let spec = parse::parse(text, &mut d).map(|raw| resolve::resolve(raw, env, &mut d));
+    let Some(spec) = spec.filter(|_| !d.has_errors()) else {
         return Err(InvalidSpec {
             file: file.to_string(),
             errors: d.errors,
         });
-    }
+    };
     Ok(Loaded {
         spec,
         warnings: d.warnings,

@@ -436,8 +436,9 @@ fn size(obj: &mut Obj, into: &mut RawSize, d: &mut Diagnostics) {
     }
 }
 
-/// Parse the YAML text of a cluster file. Errors and warnings go to `d`.
-pub fn parse(text: &str, d: &mut Diagnostics) -> RawSpec {
+/// Parse the YAML text of a cluster file. Errors and warnings go to `d`; `None` when
+/// the text is not a YAML mapping at all, so nothing else can be said about it.
+pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     let mut raw = RawSpec::default();
     let root: Value = match serde_yaml::from_str(text) {
         Ok(v) => v,
@@ -447,7 +448,7 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> RawSpec {
                 .map(|l| format!(" at line {}, column {}", l.line(), l.column()))
                 .unwrap_or_default();
             d.error("(file)", format!("not valid YAML{at}: {e}"));
-            return raw;
+            return None;
         }
     };
     let map = match root {
@@ -461,7 +462,7 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> RawSpec {
                     show(&other)
                 ),
             );
-            return raw;
+            return None;
         }
     };
     let mut top = Obj::new("", map);
@@ -769,7 +770,7 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> RawSpec {
         .chain(kcli::SHARED.iter().copied())
         .collect();
     top.finish(&known, d);
-    raw
+    Some(raw)
 }
 
 fn network(mut obj: Obj, into: &mut RawNetwork, d: &mut Diagnostics) {

@@ -265,7 +265,7 @@ fn resolve_ssh_keys(raw: &Option<Src<Vec<String>>>, env: &Env, d: &mut Diagnosti
                         ),
                     ),
                     Ok(t) if is_public_key(t.trim()) => out.push(SshKey {
-                        source: path.display().to_string(),
+                        source: entry.to_string(),
                         key: t.trim().to_string(),
                     }),
                     Ok(_) => d.error(

@@ -161,7 +161,12 @@ pub struct NetworkSpec {
     pub ingress_ip: Ipv4Addr,
     pub dhcp_start: Ipv4Addr,
     pub dhcp_end: Ipv4Addr,
+    #[serde(serialize_with = "mac_prefix_text")]
     pub mac_prefix: [u8; 3],
+}
+
+fn mac_prefix_text<S: serde::Serializer>(p: &[u8; 3], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{:02x}:{:02x}:{:02x}", p[0], p[1], p[2]))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -1,0 +1,120 @@
+//! The corpus of bad cluster files: each must exit 2 with a message naming its field
+//! and saying what is wrong, never panic, and write nothing.
+
+mod common;
+
+use std::fs;
+
+#[test]
+fn every_bad_input_is_rejected_with_its_field() {
+    let dir = common::repo().join("tests/bad");
+    let mut cases: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 40, "the corpus shrank to {}", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let text = fs::read_to_string(case).unwrap();
+        let header = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("# {key}: ")))
+                .unwrap_or_else(|| panic!("{}: no `# {key}:` line", case.display()))
+                .to_string()
+        };
+        let (field, fragment) = (header("expect-field"), header("expect"));
+        let home = tempfile::tempdir().unwrap();
+        for args in [
+            vec!["plan", "-f", case.to_str().unwrap()],
+            vec!["plan", "-f", case.to_str().unwrap(), "-o", "json"],
+            vec![
+                "create",
+                "install-config",
+                "-f",
+                case.to_str().unwrap(),
+                "--dir",
+                "out",
+            ],
+        ] {
+            let out = common::shiftlab(&args, home.path());
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let name = case.file_name().unwrap().to_string_lossy();
+            let wanted_line = format!("- {field}: ");
+            if out.status.code() != Some(2) {
+                failures.push(format!(
+                    "{name} {args:?}: exit {:?}, stderr: {stderr}",
+                    out.status.code()
+                ));
+            } else if !stderr
+                .lines()
+                .any(|l| l.contains(&wanted_line) && l.contains(&fragment))
+            {
+                failures.push(format!(
+                    "{name}: no line naming `{field}` with {fragment:?} in:\n{stderr}"
+                ));
+            }
+            if stderr.contains("panicked") {
+                failures.push(format!("{name}: panicked: {stderr}"));
+            }
+            if !out.stdout.is_empty() {
+                failures.push(format!("{name}: printed a plan for an invalid file"));
+            }
+        }
+        let left = common::tree(home.path());
+        if !left.is_empty() {
+            failures.push(format!("{}: wrote {left:?}", case.display()));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} problems:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn all_errors_are_reported_at_once() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("many.yaml");
+    fs::write(
+        &file,
+        "cluster: Bad_Name\nmethod: nope\nctlplanes: 2\nnetwork:\n  cidr: 100.64.0.0/24\nwrokers: 1\n",
+    )
+    .unwrap();
+    let out = common::shiftlab(&["plan", "-f", file.to_str().unwrap()], home.path());
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for field in [
+        "cluster:",
+        "method:",
+        "ctlplanes:",
+        "network.cidr:",
+        "wrokers:",
+        "pull_secret:",
+    ] {
+        assert!(
+            stderr.contains(&format!("- {field}")),
+            "{field} missing from:\n{stderr}"
+        );
+    }
+    assert!(stderr.contains("has 6 errors"), "{stderr}");
+}
+
+#[test]
+fn a_missing_cluster_file_is_bad_usage() {
+    let home = tempfile::tempdir().unwrap();
+    let out = common::shiftlab(&["plan", "-f", "nope.yaml"], home.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the cluster file"));
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    let home = tempfile::tempdir().unwrap();
+    let out = common::shiftlab(&["plan", "--nope"], home.path());
+    assert_eq!(out.status.code(), Some(2));
+}

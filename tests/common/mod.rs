@@ -1,0 +1,63 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Run the shiftlab binary with an isolated HOME and state directory, so that
+/// nothing of the machine running the tests leaks in or gets written.
+pub fn shiftlab(args: &[&str], home: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_shiftlab"))
+        .args(args)
+        .current_dir(home)
+        .env("HOME", home)
+        .env("SHIFTLAB_HOME", home.join("state"))
+        .env_remove("LIBVIRT_DEFAULT_URI")
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .expect("running shiftlab")
+}
+
+/// Every file below `dir`, relative, sorted.
+pub fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for e in rd.flatten() {
+                let p = e.path();
+                out.push(p.strip_prefix(base).unwrap().display().to_string());
+                if p.is_dir() {
+                    walk(base, &p, out);
+                }
+            }
+        }
+    }
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Compare with a golden file; `UPDATE_GOLDEN=1` rewrites it instead.
+pub fn golden(path: &Path, actual: &str) {
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with UPDATE_GOLDEN=1 to create)",
+            path.display()
+        )
+    });
+    if expected != actual {
+        panic!(
+            "{} differs from the rendered output (UPDATE_GOLDEN=1 rewrites it):\n--- expected\n{expected}\n--- actual\n{actual}",
+            path.display()
+        );
+    }
+}

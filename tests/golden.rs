@@ -1,0 +1,113 @@
+//! Golden files: rendered install-config/agent-config per method, the resolved
+//! settings of a kcli parameter file, and a full plan. `UPDATE_GOLDEN=1` rewrites them.
+
+mod common;
+
+use std::path::Path;
+
+use shiftlab::plan;
+use shiftlab::render::install_config::{
+    agent_config, install_config, Secrets, OKD_FAKE_PULL_SECRET,
+};
+use shiftlab::spec::{self, ClusterSpec, Distribution, Env};
+
+fn load(name: &str) -> ClusterSpec {
+    let dir = common::repo().join("tests/golden");
+    let path = dir.join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let env = Env {
+        home: None,
+        base_dir: dir,
+        libvirt_default_uri: None,
+    };
+    spec::from_str(&text, name, &env)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .spec
+}
+
+fn secrets(spec: &ClusterSpec) -> Secrets {
+    Secrets {
+        pull_secret: match spec.distribution {
+            Distribution::Okd => OKD_FAKE_PULL_SECRET.into(),
+            Distribution::Ocp => {
+                r#"{"auths":{"registry.example.test":{"auth":"ZmFrZTpmYWtl"}}}"#.into()
+            }
+        },
+        bmc_password: Some("golden-bmc-password".into()),
+    }
+}
+
+fn golden(name: &str, text: &str) {
+    common::golden(&common::repo().join("tests/golden").join(name), text);
+}
+
+#[test]
+fn install_configs_per_method() {
+    for method in ["upi", "compact", "sno", "ipi", "agent", "okd"] {
+        let spec = load(&format!("{method}.cluster.yaml"));
+        let plan = plan::derive(&spec);
+        let bundle = spec
+            .additional_trust_bundle
+            .as_ref()
+            .map(|p| std::fs::read_to_string(p).unwrap());
+        let text = install_config(&spec, &plan, &secrets(&spec), bundle.as_deref());
+        // It must at least be YAML that says what openshift-install needs.
+        let v: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        assert_eq!(v["apiVersion"], "v1");
+        assert_eq!(v["metadata"]["name"].as_str(), Some(spec.cluster.as_str()));
+        golden(&format!("{method}.install-config.yaml"), &text);
+    }
+}
+
+#[test]
+fn agent_config_names_every_host_and_the_rendezvous() {
+    let spec = load("agent.cluster.yaml");
+    let plan = plan::derive(&spec);
+    let text = agent_config(&spec, &plan);
+    let v: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    assert_eq!(v["rendezvousIP"], "192.168.130.11");
+    assert_eq!(v["hosts"].as_sequence().unwrap().len(), 4);
+    golden("agent.agent-config.yaml", &text);
+}
+
+#[test]
+fn kcli_parameters_resolve_to_shiftlab_settings() {
+    let spec = load("kcli.cluster.yml");
+    golden(
+        "kcli.resolved.json",
+        &(serde_json::to_string_pretty(&spec).unwrap() + "\n"),
+    );
+}
+
+#[test]
+fn upi_plan() {
+    let spec = load("upi.cluster.yaml");
+    let plan = plan::derive(&spec);
+    golden(
+        "upi.plan.json",
+        &(serde_json::to_string_pretty(&plan).unwrap() + "\n"),
+    );
+    golden("upi.plan.txt", &plan::render_table(&plan));
+}
+
+#[test]
+fn ipi_install_config_carries_every_bmc() {
+    let spec = load("ipi.cluster.yaml");
+    let plan = plan::derive(&spec);
+    let text = install_config(&spec, &plan, &secrets(&spec), None);
+    let v: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let hosts = v["platform"]["baremetal"]["hosts"].as_sequence().unwrap();
+    assert_eq!(hosts.len(), 5);
+    for (h, n) in hosts.iter().zip(&plan.nodes) {
+        let addr = h["bmc"]["address"].as_str().unwrap();
+        assert_eq!(
+            addr,
+            format!(
+                "redfish-virtualmedia+https://192.168.129.1:8443/redfish/v1/Systems/{}",
+                n.uuid
+            )
+        );
+        assert_eq!(h["bootMACAddress"].as_str(), Some(n.mac.as_str()));
+    }
+    assert!(Path::new(&common::repo().join("tests/golden/ipi.install-config.yaml")).exists());
+}

@@ -1,0 +1,88 @@
+//! `shiftlab create install-config` through the binary: files, modes, backups.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+
+fn mode(p: &std::path::Path) -> u32 {
+    fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn writes_configs_with_backups_and_private_modes() {
+    let home = tempfile::tempdir().unwrap();
+    for (example, files) in [
+        (
+            "upi.yaml",
+            vec!["install-config.yaml", "install-config.backup.yaml"],
+        ),
+        (
+            "agent.yaml",
+            vec![
+                "install-config.yaml",
+                "install-config.backup.yaml",
+                "agent-config.yaml",
+                "agent-config.backup.yaml",
+            ],
+        ),
+        (
+            "ipi.yaml",
+            vec!["install-config.yaml", "install-config.backup.yaml"],
+        ),
+    ] {
+        let path = common::repo().join("examples").join(example);
+        let dir = home.path().join(example);
+        let out = common::shiftlab(
+            &[
+                "create",
+                "install-config",
+                "-f",
+                path.to_str().unwrap(),
+                "--dir",
+                dir.to_str().unwrap(),
+            ],
+            home.path(),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for f in &files {
+            let p = dir.join(f);
+            assert_eq!(mode(&p), 0o600, "{}", p.display());
+        }
+        assert_eq!(
+            fs::read(dir.join("install-config.yaml")).unwrap(),
+            fs::read(dir.join("install-config.backup.yaml")).unwrap()
+        );
+        let text = fs::read_to_string(dir.join("install-config.yaml")).unwrap();
+        assert!(text.contains("cmVwbGFjZS13aXRoOnlvdXItcHVsbC1zZWNyZXQ="));
+        // The secret is in the file, never on the terminal.
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("cmVwbGFj"));
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("cmVwbGFj"));
+    }
+    // The generated BMC password is stored 0600 and reused on the next run.
+    let pw = home.path().join("state/clusters/ipi/bmc-password");
+    assert_eq!(mode(&pw), 0o600);
+    let first = fs::read_to_string(&pw).unwrap();
+    let ic = fs::read_to_string(home.path().join("ipi.yaml/install-config.yaml")).unwrap();
+    assert!(ic.contains(&format!("password: {first}")));
+    let path = common::repo().join("examples/ipi.yaml");
+    let again = home.path().join("again");
+    let out = common::shiftlab(
+        &[
+            "create",
+            "install-config",
+            "-f",
+            path.to_str().unwrap(),
+            "--dir",
+            again.to_str().unwrap(),
+        ],
+        home.path(),
+    );
+    assert!(out.status.success());
+    assert_eq!(fs::read_to_string(&pw).unwrap(), first);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(&first));
+}
