@@ -18,7 +18,10 @@ fn shipped_man_pages_match_the_cli() {
     assert_eq!(shipped, generated, "run `cargo run -- man --out docs/man`");
     for (name, text) in pages {
         let on_disk = std::fs::read(dir.join(&name)).unwrap();
-        assert!(on_disk == text, "docs/man/{name} is stale: run `cargo run -- man --out docs/man`");
+        assert!(
+            on_disk == text,
+            "docs/man/{name} is stale: run `cargo run -- man --out docs/man`"
+        );
     }
 }
 
