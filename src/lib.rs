@@ -3,7 +3,10 @@
 pub mod cli;
 pub mod commands;
 pub mod files;
+pub mod host;
+pub mod ignition;
 pub mod install;
 pub mod plan;
 pub mod render;
 pub mod spec;
+pub mod virt;

@@ -1,3 +1,4 @@
 //! Pure renderers: from spec and plan to the text of configuration files.
 
 pub mod install_config;
+pub mod libvirt;

@@ -1,0 +1,71 @@
+//! Facts about the host shiftlab runs on: KVM, routes, free space.
+
+pub mod kvm;
+
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+
+/// IPv4 routes of this host's network namespace: (interface, destination).
+pub fn routes() -> Vec<(String, Ipv4Net)> {
+    let Ok(text) = std::fs::read_to_string("/proc/net/route") else {
+        return Vec::new();
+    };
+    parse_routes(&text)
+}
+
+/// Parse `/proc/net/route` (little-endian hex addresses).
+pub fn parse_routes(text: &str) -> Vec<(String, Ipv4Net)> {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 8 {
+                return None;
+            }
+            let dest = u32::from_str_radix(f[1], 16).ok()?;
+            let mask = u32::from_str_radix(f[7], 16).ok()?;
+            // The kernel prints the address's bytes as a native-endian word.
+            let dest = Ipv4Addr::from(dest.to_ne_bytes());
+            let prefix = mask.count_ones() as u8;
+            // The default route overlaps everything and says nothing.
+            if prefix == 0 {
+                return None;
+            }
+            Some((f[0].to_string(), Ipv4Net::new(dest, prefix).ok()?))
+        })
+        .collect()
+}
+
+/// Free bytes on the filesystem holding `path` (or its nearest existing parent).
+pub fn free_bytes(path: &std::path::Path) -> Option<u64> {
+    let mut p = path.to_path_buf();
+    while !p.exists() {
+        p = p.parent()?.to_path_buf();
+    }
+    let c = std::ffi::CString::new(p.to_string_lossy().as_bytes()).ok()?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid C string and a zeroed out-parameter.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_parse() {
+        let text =
+            "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+eth0\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n\
+virbr0\t007AA8C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
+        let r = parse_routes(text);
+        assert_eq!(
+            r,
+            vec![("virbr0".to_string(), "192.168.122.0/24".parse().unwrap())]
+        );
+    }
+}

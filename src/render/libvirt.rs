@@ -1,0 +1,368 @@
+//! libvirt XML for the plan's objects: network, pool, volumes, domains. Pure text;
+//! the few facts only the host knows (volume paths, the domain type) come in as
+//! arguments.
+
+use std::fmt::Write;
+
+use crate::plan::{Boot, DiskKind, Node, Plan, RecordType};
+use crate::spec::{Firmware, NetworkMode, Role};
+
+/// The XML namespace of shiftlab's ownership metadata.
+pub const OWNER_NS: &str = "https://shiftlab.dev/xmlns/libvirt/1";
+pub const OWNER_PREFIX: &str = "shiftlab";
+
+/// Escape text for an XML attribute or element.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\'' => out.push_str("&apos;"),
+            '"' => out.push_str("&quot;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Who owns a libvirt object: stored in its `<metadata>`, read back before shiftlab
+/// ever changes or deletes it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Owner {
+    pub cluster: String,
+    /// `network`, or a node role.
+    pub role: String,
+    /// The node name, for domains.
+    pub node: Option<String>,
+    pub version: String,
+}
+
+impl Owner {
+    pub fn element(&self) -> String {
+        let node = self
+            .node
+            .as_ref()
+            .map(|n| format!(" node=\"{}\"", esc(n)))
+            .unwrap_or_default();
+        format!(
+            "<{OWNER_PREFIX}:owner xmlns:{OWNER_PREFIX}=\"{OWNER_NS}\" cluster=\"{}\" role=\"{}\"{node} version=\"{}\"/>",
+            esc(&self.cluster),
+            esc(&self.role),
+            esc(&self.version)
+        )
+    }
+
+    /// Read the owner back from the element libvirt returns (any prefix).
+    pub fn parse(xml: &str) -> Option<Owner> {
+        let doc = roxmltree::Document::parse(xml).ok()?;
+        let el = doc.descendants().find(|n| {
+            n.tag_name().name() == "owner" && n.tag_name().namespace() == Some(OWNER_NS)
+        })?;
+        Some(Owner {
+            cluster: el.attribute("cluster")?.to_string(),
+            role: el.attribute("role").unwrap_or_default().to_string(),
+            node: el.attribute("node").map(str::to_string),
+            version: el.attribute("version").unwrap_or_default().to_string(),
+        })
+    }
+}
+
+pub fn network_owner(plan: &Plan) -> Owner {
+    Owner {
+        cluster: plan.cluster.clone(),
+        role: "network".into(),
+        node: None,
+        version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+pub fn node_owner(plan: &Plan, node: &Node) -> Owner {
+    Owner {
+        cluster: plan.cluster.clone(),
+        role: node.role.as_str().into(),
+        node: Some(node.name.clone()),
+        version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+/// The cluster's libvirt network: NAT with DHCP reservations and every DNS record,
+/// or an existing host bridge.
+pub fn network_xml(plan: &Plan) -> String {
+    let n = &plan.network;
+    let mut x = String::new();
+    let _ = writeln!(
+        x,
+        "<network xmlns:dnsmasq='http://libvirt.org/schemas/network/dnsmasq/1.0'>"
+    );
+    let _ = writeln!(x, "  <name>{}</name>", esc(&n.name));
+    let _ = writeln!(
+        x,
+        "  <metadata>\n    {}\n  </metadata>",
+        network_owner(plan).element()
+    );
+    if n.mode == NetworkMode::Bridge {
+        let _ = writeln!(x, "  <forward mode='bridge'/>");
+        let _ = writeln!(x, "  <bridge name='{}'/>", esc(&n.bridge));
+        x.push_str("</network>\n");
+        return x;
+    }
+    let _ = writeln!(x, "  <forward mode='nat'/>");
+    let _ = writeln!(
+        x,
+        "  <bridge name='{}' stp='on' delay='0'/>",
+        esc(&n.bridge)
+    );
+    // localOnly: names under the cluster domain are answered here, never forwarded.
+    let _ = writeln!(x, "  <domain name='{}' localOnly='yes'/>", esc(&n.domain));
+    let _ = writeln!(x, "  <dns>");
+    // Group names per address, in plan order: dnsmasq answers PTR with the first.
+    let mut hosts: Vec<(String, Vec<String>)> = Vec::new();
+    for r in plan.dns.iter().filter(|r| r.kind == RecordType::A) {
+        match hosts.iter_mut().find(|(ip, _)| *ip == r.value) {
+            Some((_, names)) => names.push(r.name.clone()),
+            None => hosts.push((r.value.clone(), vec![r.name.clone()])),
+        }
+    }
+    for (ip, names) in hosts {
+        let _ = writeln!(x, "    <host ip='{}'>", esc(&ip));
+        for name in names {
+            let _ = writeln!(x, "      <hostname>{}</hostname>", esc(&name));
+        }
+        let _ = writeln!(x, "    </host>");
+    }
+    let _ = writeln!(x, "  </dns>");
+    let _ = writeln!(x, "  <ip address='{}' netmask='{}'>", n.gateway, n.netmask);
+    let _ = writeln!(x, "    <dhcp>");
+    let _ = writeln!(
+        x,
+        "      <range start='{}' end='{}'/>",
+        n.dhcp.start, n.dhcp.end
+    );
+    for r in &n.reservations {
+        let _ = writeln!(
+            x,
+            "      <host mac='{}' name='{}' ip='{}'/>",
+            esc(&r.mac),
+            esc(&r.hostname),
+            r.ip
+        );
+    }
+    let _ = writeln!(x, "    </dhcp>");
+    let _ = writeln!(x, "  </ip>");
+    // The load balancer's addresses live on the host side of the bridge.
+    for a in &n.host_addresses {
+        let _ = writeln!(x, "  <ip address='{a}' prefix='32'/>");
+    }
+    let wildcard: Vec<_> = plan
+        .dns
+        .iter()
+        .filter(|r| r.kind == RecordType::Wildcard)
+        .collect();
+    if !wildcard.is_empty() {
+        let _ = writeln!(x, "  <dnsmasq:options>");
+        for r in wildcard {
+            let domain = r.name.trim_start_matches("*.");
+            let _ = writeln!(
+                x,
+                "    <dnsmasq:option value='address=/{}/{}'/>",
+                esc(domain),
+                esc(&r.value)
+            );
+        }
+        let _ = writeln!(x, "  </dnsmasq:options>");
+    }
+    x.push_str("</network>\n");
+    x
+}
+
+/// A directory pool.
+pub fn pool_xml(name: &str, path: &str) -> String {
+    format!(
+        "<pool type='dir'>\n  <name>{}</name>\n  <target>\n    <path>{}</path>\n  </target>\n</pool>\n",
+        esc(name),
+        esc(path)
+    )
+}
+
+/// A qcow2 volume; with `backing`, a thin overlay on that path.
+pub fn qcow2_volume_xml(name: &str, capacity_bytes: u64, backing: Option<&str>) -> String {
+    let mut x = format!(
+        "<volume type='file'>\n  <name>{}</name>\n  <capacity unit='bytes'>{capacity_bytes}</capacity>\n  <allocation unit='bytes'>0</allocation>\n  <target>\n    <format type='qcow2'/>\n  </target>\n",
+        esc(name)
+    );
+    if let Some(b) = backing {
+        let _ = write!(
+            x,
+            "  <backingStore>\n    <path>{}</path>\n    <format type='qcow2'/>\n  </backingStore>\n",
+            esc(b)
+        );
+    }
+    x.push_str("</volume>\n");
+    x
+}
+
+/// A raw volume filled by upload (Ignition configs, ISOs). Mode 0600: an Ignition
+/// config can hold the pull secret.
+pub fn raw_volume_xml(name: &str, capacity_bytes: u64) -> String {
+    format!(
+        "<volume type='file'>\n  <name>{}</name>\n  <capacity unit='bytes'>{capacity_bytes}</capacity>\n  <target>\n    <format type='raw'/>\n    <permissions>\n      <mode>0600</mode>\n    </permissions>\n  </target>\n</volume>\n",
+        esc(name)
+    )
+}
+
+/// How the domain runs: decided on the host (see `host::kvm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accel {
+    Kvm,
+    /// QEMU's TCG: a named CPU model that still provides x86-64-v2.
+    Tcg,
+}
+
+/// The CPU model used under TCG: the oldest QEMU model with every x86-64-v2
+/// feature (SSE3, SSSE3, SSE4.1/4.2, POPCNT, CX16, LAHF), which RHEL 9-based CoreOS
+/// needs.
+pub const TCG_CPU_MODEL: &str = "Nehalem";
+
+/// Paths on the libvirt host that only exist once volumes are created.
+pub struct NodePaths<'a> {
+    pub ignition: Option<&'a str>,
+    pub console_log: &'a str,
+}
+
+pub fn domain_xml(plan: &Plan, node: &Node, accel: Accel, paths: &NodePaths<'_>) -> String {
+    let mut x = String::new();
+    let kind = match accel {
+        Accel::Kvm => "kvm",
+        Accel::Tcg => "qemu",
+    };
+    let _ = writeln!(x, "<domain type='{kind}'>");
+    let _ = writeln!(x, "  <name>{}</name>", esc(&node.name));
+    let _ = writeln!(x, "  <uuid>{}</uuid>", node.uuid);
+    let _ = writeln!(
+        x,
+        "  <metadata>\n    {}\n  </metadata>",
+        node_owner(plan, node).element()
+    );
+    let _ = writeln!(x, "  <memory unit='MiB'>{}</memory>", node.memory_mib);
+    let _ = writeln!(x, "  <vcpu>{}</vcpu>", node.vcpus);
+    if let Some(ign) = paths.ignition {
+        let _ = writeln!(
+            x,
+            "  <sysinfo type='fwcfg'>\n    <entry name='opt/com.coreos/config' file='{}'/>\n  </sysinfo>",
+            esc(ign)
+        );
+    }
+    let firmware = match plan.libvirt.firmware {
+        Firmware::Uefi => " firmware='efi'",
+        Firmware::Bios => "",
+    };
+    let _ = writeln!(x, "  <os{firmware}>");
+    let _ = writeln!(x, "    <type arch='x86_64' machine='q35'>hvm</type>");
+    let _ = writeln!(x, "  </os>");
+    // ACPI is also what makes QEMU expose fw_cfg to the guest kernel.
+    let _ = writeln!(x, "  <features>\n    <acpi/>\n    <apic/>\n  </features>");
+    match accel {
+        Accel::Kvm => {
+            let _ = writeln!(x, "  <cpu mode='host-passthrough' check='none'/>");
+        }
+        Accel::Tcg => {
+            let _ = writeln!(
+                x,
+                "  <cpu mode='custom' match='exact' check='none'>\n    <model fallback='forbid'>{TCG_CPU_MODEL}</model>\n  </cpu>"
+            );
+        }
+    }
+    let _ = writeln!(x, "  <clock offset='utc'/>");
+    let _ = writeln!(x, "  <on_poweroff>destroy</on_poweroff>");
+    let _ = writeln!(x, "  <on_reboot>restart</on_reboot>");
+    let _ = writeln!(x, "  <on_crash>destroy</on_crash>");
+    let _ = writeln!(x, "  <devices>");
+    // Disk first in boot order, then the CD-ROM (agent and ISO installs come back
+    // from disk after the install's reboot).
+    let mut order = 1;
+    for (i, d) in node.disks.iter().enumerate() {
+        let dev = format!("vd{}", (b'a' + i as u8) as char);
+        let boot = if d.kind == DiskKind::Root {
+            let s = format!("\n      <boot order='{order}'/>");
+            order += 1;
+            s
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            x,
+            "    <disk type='volume' device='disk'>\n      <driver name='qemu' type='qcow2' discard='unmap'/>\n      <source pool='{}' volume='{}'/>\n      <target dev='{dev}' bus='virtio'/>{boot}\n    </disk>",
+            esc(&plan.libvirt.pool),
+            esc(&d.volume)
+        );
+    }
+    if node.boot != Boot::DiskFwCfg {
+        // An empty drive that the ISO (or the BMC's virtual media) is inserted into.
+        let _ = writeln!(
+            x,
+            "    <disk type='file' device='cdrom'>\n      <driver name='qemu' type='raw'/>\n      <target dev='sda' bus='sata'/>\n      <readonly/>\n      <boot order='{order}'/>\n    </disk>"
+        );
+    }
+    let _ = writeln!(
+        x,
+        "    <interface type='network'>\n      <source network='{}'/>\n      <mac address='{}'/>\n      <model type='virtio'/>\n    </interface>",
+        esc(&plan.network.name),
+        esc(&node.mac)
+    );
+    let _ = writeln!(
+        x,
+        "    <serial type='pty'>\n      <log file='{}' append='on'/>\n      <target port='0'/>\n    </serial>\n    <console type='pty'>\n      <target type='serial' port='0'/>\n    </console>",
+        esc(paths.console_log)
+    );
+    let _ = writeln!(
+        x,
+        "    <rng model='virtio'>\n      <backend model='random'>/dev/urandom</backend>\n    </rng>"
+    );
+    let _ = writeln!(x, "  </devices>");
+    x.push_str("</domain>\n");
+    x
+}
+
+/// Where a node's serial console is logged on the libvirt host.
+pub fn console_log_path(node: &Node) -> String {
+    format!("/var/log/libvirt/qemu/{}-console.log", node.name)
+}
+
+/// The role a domain's owner metadata names, as a [`Role`].
+pub fn role_of(owner: &Owner) -> Option<Role> {
+    match owner.role.as_str() {
+        "bootstrap" => Some(Role::Bootstrap),
+        "ctlplane" => Some(Role::Ctlplane),
+        "worker" => Some(Role::Worker),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_round_trips_through_libvirt_style_xml() {
+        let o = Owner {
+            cluster: "lab1".into(),
+            role: "ctlplane".into(),
+            node: Some("lab1-ctlplane-0".into()),
+            version: "0.1.0".into(),
+        };
+        // libvirt hands the element back with its own namespace prefix.
+        let back = format!(
+            "<sl:owner xmlns:sl=\"{OWNER_NS}\" cluster=\"lab1\" role=\"ctlplane\" node=\"lab1-ctlplane-0\" version=\"0.1.0\"/>"
+        );
+        assert_eq!(Owner::parse(&back), Some(o.clone()));
+        assert_eq!(Owner::parse(&o.element()), Some(o));
+        assert_eq!(Owner::parse("<owner cluster='x'/>"), None);
+    }
+
+    #[test]
+    fn escapes() {
+        assert_eq!(esc("a'b<c>&\""), "a&apos;b&lt;c&gt;&amp;&quot;");
+    }
+}

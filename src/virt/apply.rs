@@ -1,0 +1,685 @@
+//! `create infra`: bring libvirt to the plan. Idempotent: what exists and matches is
+//! left alone, what is missing is created, and what differs in a way that cannot be
+//! changed safely is reported, not touched.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+use virt::domain::Domain;
+use virt::network::Network;
+use virt::storage_pool::StoragePool;
+use virt::storage_vol::StorageVol;
+use virt::stream::Stream;
+
+use super::ledger::{self, Ledger};
+use super::{owner_of_domain, preflight, Host};
+use crate::plan::{Node, Plan, Start};
+use crate::render::libvirt::{self as xml, Accel, NodePaths};
+use crate::spec::{DomainType, Role};
+
+#[derive(Debug, Default)]
+pub struct Report {
+    pub created: Vec<String>,
+    pub started: Vec<String>,
+    pub unchanged: Vec<String>,
+    /// Differences between the plan and libvirt that were not applied, and why.
+    pub drift: Vec<String>,
+}
+
+pub struct ApplyOptions<'a> {
+    pub base_image: &'a Path,
+    /// Per node: its Ignition config (fw_cfg nodes only).
+    pub ignition: BTreeMap<String, Vec<u8>>,
+    /// Also start the nodes planned to start after bootstrap (workers in UPI).
+    pub start_all: bool,
+}
+
+/// The accelerator for this host and why.
+pub fn choose_accel(host: &Host, wanted: DomainType) -> (Accel, String) {
+    match wanted {
+        DomainType::Kvm => (Accel::Kvm, "libvirt.domain_type is kvm".into()),
+        DomainType::Qemu => (Accel::Tcg, "libvirt.domain_type is qemu".into()),
+        DomainType::Auto if host.is_local() => {
+            let c = crate::host::kvm::check();
+            if c.usable {
+                (Accel::Kvm, c.reason)
+            } else {
+                (
+                    Accel::Tcg,
+                    format!("{}: using QEMU's TCG (slower)", c.reason),
+                )
+            }
+        }
+        DomainType::Auto => {
+            match host
+                .conn
+                .domain_capabilities(None, Some("x86_64"), None, Some("kvm"), 0)
+            {
+                Ok(_) => (Accel::Kvm, "the remote libvirt offers KVM".into()),
+                Err(_) => (
+                    Accel::Tcg,
+                    "the remote libvirt offers no KVM: using QEMU's TCG".into(),
+                ),
+            }
+        }
+    }
+}
+
+/// Read a qcow2 header: the image's virtual size. Anything else is refused.
+pub fn qcow2_virtual_size(path: &Path) -> Result<u64> {
+    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut h = [0u8; 32];
+    f.read_exact(&mut h)
+        .with_context(|| format!("reading {}", path.display()))?;
+    if &h[0..4] != b"QFI\xfb" {
+        bail!(
+            "{} is not a qcow2 image (decompress a .qcow2.gz first)",
+            path.display()
+        );
+    }
+    Ok(u64::from_be_bytes(h[24..32].try_into().unwrap_or_default()))
+}
+
+fn sha256_file(path: &Path) -> Result<String> {
+    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+/// Stream bytes into a volume through libvirt, so a remote host works the same.
+fn upload(host: &Host, vol: &StorageVol, mut src: impl Read, len: u64) -> Result<()> {
+    let stream = Stream::new(&host.conn, 0).context("opening an upload stream")?;
+    vol.upload(&stream, 0, len, 0)
+        .context("starting the upload")?;
+    let mut buf = vec![0u8; 1 << 20];
+    let result = (|| -> Result<()> {
+        loop {
+            let n = src.read(&mut buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            let mut off = 0;
+            while off < n {
+                let sent = stream.send(&buf[off..n]).context("sending data")?;
+                if sent <= 0 {
+                    bail!("libvirt accepted no data");
+                }
+                off += sent as usize;
+            }
+        }
+    })();
+    match result {
+        Ok(()) => stream.finish().context("finishing the upload"),
+        Err(e) => {
+            let _ = stream.abort();
+            Err(e)
+        }
+    }
+}
+
+fn ensure_pool(
+    host: &Host,
+    plan: &Plan,
+    ledger: &mut Ledger,
+    cluster_dir: &Path,
+    report: &mut Report,
+) -> Result<StoragePool> {
+    let name = &plan.libvirt.pool;
+    let pool = match host.pool(name)? {
+        Some(p) => p,
+        None => {
+            ledger.created_pool = true;
+            ledger::save(cluster_dir, ledger)?;
+            let p = host
+                .conn
+                .define_storage_pool_xml(
+                    &xml::pool_xml(name, &plan.libvirt.pool_path.to_string_lossy()),
+                    0,
+                )
+                .with_context(|| format!("defining pool {name}"))?;
+            p.build(0)
+                .with_context(|| format!("building pool {name}"))?;
+            report.created.push(format!("pool {name}"));
+            p
+        }
+    };
+    if !pool.is_active()? {
+        pool.create(0)
+            .with_context(|| format!("starting pool {name}"))?;
+    }
+    let _ = pool.set_autostart(true);
+    pool.refresh(0)
+        .with_context(|| format!("refreshing pool {name}"))?;
+    Ok(pool)
+}
+
+fn ensure_base(
+    host: &Host,
+    pool: &StoragePool,
+    image: &Path,
+    ledger: &mut Ledger,
+    cluster_dir: &Path,
+    report: &mut Report,
+) -> Result<(StorageVol, u64)> {
+    let virtual_size = qcow2_virtual_size(image)?;
+    let digest = sha256_file(image)?;
+    let name = format!("shiftlab-base-{}.qcow2", &digest[..16]);
+    if !ledger.base_volumes.contains(&name) {
+        ledger.base_volumes.push(name.clone());
+        ledger::save(cluster_dir, ledger)?;
+    }
+    if let Some(v) = Host::volume(pool, &name)? {
+        report.unchanged.push(format!("base image {name}"));
+        return Ok((v, virtual_size));
+    }
+    let len = std::fs::metadata(image)?.len();
+    // Name the final volume only when it is whole: upload under a temporary name.
+    let tmp = format!(".{name}.part");
+    if let Some(stale) = Host::volume(pool, &tmp)? {
+        stale.delete(0).context("removing a partial base image")?;
+    }
+    let vol = StorageVol::create_xml(pool, &xml::raw_volume_xml(&tmp, len), 0)
+        .with_context(|| format!("creating volume {tmp}"))?;
+    let file = std::fs::File::open(image)?;
+    if let Err(e) = upload(host, &vol, file, len) {
+        let _ = vol.delete(0);
+        return Err(e).with_context(|| format!("importing {}", image.display()));
+    }
+    // libvirt cannot rename volumes: clone the finished upload into its final name.
+    let final_xml = xml::qcow2_volume_xml(&name, virtual_size, None);
+    let base = StorageVol::create_xml_from(pool, &final_xml, &vol, 0)
+        .with_context(|| format!("creating volume {name}"))?;
+    vol.delete(0).context("removing the upload volume")?;
+    report
+        .created
+        .push(format!("base image {name} from {}", image.display()));
+    Ok((base, virtual_size))
+}
+
+fn ensure_network(host: &Host, plan: &Plan, report: &mut Report) -> Result<Network> {
+    let name = &plan.network.name;
+    let net = match host.network(name)? {
+        Some(n) => {
+            reconcile_network(plan, &n, report)?;
+            n
+        }
+        None => {
+            let n = host
+                .conn
+                .define_network_xml(&xml::network_xml(plan))
+                .with_context(|| format!("defining network {name}"))?;
+            report.created.push(format!("network {name}"));
+            n
+        }
+    };
+    if !net.is_active()? {
+        net.create()
+            .with_context(|| format!("starting network {name}"))?;
+        report.started.push(format!("network {name}"));
+    }
+    let _ = net.set_autostart(true);
+    Ok(net)
+}
+
+/// Add what the plan has and the network lacks (new nodes' reservations and
+/// records), live and persistent; report what differs otherwise.
+fn reconcile_network(plan: &Plan, net: &Network, report: &mut Report) -> Result<()> {
+    let name = &plan.network.name;
+    if plan.network.mode == crate::spec::NetworkMode::Bridge {
+        report.unchanged.push(format!("network {name}"));
+        return Ok(());
+    }
+    let current = net.xml_desc(0)?;
+    let doc = roxmltree::Document::parse(&current).context("parsing network XML")?;
+    let subnets = preflight::network_subnets(&current);
+    if !subnets.contains(&plan.network.cidr) {
+        report.drift.push(format!(
+            "network {name}: its subnet is {:?}, the plan says {}; destroy and recreate the cluster to change it",
+            subnets, plan.network.cidr
+        ));
+        return Ok(());
+    }
+    let hosts: Vec<(String, String, String)> = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "host" && n.attribute("mac").is_some())
+        .map(|n| {
+            (
+                n.attribute("mac").unwrap_or_default().to_lowercase(),
+                n.attribute("ip").unwrap_or_default().to_string(),
+                n.attribute("name").unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let dns_ips: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "host" && n.attribute("mac").is_none())
+        .filter_map(|n| n.attribute("ip").map(str::to_string))
+        .collect();
+    let flags = virt::sys::VIR_NETWORK_UPDATE_AFFECT_CONFIG
+        | if net.is_active()? {
+            virt::sys::VIR_NETWORK_UPDATE_AFFECT_LIVE
+        } else {
+            0
+        };
+    let mut added = 0;
+    for r in &plan.network.reservations {
+        match hosts.iter().find(|(mac, _, _)| *mac == r.mac) {
+            Some((_, ip, host)) if *ip == r.ip.to_string() && *host == r.hostname => {}
+            Some((_, ip, host)) => report.drift.push(format!(
+                "network {name}: {} is reserved for {host} at {ip}, the plan says {} at {}",
+                r.mac, r.hostname, r.ip
+            )),
+            None => {
+                let entry = format!(
+                    "<host mac='{}' name='{}' ip='{}'/>",
+                    xml::esc(&r.mac),
+                    xml::esc(&r.hostname),
+                    r.ip
+                );
+                net.update(
+                    virt::sys::VIR_NETWORK_UPDATE_COMMAND_ADD_LAST,
+                    virt::sys::VIR_NETWORK_SECTION_IP_DHCP_HOST,
+                    -1,
+                    &entry,
+                    flags,
+                )
+                .with_context(|| format!("adding the reservation of {}", r.hostname))?;
+                added += 1;
+            }
+        }
+    }
+    for rec in plan
+        .dns
+        .iter()
+        .filter(|r| r.kind == crate::plan::RecordType::A)
+    {
+        if dns_ips.contains(&rec.value) {
+            continue;
+        }
+        let names: Vec<String> = plan
+            .dns
+            .iter()
+            .filter(|r| r.kind == crate::plan::RecordType::A && r.value == rec.value)
+            .map(|r| format!("<hostname>{}</hostname>", xml::esc(&r.name)))
+            .collect();
+        let entry = format!("<host ip='{}'>{}</host>", rec.value, names.join(""));
+        net.update(
+            virt::sys::VIR_NETWORK_UPDATE_COMMAND_ADD_LAST,
+            virt::sys::VIR_NETWORK_SECTION_DNS_HOST,
+            -1,
+            &entry,
+            flags,
+        )
+        .with_context(|| format!("adding the DNS record of {}", rec.name))?;
+        added += 1;
+        // One entry carries every name of that address.
+        let mut ips = dns_ips.clone();
+        ips.push(rec.value.clone());
+    }
+    if added > 0 {
+        report
+            .created
+            .push(format!("network {name}: {added} reservations and records"));
+    } else {
+        report.unchanged.push(format!("network {name}"));
+    }
+    Ok(())
+}
+
+struct NodeVolumes {
+    ignition_path: Option<String>,
+}
+
+fn ensure_node_volumes(
+    host: &Host,
+    pool: &StoragePool,
+    plan: &Plan,
+    node: &Node,
+    base: &StorageVol,
+    base_size: u64,
+    ignition: Option<&[u8]>,
+) -> Result<(NodeVolumes, Vec<String>)> {
+    let mut created = Vec::new();
+    let base_path = base.path()?;
+    for d in &node.disks {
+        if Host::volume(pool, &d.volume)?.is_some() {
+            continue;
+        }
+        let bytes = d.size_gb << 30;
+        let xml = match d.kind {
+            crate::plan::DiskKind::Root if node.boot == crate::plan::Boot::DiskFwCfg => {
+                xml::qcow2_volume_xml(&d.volume, bytes.max(base_size), Some(&base_path))
+            }
+            _ => xml::qcow2_volume_xml(&d.volume, bytes, None),
+        };
+        StorageVol::create_xml(pool, &xml, 0)
+            .with_context(|| format!("creating volume {}", d.volume))?;
+        created.push(format!("volume {}", d.volume));
+    }
+    let mut ignition_path = None;
+    if let (Some(name), Some(bytes)) = (&node.ignition_volume, ignition) {
+        let vol = match Host::volume(pool, name)? {
+            Some(v) if v.info()?.capacity == bytes.len() as u64 => {
+                // Same size: compare contents before deciding it is unchanged.
+                let same = download(host, &v)?.as_deref() == Some(bytes);
+                if same {
+                    v
+                } else {
+                    refresh_ignition(host, pool, name, bytes, node, plan)?;
+                    created.push(format!("ignition {name} (updated)"));
+                    lookup(pool, name)?
+                }
+            }
+            Some(_) => {
+                refresh_ignition(host, pool, name, bytes, node, plan)?;
+                created.push(format!("ignition {name} (updated)"));
+                lookup(pool, name)?
+            }
+            None => {
+                let v =
+                    StorageVol::create_xml(pool, &xml::raw_volume_xml(name, bytes.len() as u64), 0)
+                        .with_context(|| format!("creating volume {name}"))?;
+                upload(host, &v, bytes, bytes.len() as u64)
+                    .with_context(|| format!("uploading {name}"))?;
+                created.push(format!("ignition {name}"));
+                v
+            }
+        };
+        ignition_path = Some(vol.path()?);
+    }
+    Ok((NodeVolumes { ignition_path }, created))
+}
+
+fn lookup(pool: &StoragePool, name: &str) -> Result<StorageVol> {
+    Host::volume(pool, name)?.with_context(|| format!("volume {name} vanished"))
+}
+
+fn download(host: &Host, vol: &StorageVol) -> Result<Option<Vec<u8>>> {
+    let len = vol.info()?.capacity;
+    let stream = Stream::new(&host.conn, 0)?;
+    vol.download(&stream, 0, len, 0)?;
+    let mut out = Vec::with_capacity(len as usize);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = stream.recv(&mut buf)?;
+        if n <= 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n as usize]);
+    }
+    stream.finish()?;
+    Ok(Some(out))
+}
+
+/// A changed Ignition is only replaced while its node is off: a running node has
+/// read it already.
+fn refresh_ignition(
+    host: &Host,
+    pool: &StoragePool,
+    name: &str,
+    bytes: &[u8],
+    node: &Node,
+    _plan: &Plan,
+) -> Result<()> {
+    if let Some(d) = host.domain(&node.name)? {
+        if d.is_active()? {
+            bail!(
+                "{}: its Ignition changed but the node is running; stop it first (it read its config at first boot)",
+                node.name
+            );
+        }
+    }
+    if let Some(old) = Host::volume(pool, name)? {
+        old.delete(0)
+            .with_context(|| format!("removing old {name}"))?;
+    }
+    let v = StorageVol::create_xml(pool, &xml::raw_volume_xml(name, bytes.len() as u64), 0)
+        .with_context(|| format!("creating volume {name}"))?;
+    upload(host, &v, bytes, bytes.len() as u64).with_context(|| format!("uploading {name}"))
+}
+
+/// Define the node's domain, or compare the existing one with the plan.
+fn ensure_domain(
+    host: &Host,
+    plan: &Plan,
+    node: &Node,
+    accel: Accel,
+    vols: &NodeVolumes,
+    report_created: &mut Vec<String>,
+    drift: &mut Vec<String>,
+) -> Result<Domain> {
+    let console = xml::console_log_path(node);
+    let paths = NodePaths {
+        ignition: vols.ignition_path.as_deref(),
+        console_log: &console,
+    };
+    let want = xml::domain_xml(plan, node, accel, &paths);
+    match host.domain(&node.name)? {
+        None => {
+            let d = host
+                .conn
+                .define_domain_xml(&want)
+                .with_context(|| format!("defining domain {}", node.name))?;
+            report_created.push(format!("domain {}", node.name));
+            Ok(d)
+        }
+        Some(d) => {
+            match owner_of_domain(&d)? {
+                Some(o) if o.cluster == plan.cluster => {}
+                _ => bail!(
+                    "domain {} is not shiftlab's for {}",
+                    node.name,
+                    plan.cluster
+                ),
+            }
+            let diffs = domain_differences(&d.xml_desc(0)?, node);
+            if !diffs.is_empty() {
+                if d.is_active()? {
+                    drift.push(format!(
+                        "{}: {} — the node is running, so nothing was changed; stop it (or destroy the cluster) to apply",
+                        node.name,
+                        diffs.join(", ")
+                    ));
+                } else {
+                    host.conn
+                        .define_domain_xml(&want)
+                        .with_context(|| format!("redefining domain {}", node.name))?;
+                    report_created.push(format!(
+                        "domain {} (redefined: {})",
+                        node.name,
+                        diffs.join(", ")
+                    ));
+                }
+            }
+            Ok(d)
+        }
+    }
+}
+
+/// What of the plan's node an existing domain does not match.
+pub fn domain_differences(domain_xml: &str, node: &Node) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(doc) = roxmltree::Document::parse(domain_xml) else {
+        return vec!["unreadable domain XML".into()];
+    };
+    let text = |tag: &str| {
+        doc.root_element()
+            .children()
+            .find(|n| n.tag_name().name() == tag)
+            .and_then(|n| n.text().map(str::to_string))
+    };
+    if let Some(mem) = text("memory").and_then(|m| m.trim().parse::<u64>().ok()) {
+        // libvirt reports KiB.
+        if mem != node.memory_mib * 1024 {
+            out.push(format!(
+                "memory is {} MiB, the plan says {} MiB",
+                mem / 1024,
+                node.memory_mib
+            ));
+        }
+    }
+    if let Some(v) = text("vcpu").and_then(|m| m.trim().parse::<u32>().ok()) {
+        if v != node.vcpus {
+            out.push(format!("{v} vCPUs, the plan says {}", node.vcpus));
+        }
+    }
+    let macs: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "mac")
+        .filter_map(|n| n.attribute("address").map(str::to_lowercase))
+        .collect();
+    if !macs.contains(&node.mac) {
+        out.push(format!(
+            "MAC is {}, the plan says {}",
+            macs.join(","),
+            node.mac
+        ));
+    }
+    out
+}
+
+/// Apply the plan. Checks first: if anything is wrong, nothing is created.
+pub fn apply(
+    host: &Host,
+    plan: &Plan,
+    cluster_dir: &Path,
+    opts: &ApplyOptions,
+) -> Result<(Report, Accel, String)> {
+    let mut ledger = ledger::load(cluster_dir)?.unwrap_or(Ledger {
+        format: ledger::LEDGER_FORMAT,
+        uri: host.uri.clone(),
+        pool: plan.libvirt.pool.clone(),
+        ..Ledger::default()
+    });
+    let problems = preflight::check(host, plan, &ledger, Some(opts.base_image))?;
+    if !problems.is_empty() {
+        bail!(
+            "the host is not ready for {} (nothing was created):\n  - {}",
+            plan.cluster,
+            problems.join("\n  - ")
+        );
+    }
+    let (accel, why) = choose_accel(host, plan.libvirt.domain_type);
+    let mut report = Report::default();
+
+    let pool = ensure_pool(host, plan, &mut ledger, cluster_dir, &mut report)?;
+    let (base, base_size) = ensure_base(
+        host,
+        &pool,
+        opts.base_image,
+        &mut ledger,
+        cluster_dir,
+        &mut report,
+    )?;
+    // Intent on disk before the side effects.
+    let names: Vec<String> = plan
+        .nodes
+        .iter()
+        .flat_map(|n| {
+            n.disks
+                .iter()
+                .map(|d| d.volume.clone())
+                .chain(n.ignition_volume.clone())
+        })
+        .collect();
+    if ledger.add_volumes(names.iter().map(String::as_str)) {
+        ledger::save(cluster_dir, &ledger)?;
+    }
+    let _net = ensure_network(host, plan, &mut report)?;
+
+    // Volumes and domains per node, in parallel: libvirt serialises what it must.
+    let results: Vec<Result<(String, Vec<String>, Vec<String>)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = plan
+            .nodes
+            .iter()
+            .map(|node| {
+                let (pool, base) = (&pool, &base);
+                s.spawn(move || -> Result<(String, Vec<String>, Vec<String>)> {
+                    let ign = opts.ignition.get(&node.name).map(Vec::as_slice);
+                    if node.ignition_volume.is_some() && ign.is_none() {
+                        bail!("{}: no Ignition config to deliver", node.name);
+                    }
+                    let (vols, mut created) =
+                        ensure_node_volumes(host, pool, plan, node, base, base_size, ign)
+                            .with_context(|| format!("preparing the volumes of {}", node.name))?;
+                    let mut drift = Vec::new();
+                    ensure_domain(host, plan, node, accel, &vols, &mut created, &mut drift)?;
+                    Ok((node.name.clone(), created, drift))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker thread panicked")))
+            })
+            .collect()
+    });
+    let mut errors = Vec::new();
+    for r in results {
+        match r {
+            Ok((name, created, drift)) => {
+                if created.is_empty() && drift.is_empty() {
+                    report.unchanged.push(format!("node {name}"));
+                }
+                report.created.extend(created);
+                report.drift.extend(drift);
+            }
+            Err(e) => errors.push(format!("{e:#}")),
+        }
+    }
+    if !errors.is_empty() {
+        bail!("creating nodes failed:\n  - {}", errors.join("\n  - "));
+    }
+
+    // Start in the order the install needs: bootstrap, then control planes, then the rest.
+    let to_start: Vec<&Node> = plan
+        .nodes
+        .iter()
+        .filter(|n| n.start == Start::Infra || (opts.start_all && n.start == Start::AfterBootstrap))
+        .collect();
+    for wave in [vec![Role::Bootstrap], vec![Role::Ctlplane, Role::Worker]] {
+        let nodes: Vec<&&Node> = to_start.iter().filter(|n| wave.contains(&n.role)).collect();
+        let started: Vec<Result<Option<String>>> = std::thread::scope(|s| {
+            let hs: Vec<_> = nodes
+                .iter()
+                .map(|n| {
+                    s.spawn(move || -> Result<Option<String>> {
+                        let d = host
+                            .domain(&n.name)?
+                            .with_context(|| format!("domain {} vanished", n.name))?;
+                        if d.is_active()? {
+                            return Ok(None);
+                        }
+                        d.create().with_context(|| format!("starting {}", n.name))?;
+                        Ok(Some(format!("domain {}", n.name)))
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker thread panicked")))
+                })
+                .collect()
+        });
+        for r in started {
+            if let Some(s) = r? {
+                report.started.push(s);
+            }
+        }
+    }
+    Ok((report, accel, why))
+}

@@ -1,0 +1,142 @@
+//! `list` and `status`: what libvirt holds for shiftlab clusters.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::Host;
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct ClusterSummary {
+    pub cluster: String,
+    pub network: Option<String>,
+    pub nodes: usize,
+    pub running: usize,
+}
+
+pub fn list(host: &Host) -> Result<Vec<ClusterSummary>> {
+    let mut by: BTreeMap<String, ClusterSummary> = BTreeMap::new();
+    for (n, o) in host.owned_networks()? {
+        let e = by
+            .entry(o.cluster.clone())
+            .or_insert_with(|| ClusterSummary {
+                cluster: o.cluster.clone(),
+                network: None,
+                nodes: 0,
+                running: 0,
+            });
+        e.network = Some(n.name()?);
+    }
+    for (d, o) in host.owned_domains()? {
+        let e = by
+            .entry(o.cluster.clone())
+            .or_insert_with(|| ClusterSummary {
+                cluster: o.cluster.clone(),
+                network: None,
+                nodes: 0,
+                running: 0,
+            });
+        e.nodes += 1;
+        if d.is_active()? {
+            e.running += 1;
+        }
+    }
+    Ok(by.into_values().collect())
+}
+
+#[derive(Debug, Serialize)]
+pub struct NodeStatus {
+    pub name: String,
+    pub role: String,
+    pub state: String,
+    pub mac: Option<String>,
+    pub planned_ip: Option<String>,
+    pub leased_ip: Option<String>,
+    pub console_log: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ClusterStatus {
+    pub cluster: String,
+    pub network: Option<String>,
+    pub network_active: bool,
+    pub nodes: Vec<NodeStatus>,
+}
+
+fn first_attr(xml: &str, tag: &str, attr: &str) -> Option<String> {
+    let doc = roxmltree::Document::parse(xml).ok()?;
+    doc.descendants()
+        .find(|n| n.tag_name().name() == tag && n.attribute(attr).is_some())
+        .and_then(|n| n.attribute(attr))
+        .map(str::to_string)
+}
+
+pub fn status(host: &Host, cluster: &str) -> Result<Option<ClusterStatus>> {
+    let networks: Vec<_> = host
+        .owned_networks()?
+        .into_iter()
+        .filter(|(_, o)| o.cluster == cluster)
+        .collect();
+    // Planned addresses are the network's reservations.
+    let mut planned: BTreeMap<String, String> = BTreeMap::new();
+    let mut network = None;
+    let mut network_active = false;
+    for (n, _) in &networks {
+        network = Some(n.name()?);
+        network_active = n.is_active()?;
+        let xml = n.xml_desc(0)?;
+        if let Ok(doc) = roxmltree::Document::parse(&xml) {
+            for h in doc.descendants().filter(|h| h.tag_name().name() == "host") {
+                if let (Some(mac), Some(ip)) = (h.attribute("mac"), h.attribute("ip")) {
+                    planned.insert(mac.to_lowercase(), ip.to_string());
+                }
+            }
+        }
+    }
+    let mut nodes = Vec::new();
+    for (d, o) in host
+        .owned_domains()?
+        .into_iter()
+        .filter(|(_, o)| o.cluster == cluster)
+    {
+        let xml = d.xml_desc(0)?;
+        let mac = first_attr(&xml, "mac", "address").map(|m| m.to_lowercase());
+        let active = d.is_active()?;
+        let leased_ip = if active {
+            d.interface_addresses(virt::sys::VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, 0)
+                .ok()
+                .and_then(|ifs| {
+                    ifs.into_iter()
+                        .flat_map(|i| i.addrs)
+                        .find(|a| a.typed == 0)
+                        .map(|a| a.addr)
+                })
+        } else {
+            None
+        };
+        let state = match d.state()?.0 {
+            virt::enumutil::Enum::Known(s) => format!("{s:?}").to_lowercase(),
+            virt::enumutil::Enum::Unknown(n) => format!("unknown ({n})"),
+        };
+        nodes.push(NodeStatus {
+            name: d.name()?,
+            role: o.role.clone(),
+            state,
+            planned_ip: mac.as_ref().and_then(|m| planned.get(m).cloned()),
+            mac,
+            leased_ip,
+            console_log: first_attr(&xml, "log", "file"),
+        });
+    }
+    if nodes.is_empty() && network.is_none() {
+        return Ok(None);
+    }
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Some(ClusterStatus {
+        cluster: cluster.to_string(),
+        network,
+        network_active,
+        nodes,
+    }))
+}

@@ -1,0 +1,249 @@
+//! Checks against the host before anything is created. Every problem is collected;
+//! if there is one, nothing is created.
+
+use std::path::Path;
+
+use anyhow::Result;
+use ipnet::Ipv4Net;
+
+use super::{ledger::Ledger, owner_of_domain, owner_of_network, Host};
+use crate::plan::Plan;
+use crate::spec::NetworkMode;
+
+/// Bytes a node's overlay is expected to use early in its life: what the pool must
+/// have free. Thin overlays grow with use; these are the first hours of a lab.
+pub fn expected_node_use(plan: &Plan) -> u64 {
+    const GIB: u64 = 1 << 30;
+    plan.nodes
+        .iter()
+        .map(|n| {
+            if plan.rehearsal {
+                16 << 20
+            } else {
+                match n.role {
+                    crate::spec::Role::Worker => 10 * GIB,
+                    _ => 15 * GIB,
+                }
+            }
+        })
+        .sum()
+}
+
+/// The networks a libvirt network XML declares (IPv4 only).
+pub fn network_subnets(xml: &str) -> Vec<Ipv4Net> {
+    let Ok(doc) = roxmltree::Document::parse(xml) else {
+        return Vec::new();
+    };
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "ip")
+        .filter(|n| n.attribute("family").is_none_or(|f| f == "ipv4"))
+        .filter_map(|n| {
+            let addr: std::net::Ipv4Addr = n.attribute("address")?.parse().ok()?;
+            let prefix = match (n.attribute("prefix"), n.attribute("netmask")) {
+                (Some(p), _) => p.parse().ok()?,
+                (None, Some(m)) => {
+                    let m: std::net::Ipv4Addr = m.parse().ok()?;
+                    u32::from(m).count_ones() as u8
+                }
+                (None, None) => 24,
+            };
+            Ipv4Net::new(addr, prefix).ok().map(|n| n.trunc())
+        })
+        .collect()
+}
+
+fn bridge_of(xml: &str) -> Option<String> {
+    let doc = roxmltree::Document::parse(xml).ok()?;
+    doc.descendants()
+        .find(|n| n.tag_name().name() == "bridge")
+        .and_then(|n| n.attribute("name"))
+        .map(str::to_string)
+}
+
+fn overlaps(a: &Ipv4Net, b: &Ipv4Net) -> bool {
+    a.contains(&b.network()) || b.contains(&a.network())
+}
+
+/// Problems that stop `create infra`. Empty means go.
+pub fn check(
+    host: &Host,
+    plan: &Plan,
+    ledger: &Ledger,
+    base_image: Option<&Path>,
+) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    let cluster = &plan.cluster;
+    let net = &plan.network;
+
+    // The network: ours, or free.
+    let mut our_network_exists = false;
+    if let Some(n) = host.network(&net.name)? {
+        match owner_of_network(&n)? {
+            Some(o) if o.cluster == *cluster => our_network_exists = true,
+            Some(o) => problems.push(format!(
+                "network {}: already used by shiftlab cluster {}; set network.name",
+                net.name, o.cluster
+            )),
+            None => problems.push(format!(
+                "network {}: a libvirt network of that name exists and is not shiftlab's; set network.name to another name",
+                net.name
+            )),
+        }
+    }
+    // Other networks: no bridge or subnet in common.
+    for n in host.conn.list_all_networks(0)? {
+        let name = n.name()?;
+        if name == net.name {
+            continue;
+        }
+        let xml = n.xml_desc(0)?;
+        if net.mode == crate::spec::NetworkMode::Nat
+            && bridge_of(&xml).as_deref() == Some(&net.bridge)
+        {
+            problems.push(format!(
+                "network.bridge {}: already the bridge of libvirt network {name}",
+                net.bridge
+            ));
+        }
+        for s in network_subnets(&xml) {
+            if overlaps(&s, &net.cidr) && net.mode == NetworkMode::Nat {
+                problems.push(format!(
+                    "network.cidr {}: overlaps {s} of libvirt network {name}; choose another subnet",
+                    net.cidr
+                ));
+            }
+        }
+    }
+    // Host routes and interfaces (only meaningful when libvirt is on this machine).
+    if host.is_local() && net.mode == NetworkMode::Nat && !our_network_exists {
+        for (iface, dest) in crate::host::routes() {
+            if iface != net.bridge && overlaps(&dest, &net.cidr) {
+                problems.push(format!(
+                    "network.cidr {}: overlaps the host route {dest} via {iface}; choose another subnet",
+                    net.cidr
+                ));
+            }
+        }
+        if Path::new("/sys/class/net").join(&net.bridge).exists() {
+            problems.push(format!(
+                "network.bridge {}: a host interface of that name exists",
+                net.bridge
+            ));
+        }
+    }
+    if net.mode == NetworkMode::Bridge
+        && host.is_local()
+        && !Path::new("/sys/class/net")
+            .join(&net.bridge)
+            .join("bridge")
+            .exists()
+    {
+        problems.push(format!(
+            "network.bridge {}: no such bridge on the host (mode bridge uses an existing bridge)",
+            net.bridge
+        ));
+    }
+
+    // Domains: ours, or free.
+    for node in &plan.nodes {
+        if let Some(d) = host.domain(&node.name)? {
+            match owner_of_domain(&d)? {
+                Some(o) if o.cluster == *cluster => {}
+                Some(o) => problems.push(format!(
+                    "domain {}: belongs to shiftlab cluster {}",
+                    node.name, o.cluster
+                )),
+                None => problems.push(format!(
+                    "domain {}: a libvirt domain of that name exists and is not shiftlab's",
+                    node.name
+                )),
+            }
+        }
+    }
+
+    // Volumes: ours (recorded), or free.
+    if let Some(pool) = host.pool(&plan.libvirt.pool)? {
+        if pool.is_active()? {
+            let _ = pool.refresh(0);
+            for node in &plan.nodes {
+                let names = node
+                    .disks
+                    .iter()
+                    .map(|d| d.volume.clone())
+                    .chain(node.ignition_volume.clone());
+                for v in names {
+                    if Host::volume(&pool, &v)?.is_some() && !ledger.volumes.contains(&v) {
+                        problems.push(format!(
+                            "volume {v} in pool {}: exists and was not created by shiftlab for {cluster}",
+                            plan.libvirt.pool
+                        ));
+                    }
+                }
+            }
+            let info = pool.info()?;
+            let missing: Vec<_> = plan
+                .nodes
+                .iter()
+                .filter(|n| !ledger.volumes.contains(&n.disks[0].volume))
+                .collect();
+            if !missing.is_empty() {
+                let need =
+                    expected_node_use(plan) / plan.nodes.len().max(1) as u64 * missing.len() as u64;
+                if info.available < need {
+                    problems.push(format!(
+                        "pool {}: {} GiB free, the new nodes are expected to use {} GiB",
+                        plan.libvirt.pool,
+                        info.available >> 30,
+                        need.div_ceil(1 << 30)
+                    ));
+                }
+            }
+        }
+    } else if host.is_local() {
+        if let Some(free) = crate::host::free_bytes(&plan.libvirt.pool_path) {
+            let need = expected_node_use(plan);
+            if free < need {
+                problems.push(format!(
+                    "libvirt.pool_path {}: {} GiB free, the nodes are expected to use {} GiB",
+                    plan.libvirt.pool_path.display(),
+                    free >> 30,
+                    need.div_ceil(1 << 30)
+                ));
+            }
+        }
+    }
+
+    match base_image {
+        Some(p) if !p.is_file() => problems.push(format!(
+            "image {}: no such file (the CoreOS qcow2 to import)",
+            p.display()
+        )),
+        Some(_) => {}
+        None => problems.push(
+            "image: no base image given; set `image:` to a local CoreOS qcow2 (or `rehearsal: true` for stand-in nodes)"
+                .to_string(),
+        ),
+    }
+    Ok(problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subnets_from_network_xml() {
+        let xml = "<network><ip address='192.168.122.1' netmask='255.255.255.0'/><ip address='10.0.0.1' prefix='16'/><ip family='ipv6' address='fd00::1' prefix='64'/></network>";
+        assert_eq!(
+            network_subnets(xml),
+            vec![
+                "192.168.122.0/24".parse::<Ipv4Net>().unwrap(),
+                "10.0.0.0/16".parse().unwrap()
+            ]
+        );
+        assert_eq!(
+            bridge_of("<network><bridge name='virbr0'/></network>").as_deref(),
+            Some("virbr0")
+        );
+    }
+}
