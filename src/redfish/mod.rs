@@ -1,0 +1,21 @@
+//! A Redfish BMC for libvirt domains.
+//!
+//! Layers, from the wire down:
+//! - `server`: HTTP/1.1 over TCP or TLS (hyper, rustls), body limits;
+//! - [`service`]: routing, authentication, execution over a [`Machine`];
+//! - [`request`]: pure parsing of a request into a typed [`request::Action`];
+//! - [`resources`]: pure JSON builders;
+//! - [`machine`]: the [`Machine`] trait, the boot-override state machine and
+//!   an in-memory machine.
+
+pub mod auth;
+pub mod error;
+pub mod machine;
+pub mod model;
+pub mod request;
+pub mod resources;
+pub mod service;
+
+pub use error::RedfishError;
+pub use machine::{Machine, MachineError, MemoryMachine, MemorySystem};
+pub use service::{Request, Response, Service};
