@@ -14,8 +14,11 @@ pub mod machine;
 pub mod model;
 pub mod request;
 pub mod resources;
+pub mod server;
 pub mod service;
+pub mod tls;
 
 pub use error::RedfishError;
 pub use machine::{Machine, MachineError, MemoryMachine, MemorySystem};
+pub use server::Server;
 pub use service::{Request, Response, Service};
