@@ -9,6 +9,7 @@
 //!   an in-memory machine.
 
 pub mod auth;
+pub mod domxml;
 pub mod error;
 pub mod machine;
 pub mod model;
