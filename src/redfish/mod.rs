@@ -9,9 +9,12 @@
 //!   an in-memory machine.
 
 pub mod auth;
+pub mod cli;
 pub mod domxml;
 pub mod error;
+pub mod libvirt;
 pub mod machine;
+pub mod media;
 pub mod model;
 pub mod request;
 pub mod resources;
