@@ -15,7 +15,6 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve a Redfish BMC for libvirt domains (standalone).
     Bmc(shiftlab::redfish::cli::Args),
 }
 
