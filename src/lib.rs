@@ -7,6 +7,7 @@ pub mod host;
 pub mod ignition;
 pub mod install;
 pub mod plan;
+pub mod redfish;
 pub mod render;
 pub mod spec;
 pub mod virt;

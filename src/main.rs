@@ -29,6 +29,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Plan(args) => commands::plan::run(args, &mut std::io::stdout().lock()),
         Command::Create(cmd) => commands::create::run(cmd, &state),
+        Command::Bmc(args) => shiftlab::redfish::cli::run(args.clone(), &state.root),
         Command::Completion(args) => {
             completion::completion(args, &mut std::io::stdout().lock());
             Ok(())
@@ -44,7 +45,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    // A daemon says what it serves; a one-shot command stays quiet unless asked.
+    let daemon = matches!(cli.command, Command::Bmc(_));
+    init_logging(cli.verbose + u8::from(daemon));
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -40,6 +40,8 @@ pub enum Command {
     /// Reach a target of the install (e.g. install-config)
     #[command(subcommand)]
     Create(create::CreateCommand),
+    /// Serve a standalone Redfish BMC for libvirt domains (power, boot, virtual media)
+    Bmc(crate::redfish::cli::Args),
     /// Print a shell completion script
     Completion(completion::CompletionArgs),
     /// Write man pages for every command into a directory

@@ -1,0 +1,486 @@
+//! The [`Machine`] over libvirt: systems are persistent domains exposed by
+//! ownership metadata (lab mode) or an allow-list (standalone mode). Every
+//! read-modify-write of a domain definition runs under a per-domain lock;
+//! reads never write.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+use virt::connect::Connect;
+use virt::domain::Domain;
+use virt::sys;
+
+use super::domxml::{self, BmcMeta, DomainView, MediaRecord, OWNER_NS};
+use super::machine::{BootState, Machine, MachineError};
+use super::media::MediaStore;
+use super::model::*;
+
+/// Which domains are exposed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Domains whose shiftlab owner metadata names this cluster.
+    Cluster(String),
+    /// Domains named (or with a UUID) in the list.
+    Allow(Vec<String>),
+}
+
+#[derive(Debug, Clone)]
+pub struct LibvirtConfig {
+    pub uri: String,
+    pub scope: Scope,
+    /// Storage pool for virtual media volumes.
+    pub pool: String,
+    /// Where the media cache index is kept.
+    pub state_dir: PathBuf,
+    pub max_image_bytes: u64,
+}
+
+pub struct LibvirtMachine {
+    conn: Connect,
+    scope: Scope,
+    media: MediaStore,
+    locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+}
+
+fn backend(e: virt::error::Error, what: &str) -> MachineError {
+    MachineError::Backend(anyhow::Error::new(e).context(what.to_string()))
+}
+
+/// The device class that boots first when `wanted` is put first, given the
+/// devices the domain has (a class without devices is skipped).
+fn effective_first(view: &DomainView, wanted: BootTarget) -> BootTarget {
+    let order = match wanted {
+        BootTarget::Cd => [BootTarget::Cd, BootTarget::Hdd, BootTarget::Pxe],
+        BootTarget::Pxe => [BootTarget::Pxe, BootTarget::Hdd, BootTarget::Cd],
+        BootTarget::Hdd | BootTarget::None => [BootTarget::Hdd, BootTarget::Cd, BootTarget::Pxe],
+    };
+    let present = |c: &BootTarget| match c {
+        BootTarget::Cd => !view.cdroms.is_empty(),
+        BootTarget::Hdd => !view.disks.is_empty(),
+        BootTarget::Pxe => !view.macs.is_empty(),
+        BootTarget::None => false,
+    };
+    order.into_iter().find(present).unwrap_or(BootTarget::None)
+}
+
+fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.chars().enumerate().all(|(i, c)| {
+            if [8, 13, 18, 23].contains(&i) {
+                c == '-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        })
+}
+
+impl LibvirtMachine {
+    pub fn open(cfg: &LibvirtConfig) -> Result<Self> {
+        // Errors are returned to us; libvirt must not also print them.
+        virt::error::clear_error_callback();
+        let conn =
+            Connect::open(Some(&cfg.uri)).with_context(|| format!("connecting to {}", cfg.uri))?;
+        Ok(LibvirtMachine {
+            conn,
+            scope: cfg.scope.clone(),
+            media: MediaStore::new(
+                &cfg.pool,
+                cfg.state_dir.join("media-cache.json"),
+                cfg.max_image_bytes,
+            ),
+            locks: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn owner_cluster(dom: &Domain) -> Option<String> {
+        let xml = dom
+            .metadata(sys::VIR_DOMAIN_METADATA_ELEMENT as i32, Some(OWNER_NS), 0)
+            .ok()?;
+        let doc = roxmltree::Document::parse(&xml).ok()?;
+        doc.root_element().attribute("cluster").map(str::to_string)
+    }
+
+    fn exposed(&self, dom: &Domain, name: &str, uuid: &str) -> bool {
+        match &self.scope {
+            Scope::Cluster(c) => Self::owner_cluster(dom).as_deref() == Some(c.as_str()),
+            Scope::Allow(list) => list
+                .iter()
+                .any(|a| a == name || a.eq_ignore_ascii_case(uuid)),
+        }
+    }
+
+    /// The exposed domain with this UUID.
+    fn domain(&self, uuid: &str) -> Result<Domain, MachineError> {
+        let dom = self
+            .conn
+            .lookup_domain_by_uuid_string(uuid)
+            .map_err(|_| MachineError::NotFound)?;
+        let name = dom.name().map_err(|e| backend(e, "reading domain name"))?;
+        if !dom.is_persistent().unwrap_or(false) || !self.exposed(&dom, &name, uuid) {
+            return Err(MachineError::NotFound);
+        }
+        Ok(dom)
+    }
+
+    fn lock(&self, uuid: &str) -> Arc<Mutex<()>> {
+        let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+        locks.entry(uuid.to_ascii_lowercase()).or_default().clone()
+    }
+
+    fn config_xml(dom: &Domain) -> Result<String, MachineError> {
+        dom.xml_desc(sys::VIR_DOMAIN_XML_INACTIVE | sys::VIR_DOMAIN_XML_SECURE)
+            .map_err(|e| backend(e, "reading domain definition"))
+    }
+
+    fn define(&self, xml: &str) -> Result<(), MachineError> {
+        self.conn
+            .define_domain_xml(xml)
+            .map_err(|e| backend(e, "redefining domain"))?;
+        Ok(())
+    }
+
+    /// The boot override the domain reports: the BMC's record when it still
+    /// matches the definition, else what the definition says.
+    fn boot_state(view: &DomainView) -> BootState {
+        match view.meta.boot {
+            Some(b) if effective_first(view, b.first_device()) == view.first_boot => b,
+            _ => BootState {
+                target: view.first_boot,
+                enabled: if view.first_boot == BootTarget::None {
+                    BootEnabled::Disabled
+                } else {
+                    BootEnabled::Continuous
+                },
+                previous: None,
+            },
+        }
+    }
+
+    /// Starts the domain and consumes an armed `Once` override. Caller holds the lock.
+    fn start(&self, dom: &Domain) -> Result<(), MachineError> {
+        dom.create().map_err(|e| backend(e, "starting domain"))?;
+        let xml = Self::config_xml(dom)?;
+        let view = domxml::parse(&xml)?;
+        if let Some(next) = Self::boot_state(&view).consume_once() {
+            let xml = domxml::set_boot_order(&xml, next.first_device())?;
+            let xml = domxml::set_meta(
+                &xml,
+                &BmcMeta {
+                    boot: Some(next),
+                    media: view.meta.media.clone(),
+                },
+            )?;
+            self.define(&xml)?;
+            tracing::info!(domain = %view.name, target = %next.target, "one-time boot override consumed");
+        }
+        Ok(())
+    }
+
+    fn live_update(dom: &Domain, device: &str) {
+        if !dom.is_active().unwrap_or(false) {
+            return;
+        }
+        if let Err(e) = dom.update_device_flags(device, sys::VIR_DOMAIN_AFFECT_LIVE) {
+            tracing::warn!(error = %e, "changing the running domain's cdrom; the change applies at the next start");
+        }
+    }
+}
+
+impl Machine for LibvirtMachine {
+    fn list(&self) -> Result<Vec<SystemRef>, MachineError> {
+        let doms = self
+            .conn
+            .list_all_domains(sys::VIR_CONNECT_LIST_DOMAINS_PERSISTENT)
+            .map_err(|e| backend(e, "listing domains"))?;
+        let mut out = Vec::new();
+        for d in doms {
+            let (Ok(name), Ok(uuid)) = (d.name(), d.uuid_string()) else {
+                continue;
+            };
+            if self.exposed(&d, &name, &uuid) {
+                out.push(SystemRef { uuid, name });
+            }
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn resolve(&self, id: &str) -> Result<SystemRef, MachineError> {
+        let dom = if is_uuid(id) {
+            self.conn.lookup_domain_by_uuid_string(id)
+        } else {
+            self.conn.lookup_domain_by_name(id)
+        }
+        .map_err(|_| MachineError::NotFound)?;
+        let uuid = dom
+            .uuid_string()
+            .map_err(|e| backend(e, "reading domain uuid"))?;
+        let name = dom.name().map_err(|e| backend(e, "reading domain name"))?;
+        if !dom.is_persistent().unwrap_or(false) || !self.exposed(&dom, &name, &uuid) {
+            return Err(MachineError::NotFound);
+        }
+        // Canonical form is what libvirt prints; a UUID in another case is the same system.
+        let uuid = if uuid.eq_ignore_ascii_case(id) {
+            id.to_string()
+        } else {
+            uuid
+        };
+        Ok(SystemRef { uuid, name })
+    }
+
+    fn system(&self, uuid: &str) -> Result<SystemInfo, MachineError> {
+        let dom = self.domain(uuid)?;
+        let power = if dom
+            .is_active()
+            .map_err(|e| backend(e, "reading domain state"))?
+        {
+            PowerState::On
+        } else {
+            PowerState::Off
+        };
+        let view = domxml::parse(&Self::config_xml(&dom)?)?;
+        let boot = Self::boot_state(&view);
+        let media = match view.cdroms.iter().find(|c| c.inserted()) {
+            Some(cd) => {
+                let image = match (&cd.volume, &view.meta.media) {
+                    (Some((p, v)), Some(m)) if *p == m.pool && *v == m.volume => {
+                        Some(m.image.clone())
+                    }
+                    (Some((p, v)), _) => Some(format!("{p}/{v}")),
+                    (None, _) => cd.file.clone(),
+                };
+                MediaState {
+                    slot: MediaSlot::Cd,
+                    inserted: true,
+                    image,
+                    write_protected: true,
+                }
+            }
+            None => MediaState {
+                slot: MediaSlot::Cd,
+                inserted: false,
+                image: None,
+                write_protected: true,
+            },
+        };
+        let disks = view
+            .disks
+            .iter()
+            .map(|(dev, src)| Disk {
+                name: dev.clone(),
+                capacity_bytes: src
+                    .as_deref()
+                    .and_then(|s| self.conn.lookup_storage_vol_by_path(s).ok())
+                    .and_then(|v| v.info().ok())
+                    .map(|i| i.capacity),
+            })
+            .collect();
+        Ok(SystemInfo {
+            uuid: uuid.to_string(),
+            name: view.name.clone(),
+            power,
+            boot: BootOverride {
+                target: boot.target,
+                enabled: boot.enabled,
+                mode: view.mode,
+            },
+            cpus: view.vcpus,
+            memory_mib: view.memory_kib / 1024,
+            nics: view
+                .macs
+                .iter()
+                .map(|m| Nic {
+                    id: m.replace(':', ""),
+                    mac: m.clone(),
+                })
+                .collect(),
+            disks,
+            media: vec![media],
+        })
+    }
+
+    fn reset(&self, uuid: &str, reset: ResetType) -> Result<(), MachineError> {
+        let dom = self.domain(uuid)?;
+        let lock = self.lock(uuid);
+        let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let active = dom
+            .is_active()
+            .map_err(|e| backend(e, "reading domain state"))?;
+        let off = || MachineError::Conflict("the system is powered off".into());
+        match reset {
+            ResetType::On | ResetType::ForceOn => {
+                if !active {
+                    self.start(&dom)?;
+                }
+            }
+            ResetType::ForceOff => {
+                if active {
+                    dom.destroy().map_err(|e| backend(e, "destroying domain"))?;
+                }
+            }
+            ResetType::GracefulShutdown => {
+                if !active {
+                    return Err(off());
+                }
+                dom.shutdown()
+                    .map_err(|e| backend(e, "shutting down domain"))?;
+            }
+            ResetType::GracefulRestart => {
+                if !active {
+                    return Err(off());
+                }
+                dom.reboot(0).map_err(|e| backend(e, "rebooting domain"))?;
+            }
+            ResetType::ForceRestart => {
+                // destroy + start, so a changed definition (boot override,
+                // media, firmware) takes effect, as on a real power cycle.
+                if active {
+                    dom.destroy().map_err(|e| backend(e, "destroying domain"))?;
+                }
+                self.start(&dom)?;
+            }
+            ResetType::Nmi => {
+                if !active {
+                    return Err(off());
+                }
+                // SAFETY: the pointer is valid while `dom` lives.
+                let rc = unsafe { sys::virDomainInjectNMI(dom.as_ptr(), 0) };
+                if rc < 0 {
+                    return Err(backend(virt::error::Error::last_error(), "injecting nmi"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn set_boot(&self, uuid: &str, patch: BootPatch) -> Result<(), MachineError> {
+        let dom = self.domain(uuid)?;
+        let lock = self.lock(uuid);
+        let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let xml = Self::config_xml(&dom)?;
+        let view = domxml::parse(&xml)?;
+        let current = Self::boot_state(&view);
+        let next = current.apply(&patch);
+        let mut new = xml.clone();
+        if effective_first(&view, next.first_device()) != view.first_boot
+            || view.meta.boot.is_none()
+        {
+            new = domxml::set_boot_order(&new, next.first_device())?;
+        }
+        if let Some(mode) = patch.mode.filter(|m| *m != view.mode) {
+            new = domxml::set_firmware(&new, mode)?;
+        }
+        if next != current || view.meta.boot.is_none() {
+            new = domxml::set_meta(
+                &new,
+                &BmcMeta {
+                    boot: Some(next),
+                    media: view.meta.media.clone(),
+                },
+            )?;
+        }
+        if new != xml {
+            self.define(&new)?;
+            tracing::info!(domain = %view.name, target = %next.target, enabled = %next.enabled, "boot override set");
+        }
+        Ok(())
+    }
+
+    fn insert_media(
+        &self,
+        uuid: &str,
+        _slot: MediaSlot,
+        request: &InsertRequest,
+    ) -> Result<(), MachineError> {
+        let dom = self.domain(uuid)?;
+        let inserted = |xml: &str| -> Result<bool, MachineError> {
+            Ok(domxml::parse(xml)?.cdroms.iter().any(|c| c.inserted()))
+        };
+        if inserted(&Self::config_xml(&dom)?)? {
+            return Err(MachineError::Conflict(
+                "a medium is already inserted; eject it first".into(),
+            ));
+        }
+        // The download runs without the domain lock: other requests proceed.
+        let volume = self.media.acquire(&self.conn, &request.image)?;
+        let result = (|| {
+            let lock = self.lock(uuid);
+            let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+            let xml = Self::config_xml(&dom)?;
+            if inserted(&xml)? {
+                return Err(MachineError::Conflict(
+                    "a medium is already inserted; eject it first".into(),
+                ));
+            }
+            let view = domxml::parse(&xml)?;
+            let pool = self.media.pool().to_string();
+            let (new, device) = domxml::insert_cdrom(&xml, &pool, &volume)?;
+            // A new drive needs its place in the boot order.
+            let new = domxml::set_boot_order(&new, Self::boot_state(&view).first_device())?;
+            let record = MediaRecord {
+                image: request.image.clone(),
+                pool,
+                volume: volume.clone(),
+            };
+            let new = domxml::set_meta(
+                &new,
+                &BmcMeta {
+                    boot: view.meta.boot,
+                    media: Some(record),
+                },
+            )?;
+            self.define(&new)?;
+            Self::live_update(&dom, &device);
+            Ok(())
+        })();
+        self.media.unpin(&volume);
+        if result.is_err() {
+            if let Err(e) = self.media.release(&self.conn, &volume) {
+                tracing::warn!(
+                    error = format!("{e:#}"),
+                    "cleaning up after a failed insert"
+                );
+            }
+        }
+        result
+    }
+
+    fn eject_media(&self, uuid: &str, _slot: MediaSlot) -> Result<(), MachineError> {
+        let dom = self.domain(uuid)?;
+        let released: Vec<String> = {
+            let lock = self.lock(uuid);
+            let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+            let xml = Self::config_xml(&dom)?;
+            let view = domxml::parse(&xml)?;
+            if !view.cdroms.iter().any(|c| c.inserted()) && view.meta.media.is_none() {
+                return Ok(());
+            }
+            let (new, emptied) = domxml::eject_cdroms(&xml)?;
+            let new = domxml::set_meta(
+                &new,
+                &BmcMeta {
+                    boot: view.meta.boot,
+                    media: None,
+                },
+            )?;
+            self.define(&new)?;
+            for device in &emptied {
+                Self::live_update(&dom, device);
+            }
+            view.cdroms
+                .iter()
+                .filter_map(|c| c.volume.as_ref())
+                .filter(|(p, _)| p == self.media.pool())
+                .map(|(_, v)| v.clone())
+                .collect()
+        };
+        for volume in released {
+            if let Err(e) = self.media.release(&self.conn, &volume) {
+                tracing::warn!(error = format!("{e:#}"), %volume, "removing an unused media volume");
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,366 @@
+//! Virtual media images in a libvirt storage pool: each image is streamed
+//! once from its URL into a volume through a libvirt upload stream (no
+//! temporary copy), hashed on the way, and reused while any domain uses it:
+//! the same URL is revalidated with a conditional GET, and the same content
+//! under another URL maps to the existing volume. Volumes nobody uses are
+//! deleted on eject.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use virt::connect::Connect;
+use virt::storage_vol::StorageVol;
+use virt::stream::Stream;
+
+use super::domxml;
+use super::machine::MachineError;
+
+/// Name prefix of every volume the BMC creates (and may delete).
+pub const VOLUME_PREFIX: &str = "shiftlab-media-";
+const CHUNK: usize = 256 * 1024;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+struct Entry {
+    url: String,
+    etag: Option<String>,
+    last_modified: Option<String>,
+    length: u64,
+    sha256: String,
+    volume: String,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    entries: Vec<Entry>,
+    /// Volumes an insert is about to attach: never deleted meanwhile.
+    pins: HashMap<String, usize>,
+}
+
+/// The image cache of one pool.
+pub struct MediaStore {
+    pool: String,
+    index_path: PathBuf,
+    max_bytes: u64,
+    state: Mutex<State>,
+    url_locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    agent: ureq::Agent,
+}
+
+impl MediaStore {
+    pub fn new(pool: &str, index_path: PathBuf, max_bytes: u64) -> Self {
+        let entries = std::fs::read(&index_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(Duration::from_secs(10))
+            .timeout_read(Duration::from_secs(60))
+            .redirects(5)
+            .build();
+        MediaStore {
+            pool: pool.to_string(),
+            index_path,
+            max_bytes,
+            state: Mutex::new(State {
+                entries,
+                pins: HashMap::new(),
+            }),
+            url_locks: Mutex::new(HashMap::new()),
+            agent,
+        }
+    }
+
+    pub fn pool(&self) -> &str {
+        &self.pool
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn save(&self, entries: &[Entry]) {
+        let write = || -> Result<()> {
+            if let Some(dir) = self.index_path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            super::tls::write_private(&self.index_path, &serde_json::to_vec_pretty(entries)?)
+        };
+        if let Err(e) = write() {
+            tracing::warn!(error = format!("{e:#}"), "saving the media cache index");
+        }
+    }
+
+    fn volume(&self, conn: &Connect, name: &str) -> Option<StorageVol> {
+        conn.lookup_storage_pool_by_name(&self.pool)
+            .ok()?
+            .lookup_storage_vol_by_name(name)
+            .ok()
+    }
+
+    /// Returns a pinned volume holding the image at `url`, downloading it if
+    /// needed. Call [`MediaStore::unpin`] once the volume is attached.
+    pub fn acquire(&self, conn: &Connect, url: &str) -> Result<String, MachineError> {
+        let url_lock = {
+            let mut locks = self.url_locks.lock().unwrap_or_else(|e| e.into_inner());
+            locks.entry(url.to_string()).or_default().clone()
+        };
+        let _same_url = url_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let cached = {
+            let st = self.state();
+            st.entries.iter().find(|e| e.url == url).cloned()
+        };
+        let cached = cached.filter(|e| self.volume(conn, &e.volume).is_some());
+        let mut req = self.agent.get(url);
+        if let Some(c) = &cached {
+            if let Some(etag) = &c.etag {
+                req = req.set("If-None-Match", etag);
+            }
+            if let Some(lm) = &c.last_modified {
+                req = req.set("If-Modified-Since", lm);
+            }
+        }
+        let resp = match req.call() {
+            Ok(r) => r,
+            Err(ureq::Error::Status(code, _)) => {
+                return Err(MachineError::BadRequest(format!(
+                    "fetching the image failed: HTTP {code}"
+                )))
+            }
+            Err(e) => {
+                return Err(MachineError::BadRequest(format!(
+                    "fetching the image failed: {}",
+                    e.kind()
+                )))
+            }
+        };
+        if resp.status() == 304 {
+            if let Some(c) = cached {
+                if self.pin(conn, &c.volume) {
+                    tracing::info!(volume = %c.volume, "image unchanged, reusing its volume");
+                    return Ok(c.volume);
+                }
+            }
+        }
+        if resp.status() != 200 {
+            return Err(MachineError::BadRequest(format!(
+                "fetching the image failed: HTTP {}",
+                resp.status()
+            )));
+        }
+        let length: u64 = resp
+            .header("Content-Length")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| {
+                MachineError::BadRequest("the image server sent no Content-Length".into())
+            })?;
+        if length == 0 || length > self.max_bytes {
+            return Err(MachineError::BadRequest(format!(
+                "the image is {length} bytes; accepted sizes are 1 to {} bytes",
+                self.max_bytes
+            )));
+        }
+        let etag = resp.header("ETag").map(str::to_string);
+        let last_modified = resp.header("Last-Modified").map(str::to_string);
+        let name = format!(
+            "{VOLUME_PREFIX}{}.iso",
+            hex::encode(super::auth::random_bytes(6).map_err(MachineError::Backend)?)
+        );
+        self.pin_name(&name);
+        let started = std::time::Instant::now();
+        let digest = match self.stream_into_volume(conn, &name, length, resp.into_reader()) {
+            Ok(d) => d,
+            Err(e) => {
+                self.unpin(&name);
+                return Err(e);
+            }
+        };
+        tracing::info!(volume = %name, bytes = length, elapsed_ms = started.elapsed().as_millis() as u64, "image streamed into the pool");
+        let mut st = self.state();
+        // Same content already stored under another volume: keep that one.
+        let same = st
+            .entries
+            .iter()
+            .find(|e| e.sha256 == digest && e.volume != name)
+            .map(|e| e.volume.clone())
+            .filter(|v| self.volume(conn, v).is_some());
+        let volume = match same {
+            Some(existing) => {
+                *st.pins.entry(existing.clone()).or_default() += 1;
+                if let Some(v) = self.volume(conn, &name) {
+                    let _ = v.delete(0);
+                }
+                Self::unpin_locked(&mut st, &name);
+                existing
+            }
+            None => name,
+        };
+        st.entries.retain(|e| e.url != url);
+        st.entries.push(Entry {
+            url: url.to_string(),
+            etag,
+            last_modified,
+            length,
+            sha256: digest,
+            volume: volume.clone(),
+        });
+        let entries = st.entries.clone();
+        drop(st);
+        self.save(&entries);
+        Ok(volume)
+    }
+
+    fn stream_into_volume(
+        &self,
+        conn: &Connect,
+        name: &str,
+        length: u64,
+        mut body: impl std::io::Read,
+    ) -> Result<String, MachineError> {
+        let pool = conn
+            .lookup_storage_pool_by_name(&self.pool)
+            .with_context(|| format!("looking up pool {}", self.pool))?;
+        let xml = format!(
+            "<volume><name>{name}</name><capacity unit='bytes'>{length}</capacity><target><format type='raw'/></target></volume>"
+        );
+        let vol = StorageVol::create_xml(&pool, &xml, 0)
+            .with_context(|| format!("creating volume {name}"))?;
+        let result = (|| -> Result<String> {
+            let stream = Stream::new(conn, 0).context("opening an upload stream")?;
+            vol.upload(&stream, 0, length, 0)
+                .context("starting the upload")?;
+            let mut hasher = Sha256::new();
+            let mut buf = vec![0u8; CHUNK];
+            let mut total = 0u64;
+            let copy = (|| -> Result<()> {
+                loop {
+                    let n = body.read(&mut buf).context("reading the image")?;
+                    if n == 0 {
+                        break;
+                    }
+                    total += n as u64;
+                    if total > length {
+                        return Err(anyhow!("the image is longer than its Content-Length"));
+                    }
+                    hasher.update(&buf[..n]);
+                    let mut off = 0;
+                    while off < n {
+                        let sent = stream
+                            .send(&buf[off..n])
+                            .context("uploading to the volume")?;
+                        if sent <= 0 {
+                            return Err(anyhow!("upload stream closed"));
+                        }
+                        off += sent as usize;
+                    }
+                }
+                if total != length {
+                    return Err(anyhow!("the image ended after {total} of {length} bytes"));
+                }
+                Ok(())
+            })();
+            match copy {
+                Ok(()) => stream.finish().context("finishing the upload")?,
+                Err(e) => {
+                    let _ = stream.abort();
+                    return Err(e);
+                }
+            }
+            Ok(hex::encode(hasher.finalize()))
+        })();
+        result.map_err(|e| {
+            let _ = vol.delete(0);
+            let msg = format!("{e:#}");
+            if msg.contains("reading the image") || msg.contains("the image") {
+                MachineError::BadRequest(msg)
+            } else {
+                MachineError::Backend(e)
+            }
+        })
+    }
+
+    fn pin_name(&self, name: &str) {
+        *self.state().pins.entry(name.to_string()).or_default() += 1;
+    }
+
+    /// Pins an existing volume; false if it is gone.
+    fn pin(&self, conn: &Connect, name: &str) -> bool {
+        let mut st = self.state();
+        if self.volume(conn, name).is_none() {
+            return false;
+        }
+        *st.pins.entry(name.to_string()).or_default() += 1;
+        true
+    }
+
+    fn unpin_locked(st: &mut State, name: &str) {
+        if let Some(n) = st.pins.get_mut(name) {
+            *n -= 1;
+            if *n == 0 {
+                st.pins.remove(name);
+            }
+        }
+    }
+
+    pub fn unpin(&self, name: &str) {
+        Self::unpin_locked(&mut self.state(), name);
+    }
+
+    /// Deletes `volume` if the BMC created it, no insert is using it and no
+    /// domain on the connection refers to it.
+    pub fn release(&self, conn: &Connect, volume: &str) -> Result<()> {
+        if !volume.starts_with(VOLUME_PREFIX) {
+            return Ok(());
+        }
+        let mut st = self.state();
+        if st.pins.contains_key(volume) || in_use(conn, &self.pool, volume)? {
+            return Ok(());
+        }
+        if let Some(v) = self.volume(conn, volume) {
+            v.delete(0)
+                .with_context(|| format!("deleting volume {volume}"))?;
+            tracing::info!(%volume, "deleted unused media volume");
+        }
+        st.entries.retain(|e| e.volume != volume);
+        let entries = st.entries.clone();
+        drop(st);
+        self.save(&entries);
+        Ok(())
+    }
+}
+
+/// Whether any domain (defined or running) refers to `pool/volume`.
+fn in_use(conn: &Connect, pool: &str, volume: &str) -> Result<bool> {
+    let vol_path = conn
+        .lookup_storage_pool_by_name(pool)
+        .ok()
+        .and_then(|p| p.lookup_storage_vol_by_name(volume).ok())
+        .and_then(|v| v.path().ok());
+    for dom in conn.list_all_domains(0).context("listing domains")? {
+        let mut xmls = vec![dom
+            .xml_desc(virt::sys::VIR_DOMAIN_XML_INACTIVE)
+            .context("reading domain xml")?];
+        if dom.is_active().unwrap_or(false) {
+            xmls.push(dom.xml_desc(0).context("reading domain xml")?);
+        }
+        for xml in xmls {
+            let view = domxml::parse(&xml)?;
+            let uses = view.cdroms.iter().any(|c| {
+                c.volume
+                    .as_ref()
+                    .is_some_and(|(p, v)| p == pool && v == volume)
+                    || (c.file.is_some() && c.file == vol_path)
+            }) || view.disks.iter().any(|(_, s)| {
+                s.as_deref() == Some(&format!("{pool}/{volume}")) || (s.is_some() && *s == vol_path)
+            });
+            if uses {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}

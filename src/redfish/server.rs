@@ -1,0 +1,231 @@
+//! HTTP/1.1 over TCP or TLS for a [`Service`]: one task per connection,
+//! header and handshake timeouts, a request body limit; requests are
+//! executed on the blocking pool, so a slow machine call (an image
+//! download) never holds up other requests.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Request as HttpRequest, Response as HttpResponse, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+
+use super::error::RedfishError;
+use super::machine::Machine;
+use super::request::MAX_BODY;
+use super::service::{Request, Response, Service};
+
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// Oversized bodies up to this size are read and discarded before the 413.
+const DRAIN_LIMIT: usize = 1024 * 1024;
+
+/// A running BMC listener.
+pub struct Server {
+    local_addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    /// Binds `addr` and serves `service` until [`Server::shutdown`].
+    /// With `tls`, only TLS connections are accepted.
+    pub async fn start<M: Machine + ?Sized>(
+        addr: SocketAddr,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        service: Arc<Service<M>>,
+    ) -> Result<Server> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        let local_addr = listener.local_addr().context("reading the bound address")?;
+        let (tx, rx) = watch::channel(false);
+        let acceptor = tls.map(TlsAcceptor::from);
+        let task = tokio::spawn(accept_loop(listener, acceptor, service, rx));
+        tracing::info!(%local_addr, "redfish bmc listening");
+        Ok(Server {
+            local_addr,
+            shutdown: tx,
+            task,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting connections and waits for the accept loop to end.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.task.await;
+    }
+
+    /// Waits until the accept loop ends (it only ends on shutdown).
+    pub async fn wait(self) {
+        let _ = self.task.await;
+    }
+}
+
+async fn accept_loop<M: Machine + ?Sized>(
+    listener: TcpListener,
+    acceptor: Option<TlsAcceptor>,
+    service: Arc<Service<M>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let (stream, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.changed() => return,
+        };
+        let _ = stream.set_nodelay(true);
+        let service = service.clone();
+        let acceptor = acceptor.clone();
+        tokio::spawn(async move {
+            match acceptor {
+                Some(acceptor) => {
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => serve_connection(TokioIo::new(tls), service).await,
+                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "tls handshake failed"),
+                        Err(_) => tracing::debug!(%peer, "tls handshake timed out"),
+                    }
+                }
+                None => serve_connection(TokioIo::new(stream), service).await,
+            }
+        });
+    }
+}
+
+async fn serve_connection<M, I>(io: I, service: Arc<Service<M>>)
+where
+    M: Machine + ?Sized,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let svc = hyper::service::service_fn(move |req| {
+        let service = service.clone();
+        async move { Ok::<_, Infallible>(handle(req, service).await) }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .keep_alive(true);
+    if let Err(e) = builder.serve_connection(io, svc).await {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
+}
+
+fn header(req: &HttpRequest<Incoming>, name: &str) -> Option<String> {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+async fn handle<M: Machine + ?Sized>(
+    req: HttpRequest<Incoming>,
+    service: Arc<Service<M>>,
+) -> HttpResponse<Full<Bytes>> {
+    let declared = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = declared.filter(|n| *n > MAX_BODY as u64) {
+        // Drain a moderately oversized body so the client reads the 413
+        // instead of a broken pipe; refuse larger ones outright.
+        if n <= DRAIN_LIMIT as u64 {
+            let _ = Limited::new(req.into_body(), DRAIN_LIMIT).collect().await;
+        }
+        return to_http(
+            error_response(&RedfishError::payload_too_large(MAX_BODY)),
+            true,
+        );
+    }
+    let mut r = Request {
+        method: req.method().as_str().to_string(),
+        target: req
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_else(|| "/".into()),
+        content_type: header(&req, "content-type"),
+        authorization: header(&req, "authorization"),
+        auth_token: header(&req, "x-auth-token"),
+        body: Vec::new(),
+    };
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            let err = if e
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                RedfishError::payload_too_large(MAX_BODY)
+            } else {
+                RedfishError::malformed_json("the request body could not be read")
+            };
+            return to_http(error_response(&err), true);
+        }
+    };
+    r.body = body.to_vec();
+    let method = r.method.clone();
+    let target = r.target.clone();
+    let started = std::time::Instant::now();
+    let resp = match tokio::task::spawn_blocking(move || service.handle(&r)).await {
+        Ok(resp) => resp,
+        Err(e) => {
+            tracing::error!(error = %e, "request handler panicked");
+            error_response(&RedfishError::internal())
+        }
+    };
+    tracing::debug!(%method, %target, status = resp.status, elapsed_us = started.elapsed().as_micros() as u64, "request");
+    to_http(resp, false)
+}
+
+fn error_response(e: &RedfishError) -> Response {
+    let mut headers = vec![(
+        "Content-Type",
+        "application/json; charset=utf-8".to_string(),
+    )];
+    headers.extend(e.headers.iter().cloned());
+    Response {
+        status: e.status,
+        headers,
+        body: serde_json::to_vec(&e.body()).unwrap_or_default(),
+    }
+}
+
+fn to_http(resp: Response, close: bool) -> HttpResponse<Full<Bytes>> {
+    let mut out = HttpResponse::new(Full::new(Bytes::from(resp.body)));
+    *out.status_mut() =
+        StatusCode::from_u16(resp.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let h = out.headers_mut();
+    for (k, v) in resp.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(&v),
+        ) {
+            h.append(name, value);
+        }
+    }
+    if close {
+        h.insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    out
+}

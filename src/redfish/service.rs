@@ -1,0 +1,492 @@
+//! The Redfish service: routes, authenticates and executes a request over a
+//! [`Machine`]. Independent of the HTTP library; `server` adapts it.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::auth::{Auth, Principal};
+use super::error::RedfishError;
+use super::machine::{Machine, MachineError};
+use super::model::SystemInfo;
+use super::request::{self, Action, Resource};
+use super::resources as res;
+
+/// A request as the service sees it.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub method: String,
+    /// Path and optional query string.
+    pub target: String,
+    pub content_type: Option<String>,
+    pub authorization: Option<String>,
+    pub auth_token: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// A response: status, headers, body.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    fn json(status: u16, v: &Value) -> Response {
+        Response {
+            status,
+            headers: vec![("Content-Type", "application/json; charset=utf-8".into())],
+            body: serde_json::to_vec(v).unwrap_or_default(),
+        }
+    }
+
+    fn empty(status: u16) -> Response {
+        Response {
+            status,
+            headers: vec![],
+            body: vec![],
+        }
+    }
+
+    fn error(e: &RedfishError) -> Response {
+        let mut r = Response::json(e.status, &e.body());
+        r.headers.extend(e.headers.iter().cloned());
+        r
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The service: a machine, credentials and a few constants.
+pub struct Service<M: Machine + ?Sized> {
+    machine: Arc<M>,
+    auth: Auth,
+    uuid: String,
+    version: String,
+}
+
+impl<M: Machine + ?Sized> Service<M> {
+    /// `uuid` is the service's own UUID (ServiceRoot `UUID`).
+    pub fn new(machine: Arc<M>, auth: Auth, uuid: &str) -> Self {
+        Service {
+            machine,
+            auth,
+            uuid: uuid.to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+
+    pub fn machine(&self) -> &Arc<M> {
+        &self.machine
+    }
+
+    /// Serves one request. Never panics on client input.
+    pub fn handle(&self, req: &Request) -> Response {
+        let mut resp = match self.try_handle(req) {
+            Ok(r) => r,
+            Err(e) => Response::error(&e),
+        };
+        resp.headers.push(("OData-Version", "4.0".into()));
+        resp.headers.push(("Cache-Control", "no-store".into()));
+        if req.method == "HEAD" {
+            resp.body.clear();
+        }
+        resp
+    }
+
+    fn try_handle(&self, req: &Request) -> Result<Response, RedfishError> {
+        let path = req.target.split(['?', '#']).next().unwrap_or("");
+        let resource = request::route(&req.method, path)?;
+        let principal = if resource.requires_auth(&req.method) {
+            Some(
+                self.auth
+                    .authenticate(req.authorization.as_deref(), req.auth_token.as_deref())?,
+            )
+        } else {
+            None
+        };
+        let action = request::action(
+            &req.method,
+            resource,
+            req.content_type.as_deref(),
+            &req.body,
+        )?;
+        // A system named rather than addressed by UUID: redirect to its UUID URL.
+        if let Some(id) = action_system(&action) {
+            let sys = self
+                .machine
+                .resolve(id)
+                .map_err(|e| machine_error(e, path))?;
+            if sys.uuid != id {
+                let location = redirect_target(&req.target, id, &sys.uuid);
+                let mut r = Response::empty(307);
+                r.headers.push(("Location", location));
+                return Ok(r);
+            }
+        }
+        self.execute(action, path, principal)
+    }
+
+    fn execute(
+        &self,
+        action: Action,
+        path: &str,
+        principal: Option<Principal>,
+    ) -> Result<Response, RedfishError> {
+        let m = |e| machine_error(e, path);
+        let ok = |v: Value| Ok(Response::json(200, &v));
+        match action {
+            Action::Get(resource) => match resource {
+                Resource::Redfish => ok(res::redfish()),
+                Resource::ServiceRoot => ok(res::service_root(&self.uuid, &self.version)),
+                Resource::Metadata => Ok(Response {
+                    status: 200,
+                    headers: vec![("Content-Type", "application/xml".into())],
+                    body: res::metadata().into_bytes(),
+                }),
+                Resource::OData => ok(res::odata()),
+                Resource::Systems => ok(res::systems(&self.machine.list().map_err(m)?)),
+                Resource::Managers => ok(res::managers(&self.machine.list().map_err(m)?)),
+                Resource::SessionService => {
+                    ok(res::session_service(self.auth.idle_timeout().as_secs()))
+                }
+                Resource::Sessions => {
+                    let ids: Vec<String> = self.auth.list().into_iter().map(|(i, _)| i).collect();
+                    ok(res::sessions(&ids))
+                }
+                Resource::Session(id) => match self.auth.session_user(&id) {
+                    Some(user) => ok(res::session(&id, &user)),
+                    None => Err(RedfishError::not_found(path)),
+                },
+                Resource::System(id) => ok(res::system(&self.info(&id, path)?)),
+                Resource::Manager(id) => ok(res::manager(&self.info(&id, path)?, &self.version)),
+                Resource::EthernetInterfaces(id) => {
+                    ok(res::ethernet_interfaces(&self.info(&id, path)?))
+                }
+                Resource::EthernetInterface(id, nic) => {
+                    res::ethernet_interface(&self.info(&id, path)?, &nic)
+                        .map_or_else(|| Err(RedfishError::not_found(path)), ok)
+                }
+                Resource::SimpleStorages(id) => ok(res::simple_storages(&self.info(&id, path)?)),
+                Resource::SimpleStorage(id, n) => res::simple_storage(&self.info(&id, path)?, &n)
+                    .map_or_else(|| Err(RedfishError::not_found(path)), ok),
+                Resource::VirtualMediaCollection(owner, id) => {
+                    ok(res::virtual_media_collection(owner, &self.info(&id, path)?))
+                }
+                Resource::VirtualMedia(owner, id, slot) => {
+                    let info = self.info(&id, path)?;
+                    let media = info.media.iter().find(|x| x.slot.as_str() == slot);
+                    media.map_or_else(
+                        || Err(RedfishError::not_found(path)),
+                        |x| ok(res::virtual_media(owner, &info, x)),
+                    )
+                }
+                Resource::Reset(_) | Resource::InsertMedia(..) | Resource::EjectMedia(..) => {
+                    Err(RedfishError::not_found(path))
+                }
+            },
+            Action::PatchBoot { system, patch } => {
+                self.machine.set_boot(&system, patch).map_err(m)?;
+                ok(res::system(&self.info(&system, path)?))
+            }
+            Action::Reset { system, reset } => {
+                self.machine.reset(&system, reset).map_err(m)?;
+                tracing::info!(system = %system, reset = %reset, "reset");
+                Ok(Response::empty(204))
+            }
+            Action::InsertMedia {
+                system,
+                slot,
+                request,
+                ..
+            } => {
+                self.machine
+                    .insert_media(&system, slot, &request)
+                    .map_err(m)?;
+                tracing::info!(system = %system, slot = %slot, "media inserted");
+                Ok(Response::empty(204))
+            }
+            Action::EjectMedia { system, slot, .. } => {
+                self.machine.eject_media(&system, slot).map_err(m)?;
+                tracing::info!(system = %system, slot = %slot, "media ejected");
+                Ok(Response::empty(204))
+            }
+            Action::CreateSession { user, password } => {
+                let s = self.auth.login(&user, &password)?;
+                let mut r = Response::json(201, &res::session(&s.id, &user));
+                r.headers.push(("Location", res::session_path(&s.id)));
+                r.headers.push(("X-Auth-Token", s.token));
+                tracing::info!(session = %s.id, "session created");
+                Ok(r)
+            }
+            Action::DeleteSession(id) => {
+                if self.auth.logout(&id) {
+                    tracing::info!(session = %id, by = ?principal.map(|p| matches!(p, Principal::Session { .. })), "session deleted");
+                    Ok(Response::empty(204))
+                } else {
+                    Err(RedfishError::not_found(path))
+                }
+            }
+        }
+    }
+
+    fn info(&self, uuid: &str, path: &str) -> Result<SystemInfo, RedfishError> {
+        self.machine
+            .system(uuid)
+            .map_err(|e| machine_error(e, path))
+    }
+}
+
+fn action_system(a: &Action) -> Option<&str> {
+    match a {
+        Action::Get(r) => r.system(),
+        Action::PatchBoot { system, .. }
+        | Action::Reset { system, .. }
+        | Action::InsertMedia { system, .. }
+        | Action::EjectMedia { system, .. } => Some(system),
+        Action::CreateSession { .. } | Action::DeleteSession(_) => None,
+    }
+}
+
+/// Replaces the system segment (`Systems/<name>` or `Managers/<name>`) by the UUID.
+fn redirect_target(target: &str, name: &str, uuid: &str) -> String {
+    for collection in ["/Systems/", "/Managers/"] {
+        let needle = format!("{collection}{name}");
+        if let Some(pos) = target.find(&needle) {
+            let end = pos + needle.len();
+            let rest = &target[end..];
+            if rest.is_empty() || rest.starts_with(['/', '?']) {
+                return format!("{}{collection}{uuid}{rest}", &target[..pos]);
+            }
+        }
+    }
+    target.to_string()
+}
+
+fn machine_error(e: MachineError, path: &str) -> RedfishError {
+    match e {
+        MachineError::NotFound => RedfishError::not_found(path),
+        MachineError::Conflict(msg) => RedfishError::conflict(msg),
+        MachineError::BadRequest(msg) => RedfishError::bad_request(msg),
+        MachineError::Backend(err) => {
+            tracing::error!(path, error = format!("{err:#}"), "machine operation failed");
+            RedfishError::internal()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redfish::machine::{MemoryMachine, MemorySystem};
+    use crate::redfish::model::*;
+    use base64::Engine as _;
+    use std::time::Duration;
+
+    const UUID: &str = "7c4e1d9e-0c4b-4d0e-9a57-1b2c3d4e5f60";
+
+    fn service() -> Service<MemoryMachine> {
+        let m = MemoryMachine::new([MemorySystem::new(UUID, "lab1-master-0")]);
+        Service::new(
+            Arc::new(m),
+            Auth::new("admin", "pw", Duration::from_secs(60)),
+            "svc-uuid",
+        )
+    }
+
+    fn basic() -> Option<String> {
+        Some(format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("admin:pw")
+        ))
+    }
+
+    fn req(method: &str, target: &str, body: &str) -> Request {
+        Request {
+            method: method.into(),
+            target: target.into(),
+            content_type: Some("application/json".into()),
+            authorization: basic(),
+            auth_token: None,
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    fn json(r: &Response) -> Value {
+        serde_json::from_slice(&r.body).unwrap()
+    }
+
+    #[test]
+    fn service_root_needs_no_auth_but_systems_do() {
+        let s = service();
+        let mut r = req("GET", "/redfish/v1/", "");
+        r.authorization = None;
+        let resp = s.handle(&r);
+        assert_eq!(resp.status, 200);
+        assert_eq!(json(&resp)["Systems"]["@odata.id"], "/redfish/v1/Systems");
+        assert_eq!(resp.header("OData-Version"), Some("4.0"));
+        r.target = "/redfish/v1/Systems".into();
+        let resp = s.handle(&r);
+        assert_eq!(resp.status, 401);
+        assert!(resp.header("WWW-Authenticate").is_some());
+        assert_eq!(json(&resp)["error"]["code"], "Base.1.8.NoValidSession");
+    }
+
+    #[test]
+    fn name_redirects_to_uuid_with_307() {
+        let s = service();
+        let resp = s.handle(&req(
+            "GET",
+            "/redfish/v1/Systems/lab1-master-0/VirtualMedia?x=1",
+            "",
+        ));
+        assert_eq!(resp.status, 307);
+        assert_eq!(
+            resp.header("Location"),
+            Some(format!("/redfish/v1/Systems/{UUID}/VirtualMedia?x=1").as_str())
+        );
+        let resp = s.handle(&req("GET", "/redfish/v1/Systems/nope", ""));
+        assert_eq!(resp.status, 404);
+        assert_eq!(
+            json(&resp)["error"]["code"],
+            "Base.1.8.ResourceMissingAtURI"
+        );
+    }
+
+    #[test]
+    fn ironic_virtual_media_sequence() {
+        let s = service();
+        let sys = format!("/redfish/v1/Systems/{UUID}");
+        let reset = format!("{sys}/Actions/ComputerSystem.Reset");
+        let vm = format!("/redfish/v1/Managers/{UUID}/VirtualMedia/Cd");
+        assert_eq!(
+            s.handle(&req("POST", &reset, r#"{"ResetType":"ForceOff"}"#))
+                .status,
+            204
+        );
+        assert_eq!(
+            s.handle(&req(
+                "POST",
+                &format!("{vm}/Actions/VirtualMedia.EjectMedia"),
+                ""
+            ))
+            .status,
+            204
+        );
+        let insert = format!("{vm}/Actions/VirtualMedia.InsertMedia");
+        assert_eq!(
+            s.handle(&req(
+                "POST",
+                &insert,
+                r#"{"Image":"http://127.0.0.1/x.iso"}"#
+            ))
+            .status,
+            204
+        );
+        assert_eq!(
+            s.handle(&req(
+                "POST",
+                &insert,
+                r#"{"Image":"http://127.0.0.1/x.iso"}"#
+            ))
+            .status,
+            409
+        );
+        let resp = s.handle(&req(
+            "PATCH",
+            &sys,
+            r#"{"Boot":{"BootSourceOverrideMode":"UEFI"}}"#,
+        ));
+        assert_eq!(resp.status, 200);
+        let resp = s.handle(&req(
+            "PATCH",
+            &sys,
+            r#"{"Boot":{"BootSourceOverrideTarget":"Cd","BootSourceOverrideEnabled":"Once"}}"#,
+        ));
+        assert_eq!(json(&resp)["Boot"]["BootSourceOverrideEnabled"], "Once");
+        assert_eq!(
+            s.handle(&req("POST", &reset, r#"{"ResetType":"On"}"#))
+                .status,
+            204
+        );
+        let v = json(&s.handle(&req("GET", &sys, "")));
+        assert_eq!(v["PowerState"], "On");
+        assert_eq!(v["Boot"]["BootSourceOverrideTarget"], "Hdd");
+        let media = json(&s.handle(&req("GET", &format!("{sys}/VirtualMedia/Cd"), "")));
+        assert_eq!(media["Inserted"], true);
+        assert_eq!(media["Image"], "http://127.0.0.1/x.iso");
+        assert_eq!(s.machine().get(UUID).unwrap().boots, vec![BootTarget::Cd]);
+    }
+
+    #[test]
+    fn bad_requests_get_redfish_errors() {
+        let s = service();
+        let reset = format!("/redfish/v1/Systems/{UUID}/Actions/ComputerSystem.Reset");
+        let cases: Vec<(Request, u16)> = vec![
+            (req("POST", &reset, r#"{"ResetType":"Bogus"}"#), 400),
+            (req("POST", &reset, r#"{"ResetType":"#), 400),
+            (Request { content_type: Some("text/plain".into()), ..req("POST", &reset, r#"{"ResetType":"On"}"#) }, 415),
+            (Request { authorization: None, ..req("POST", &reset, r#"{"ResetType":"On"}"#) }, 401),
+            (req("POST", "/redfish/v1/Systems/nope/Actions/ComputerSystem.Reset", r#"{"ResetType":"On"}"#), 404),
+            (req("POST", &reset, &" ".repeat(request::MAX_BODY + 1)), 413),
+            (req("PUT", &reset, "{}"), 405),
+            (req("POST", &format!("/redfish/v1/Systems/{UUID}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"), r#"{"Image":"file:///etc/shadow"}"#), 400),
+            (req("POST", &reset, r#"{"ResetType":"Nmi"}"#), 409),
+        ];
+        for (r, want) in cases {
+            let resp = s.handle(&r);
+            assert_eq!(resp.status, want, "{} {}", r.method, r.target);
+            let v = json(&resp);
+            assert!(v["error"]["@Message.ExtendedInfo"].is_array(), "{v}");
+        }
+    }
+
+    #[test]
+    fn sessions_round_trip() {
+        let s = service();
+        let mut login = req(
+            "POST",
+            "/redfish/v1/SessionService/Sessions",
+            r#"{"UserName":"admin","Password":"pw"}"#,
+        );
+        login.authorization = None;
+        let resp = s.handle(&login);
+        assert_eq!(resp.status, 201);
+        let token = resp.header("X-Auth-Token").unwrap().to_string();
+        let location = resp.header("Location").unwrap().to_string();
+        let with_token = |m: &str, t: &str| Request {
+            authorization: None,
+            auth_token: Some(token.clone()),
+            ..req(m, t, "")
+        };
+        assert_eq!(
+            s.handle(&with_token("GET", "/redfish/v1/Systems")).status,
+            200
+        );
+        assert_eq!(
+            json(&s.handle(&with_token("GET", &location)))["UserName"],
+            "admin"
+        );
+        assert_eq!(s.handle(&with_token("DELETE", &location)).status, 204);
+        assert_eq!(
+            s.handle(&with_token("GET", "/redfish/v1/Systems")).status,
+            401
+        );
+        login.body = br#"{"UserName":"admin","Password":"no"}"#.to_vec();
+        assert_eq!(s.handle(&login).status, 401);
+    }
+
+    #[test]
+    fn head_has_no_body() {
+        let s = service();
+        let resp = s.handle(&req("HEAD", "/redfish/v1/Systems", ""));
+        assert_eq!(resp.status, 200);
+        assert!(resp.body.is_empty());
+    }
+}

@@ -1,0 +1,192 @@
+//! TLS material: a shiftlab CA kept in the BMC's state directory, and a
+//! server certificate issued by it whose SAN holds the BMC's address. The CA
+//! certificate is exported (`ca.crt`) so install-config and Ironic can verify
+//! the BMC.
+
+use std::fs;
+use std::io::Write as _;
+use std::net::IpAddr;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use rcgen::{
+    BasicConstraints, Certificate, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose, SanType,
+};
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use sha2::{Digest as _, Sha256};
+
+/// The CA and the server certificate issued for one BMC address.
+#[derive(Debug, Clone)]
+pub struct TlsMaterial {
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+    /// Where the CA certificate was exported.
+    pub ca_path: PathBuf,
+}
+
+/// Writes a file readable by its owner only, atomically.
+pub fn write_private(path: &Path, contents: &[u8]) -> Result<()> {
+    write_mode(path, contents, 0o600)
+}
+
+fn write_mode(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let _ = fs::remove_file(&tmp);
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)
+        .with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(contents)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    f.sync_all().ok();
+    fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+}
+
+fn current_year() -> i32 {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    1970 + (secs / 31_556_952) as i32
+}
+
+fn ca_params(key: &KeyPair) -> Result<CertificateParams> {
+    let mut p = CertificateParams::new(Vec::<String>::new()).context("ca parameters")?;
+    // The fingerprint of the key makes every lab's CA name distinct and lets
+    // the same CA be rebuilt from its key alone.
+    let id = hex::encode(&Sha256::digest(key.public_key_der())[..8]);
+    p.distinguished_name
+        .push(DnType::OrganizationName, "shiftlab");
+    p.distinguished_name
+        .push(DnType::CommonName, format!("shiftlab BMC CA {id}"));
+    p.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    p.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    p.not_before = rcgen::date_time_ymd(2024, 1, 1);
+    p.not_after = rcgen::date_time_ymd(2044, 1, 1);
+    Ok(p)
+}
+
+/// Loads the CA from `dir` (creating it on first use) and issues a server
+/// certificate for `ips` and `names`. Writes `ca.crt`, `ca.key` (0600),
+/// `bmc.crt` and `bmc.key` (0600).
+pub fn ensure(dir: &Path, ips: &[IpAddr], names: &[String]) -> Result<TlsMaterial> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let key_path = dir.join("ca.key");
+    let ca_path = dir.join("ca.crt");
+    let ca_key = if key_path.exists() {
+        let pem = fs::read_to_string(&key_path)
+            .with_context(|| format!("reading {}", key_path.display()))?;
+        KeyPair::from_pem(&pem).with_context(|| format!("parsing {}", key_path.display()))?
+    } else {
+        let k = KeyPair::generate().context("generating ca key")?;
+        write_private(&key_path, k.serialize_pem().as_bytes())?;
+        k
+    };
+    let ca: Certificate = ca_params(&ca_key)?
+        .self_signed(&ca_key)
+        .context("signing ca certificate")?;
+    // Keep an existing CA certificate byte for byte: clients may have pinned it.
+    let ca_pem = match fs::read_to_string(&ca_path) {
+        Ok(existing) if !existing.is_empty() => existing,
+        _ => {
+            write_mode(&ca_path, ca.pem().as_bytes(), 0o644)?;
+            ca.pem()
+        }
+    };
+
+    let mut p = CertificateParams::new(names.to_vec()).context("server certificate parameters")?;
+    p.subject_alt_names
+        .extend(ips.iter().map(|ip| SanType::IpAddress(*ip)));
+    let cn = ips
+        .first()
+        .map(|i| i.to_string())
+        .or_else(|| names.first().cloned())
+        .unwrap_or_else(|| "shiftlab-bmc".into());
+    p.distinguished_name
+        .push(DnType::OrganizationName, "shiftlab");
+    p.distinguished_name.push(DnType::CommonName, cn);
+    p.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    p.use_authority_key_identifier_extension = true;
+    let year = current_year();
+    p.not_before = rcgen::date_time_ymd(year - 1, 1, 1);
+    p.not_after = rcgen::date_time_ymd(year + 2, 1, 1);
+    let key = KeyPair::generate().context("generating server key")?;
+    let cert = p
+        .signed_by(&key, &ca, &ca_key)
+        .context("signing server certificate")?;
+    let cert_pem = cert.pem();
+    let key_pem = key.serialize_pem();
+    write_mode(
+        &dir.join("bmc.crt"),
+        format!("{cert_pem}{ca_pem}").as_bytes(),
+        0o644,
+    )?;
+    write_private(&dir.join("bmc.key"), key_pem.as_bytes())?;
+    Ok(TlsMaterial {
+        ca_pem,
+        cert_pem,
+        key_pem,
+        ca_path,
+    })
+}
+
+/// A rustls server configuration for the material (chain: leaf, CA).
+pub fn server_config(m: &TlsMaterial) -> Result<Arc<rustls::ServerConfig>> {
+    let mut chain: Vec<CertificateDer<'static>> = Vec::new();
+    for pem in [&m.cert_pem, &m.ca_pem] {
+        for c in CertificateDer::pem_slice_iter(pem.as_bytes()) {
+            chain.push(c.context("parsing certificate pem")?);
+        }
+    }
+    let key =
+        PrivateKeyDer::from_pem_slice(m.key_pem.as_bytes()).context("parsing server key pem")?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("tls protocol versions")?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .context("tls server certificate")?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn ca_is_created_once_and_keys_are_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let ip: IpAddr = "127.0.0.1".parse().unwrap();
+        let a = ensure(dir.path(), &[ip], &["localhost".into()]).unwrap();
+        let b = ensure(dir.path(), &[ip], &[]).unwrap();
+        assert_eq!(a.ca_pem, b.ca_pem);
+        assert_ne!(a.cert_pem, b.cert_pem);
+        for f in ["ca.key", "bmc.key"] {
+            let mode = fs::metadata(dir.path().join(f))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{f}");
+        }
+        server_config(&b).unwrap();
+    }
+}

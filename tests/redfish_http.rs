@@ -1,0 +1,338 @@
+//! The BMC over real HTTP and TLS on 127.0.0.1, over the in-memory machine.
+
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::Value;
+use shiftlab::redfish::auth::Auth;
+use shiftlab::redfish::machine::{Machine, MachineError, MemoryMachine, MemorySystem};
+use shiftlab::redfish::model::*;
+use shiftlab::redfish::{tls, Server, Service};
+
+const UUID: &str = "5b0d7c1e-8f43-4c8e-a1d2-3e4f5a6b7c8d";
+
+/// The in-memory machine, with an insert that takes a while.
+struct SlowInsert(MemoryMachine);
+
+impl Machine for SlowInsert {
+    fn list(&self) -> Result<Vec<SystemRef>, MachineError> {
+        self.0.list()
+    }
+    fn resolve(&self, id: &str) -> Result<SystemRef, MachineError> {
+        self.0.resolve(id)
+    }
+    fn system(&self, uuid: &str) -> Result<SystemInfo, MachineError> {
+        self.0.system(uuid)
+    }
+    fn reset(&self, uuid: &str, reset: ResetType) -> Result<(), MachineError> {
+        self.0.reset(uuid, reset)
+    }
+    fn set_boot(&self, uuid: &str, patch: BootPatch) -> Result<(), MachineError> {
+        self.0.set_boot(uuid, patch)
+    }
+    fn insert_media(
+        &self,
+        uuid: &str,
+        slot: MediaSlot,
+        r: &InsertRequest,
+    ) -> Result<(), MachineError> {
+        std::thread::sleep(Duration::from_millis(1500));
+        self.0.insert_media(uuid, slot, r)
+    }
+    fn eject_media(&self, uuid: &str, slot: MediaSlot) -> Result<(), MachineError> {
+        self.0.eject_media(uuid, slot)
+    }
+}
+
+fn service() -> Arc<Service<SlowInsert>> {
+    let m = SlowInsert(MemoryMachine::new([MemorySystem::new(
+        UUID,
+        "lab1-worker-0",
+    )]));
+    Arc::new(Service::new(
+        Arc::new(m),
+        Auth::new("admin", "hunter2", Duration::from_secs(600)),
+        "svc",
+    ))
+}
+
+fn basic() -> String {
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("admin:hunter2")
+    )
+}
+
+fn call(
+    agent: &ureq::Agent,
+    method: &str,
+    url: &str,
+    auth: Option<&str>,
+    ct: Option<&str>,
+    body: &str,
+) -> (u16, ureq::Response) {
+    let mut r = agent.request(method, url);
+    if let Some(a) = auth {
+        r = r.set("Authorization", a);
+    }
+    if let Some(c) = ct {
+        r = r.set("Content-Type", c);
+    }
+    let res = if body.is_empty() && method != "POST" {
+        r.call()
+    } else {
+        r.send_string(body)
+    };
+    match res {
+        Ok(resp) => (resp.status(), resp),
+        Err(ureq::Error::Status(code, resp)) => (code, resp),
+        Err(e) => panic!("{method} {url}: {e}"),
+    }
+}
+
+fn json(resp: ureq::Response) -> Value {
+    serde_json::from_str(&resp.into_string().unwrap()).unwrap()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn plain_http_end_to_end() {
+    let rt = runtime();
+    let server = rt
+        .block_on(Server::start(
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+            service(),
+        ))
+        .unwrap();
+    let base = format!("http://{}", server.local_addr());
+    let agent = ureq::AgentBuilder::new().redirects(0).build();
+    let a = Some(basic());
+    let a = a.as_deref();
+    let j = Some("application/json");
+
+    let (s, r) = call(
+        &agent,
+        "GET",
+        &format!("{base}/redfish/v1/"),
+        None,
+        None,
+        "",
+    );
+    assert_eq!(s, 200);
+    assert_eq!(r.header("OData-Version"), Some("4.0"));
+    assert_eq!(
+        json(r)["Links"]["Sessions"]["@odata.id"],
+        "/redfish/v1/SessionService/Sessions"
+    );
+
+    let (s, r) = call(
+        &agent,
+        "GET",
+        &format!("{base}/redfish/v1/Systems"),
+        a,
+        None,
+        "",
+    );
+    assert_eq!(s, 200);
+    assert_eq!(
+        json(r)["Members"][0]["@odata.id"],
+        format!("/redfish/v1/Systems/{UUID}")
+    );
+
+    let (s, r) = call(
+        &agent,
+        "GET",
+        &format!("{base}/redfish/v1/Systems/lab1-worker-0"),
+        a,
+        None,
+        "",
+    );
+    assert_eq!(s, 307);
+    assert_eq!(
+        r.header("Location"),
+        Some(format!("/redfish/v1/Systems/{UUID}").as_str())
+    );
+
+    // bad requests
+    let reset = format!("{base}/redfish/v1/Systems/{UUID}/Actions/ComputerSystem.Reset");
+    let wrong = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("admin:nope")
+    );
+    let cases = [
+        ("GET", format!("{base}/redfish/v1/Systems/unknown"), a, None, "", 404),
+        ("POST", reset.clone(), a, j, r#"{"ResetType":"Explode"}"#, 400),
+        ("POST", reset.clone(), a, j, r#"{"ResetType":"#, 400),
+        ("POST", reset.clone(), a, Some("application/x-www-form-urlencoded"), "ResetType=On", 415),
+        ("POST", reset.clone(), None, j, r#"{"ResetType":"On"}"#, 401),
+        ("POST", reset.clone(), Some(wrong.as_str()), j, r#"{"ResetType":"On"}"#, 401),
+        ("DELETE", format!("{base}/redfish/v1/Systems"), a, None, "", 405),
+        (
+            "POST",
+            format!("{base}/redfish/v1/Managers/{UUID}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"),
+            a,
+            j,
+            r#"{"Image":"nfs://h/x.iso"}"#,
+            400,
+        ),
+    ];
+    for (m, url, auth, ct, body, want) in cases {
+        let (s, r) = call(&agent, m, &url, auth, ct, body);
+        assert_eq!(s, want, "{m} {url} {body}");
+        let v = json(r);
+        assert!(
+            v["error"]["@Message.ExtendedInfo"][0]["MessageId"].is_string(),
+            "{v}"
+        );
+    }
+    let big = format!(r#"{{"ResetType":"On","pad":"{}"}}"#, "x".repeat(100_000));
+    let (s, _) = call(&agent, "POST", &reset, a, j, &big);
+    assert_eq!(s, 413);
+
+    // power and state read back
+    assert_eq!(
+        call(&agent, "POST", &reset, a, j, r#"{"ResetType":"On"}"#).0,
+        204
+    );
+    let (_, r) = call(
+        &agent,
+        "GET",
+        &format!("{base}/redfish/v1/Systems/{UUID}"),
+        a,
+        None,
+        "",
+    );
+    assert_eq!(json(r)["PowerState"], "On");
+
+    rt.block_on(server.shutdown());
+}
+
+#[test]
+fn a_slow_insert_does_not_block_other_requests() {
+    let rt = runtime();
+    let server = rt
+        .block_on(Server::start(
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+            service(),
+        ))
+        .unwrap();
+    let base = format!("http://{}", server.local_addr());
+    let insert = format!(
+        "{base}/redfish/v1/Systems/{UUID}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"
+    );
+    let t = std::thread::spawn(move || {
+        let agent = ureq::agent();
+        call(
+            &agent,
+            "POST",
+            &insert,
+            Some(&basic()),
+            Some("application/json"),
+            r#"{"Image":"http://127.0.0.1:1/x.iso"}"#,
+        )
+        .0
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let agent = ureq::agent();
+    let started = Instant::now();
+    for _ in 0..20 {
+        let (s, _) = call(
+            &agent,
+            "GET",
+            &format!("{base}/redfish/v1/Systems/{UUID}"),
+            Some(&basic()),
+            None,
+            "",
+        );
+        assert_eq!(s, 200);
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(1000),
+        "GETs waited for the insert"
+    );
+    assert_eq!(t.join().unwrap(), 204);
+    rt.block_on(server.shutdown());
+}
+
+#[test]
+fn tls_with_sessions_and_a_verified_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let material = tls::ensure(dir.path(), &["127.0.0.1".parse().unwrap()], &[]).unwrap();
+    let cfg = tls::server_config(&material).unwrap();
+    let rt = runtime();
+    let server = rt
+        .block_on(Server::start(
+            "127.0.0.1:0".parse().unwrap(),
+            Some(cfg),
+            service(),
+        ))
+        .unwrap();
+    let base = format!("https://127.0.0.1:{}", server.local_addr().port());
+
+    // The client trusts only the exported CA and checks the IP SAN.
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = std::fs::read(dir.path().join("ca.crt")).unwrap();
+    use rustls::pki_types::pem::PemObject as _;
+    for c in rustls::pki_types::CertificateDer::pem_slice_iter(&ca) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let client = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let agent = ureq::AgentBuilder::new()
+        .tls_config(Arc::new(client))
+        .build();
+
+    let (s, r) = call(
+        &agent,
+        "POST",
+        &format!("{base}/redfish/v1/SessionService/Sessions"),
+        None,
+        Some("application/json"),
+        r#"{"UserName":"admin","Password":"hunter2"}"#,
+    );
+    assert_eq!(s, 201);
+    let token = r.header("X-Auth-Token").unwrap().to_string();
+    let location = r.header("Location").unwrap().to_string();
+    let get = |url: &str| match agent.get(url).set("X-Auth-Token", &token).call() {
+        Ok(r) => r.status(),
+        Err(ureq::Error::Status(c, _)) => c,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(get(&format!("{base}/redfish/v1/Systems/{UUID}")), 200);
+    let del = agent
+        .delete(&format!("{base}{location}"))
+        .set("X-Auth-Token", &token)
+        .call()
+        .unwrap();
+    assert_eq!(del.status(), 204);
+    assert_eq!(get(&format!("{base}/redfish/v1/Systems/{UUID}")), 401);
+
+    // Plain HTTP to the TLS port gets nothing useful and the server survives it.
+    let addr: SocketAddr = server.local_addr();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET /redfish/v1/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    assert!(!String::from_utf8_lossy(&buf).contains("RedfishVersion"));
+    assert_eq!(get(&format!("{base}/redfish/v1/")), 200);
+
+    rt.block_on(server.shutdown());
+}
