@@ -29,6 +29,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Plan(args) => commands::plan::run(args, &mut std::io::stdout().lock()),
         Command::Create(cmd) => commands::create::run(cmd, &state),
+        Command::Destroy(cmd) => commands::inspect::destroy(cmd, &state),
+        Command::List(args) => commands::inspect::list(args, &mut std::io::stdout().lock()),
+        Command::Status(args) => {
+            commands::inspect::status(args, &state, &mut std::io::stdout().lock())
+        }
         Command::Bmc(args) => shiftlab::redfish::cli::run(args.clone(), &state.root),
         Command::Completion(args) => {
             completion::completion(args, &mut std::io::stdout().lock());

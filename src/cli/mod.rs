@@ -3,6 +3,7 @@
 
 pub mod completion;
 pub mod create;
+pub mod inspect;
 pub mod plan;
 
 use std::path::PathBuf;
@@ -40,6 +41,13 @@ pub enum Command {
     /// Reach a target of the install (e.g. install-config)
     #[command(subcommand)]
     Create(create::CreateCommand),
+    /// Remove what shiftlab created
+    #[command(subcommand)]
+    Destroy(inspect::DestroyCommand),
+    /// List the shiftlab clusters on a libvirt host
+    List(inspect::ListArgs),
+    /// Show a cluster's nodes: role, power state, MAC, planned and leased address, console log
+    Status(inspect::StatusArgs),
     /// Serve a standalone Redfish BMC for libvirt domains (power, boot, virtual media)
     Bmc(crate::redfish::cli::Args),
     /// Print a shell completion script

@@ -2,6 +2,7 @@
 //! do the work. Kept thin so that the work itself stays testable without a CLI.
 
 pub mod create;
+pub mod inspect;
 pub mod plan;
 
 use std::path::Path;

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::spec::{ClusterSpec, DomainType, Firmware, Method, NetworkMode, NodeSize, Role};
 
-pub use table::render_table;
+pub use table::{render_table, render_table_rows};
 
 /// Bumped when the plan's meaning changes, so persisted plans can be told apart.
 pub const PLAN_FORMAT: u32 = 1;

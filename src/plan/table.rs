@@ -17,6 +17,13 @@ fn row(out: &mut String, cols: &[String], widths: &[usize]) {
     out.push('\n');
 }
 
+/// A table as a string: columns padded to their widest cell.
+pub fn render_table_rows(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    table(&mut out, header, rows);
+    out
+}
+
 /// Columns padded to their widest cell.
 pub fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();

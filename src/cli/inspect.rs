@@ -1,0 +1,60 @@
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use super::OutputFormat;
+
+/// Which libvirt to talk to when no cluster file says it.
+#[derive(Debug, Args)]
+pub struct ConnectArgs {
+    /// libvirt URI [default: the one the cluster was created with, $LIBVIRT_DEFAULT_URI, or qemu:///system]
+    #[arg(short = 'c', long = "connect", value_name = "URI")]
+    pub uri: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t)]
+    pub output: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The cluster's name
+    pub name: String,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t)]
+    pub output: OutputFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DestroyCommand {
+    /// Remove every libvirt object and all state shiftlab created for a cluster, and nothing else
+    Cluster(DestroyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DestroyArgs {
+    /// The cluster's name (or give its cluster file with -f)
+    #[arg(required_unless_present = "file", conflicts_with = "file")]
+    pub name: Option<String>,
+
+    /// The cluster file
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub file: Option<PathBuf>,
+
+    /// Also remove the base images no other cluster uses (and the pool, if shiftlab made it and it is empty)
+    #[arg(long)]
+    pub purge_images: bool,
+
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}

@@ -1,0 +1,111 @@
+use std::io::Write;
+
+use anyhow::{bail, Result};
+
+use crate::cli::inspect::{ConnectArgs, DestroyArgs, DestroyCommand, ListArgs, StatusArgs};
+use crate::cli::OutputFormat;
+use crate::install::dirs::StateDir;
+use crate::plan::render_table_rows;
+use crate::virt::{destroy, inspect, ledger, Host};
+
+fn uri(connect: &ConnectArgs, recorded: Option<String>) -> String {
+    connect
+        .uri
+        .clone()
+        .or(recorded)
+        .or_else(|| std::env::var("LIBVIRT_DEFAULT_URI").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "qemu:///system".into())
+}
+
+fn print(out: &mut dyn Write, format: OutputFormat, value: &impl serde::Serialize, table: impl FnOnce() -> String) -> Result<()> {
+    let text = match format {
+        OutputFormat::Table => table(),
+        OutputFormat::Json => serde_json::to_string_pretty(value)? + "\n",
+        OutputFormat::Yaml => serde_yaml::to_string(value)?,
+    };
+    out.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+pub fn list(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
+    let host = Host::open(&uri(&args.connect, None))?;
+    let clusters = inspect::list(&host)?;
+    print(out, args.output, &clusters, || {
+        let rows: Vec<Vec<String>> = clusters
+            .iter()
+            .map(|c| {
+                vec![
+                    c.cluster.clone(),
+                    c.network.clone().unwrap_or_else(|| "-".into()),
+                    c.nodes.to_string(),
+                    c.running.to_string(),
+                ]
+            })
+            .collect();
+        render_table_rows(&["CLUSTER", "NETWORK", "NODES", "RUNNING"], &rows)
+    })
+}
+
+pub fn status(args: &StatusArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
+    let recorded = ledger::load(&state.cluster(&args.name))?.map(|l| l.uri);
+    let host = Host::open(&uri(&args.connect, recorded))?;
+    let Some(status) = inspect::status(&host, &args.name)? else {
+        bail!("no shiftlab cluster named {} on {}", args.name, host.uri);
+    };
+    print(out, args.output, &status, || {
+        let mut s = format!(
+            "cluster {}: network {} ({})\n\n",
+            status.cluster,
+            status.network.clone().unwrap_or_else(|| "-".into()),
+            if status.network_active { "active" } else { "inactive" }
+        );
+        let rows: Vec<Vec<String>> = status
+            .nodes
+            .iter()
+            .map(|n| {
+                let dash = || "-".to_string();
+                vec![
+                    n.name.clone(),
+                    n.role.clone(),
+                    n.state.clone(),
+                    n.mac.clone().unwrap_or_else(dash),
+                    n.planned_ip.clone().unwrap_or_else(dash),
+                    n.leased_ip.clone().unwrap_or_else(dash),
+                    n.console_log.clone().unwrap_or_else(dash),
+                ]
+            })
+            .collect();
+        s.push_str(&render_table_rows(
+            &["NODE", "ROLE", "STATE", "MAC", "PLANNED IP", "LEASED IP", "CONSOLE LOG"],
+            &rows,
+        ));
+        s
+    })
+}
+
+pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
+    let DestroyCommand::Cluster(args) = cmd;
+    destroy_cluster(args, state)
+}
+
+fn destroy_cluster(args: &DestroyArgs, state: &StateDir) -> Result<()> {
+    let (name, spec_uri) = match (&args.name, &args.file) {
+        (Some(n), _) => (n.clone(), None),
+        (None, Some(f)) => {
+            let loaded = super::load_spec(f)?;
+            (loaded.spec.cluster.clone(), Some(loaded.spec.libvirt.uri.clone()))
+        }
+        (None, None) => bail!("name the cluster or give its file with -f"),
+    };
+    let dir = state.cluster(&name);
+    let recorded = ledger::load(&dir)?.map(|l| l.uri);
+    let host = Host::open(&uri(&args.connect, spec_uri.or(recorded)))?;
+    let removed = destroy::destroy(&host, &name, &dir, args.purge_images)?;
+    if removed.is_empty() {
+        println!("nothing to remove: no shiftlab objects for {name} on {}", host.uri);
+    }
+    for r in removed {
+        println!("removed {r}");
+    }
+    Ok(())
+}
