@@ -41,6 +41,11 @@ pub const MODULES: &[&str] = &[
     "virtio_blk",
 ];
 
+/// Modules loaded when the kernel has them: the ACPI power button and evdev,
+/// so that an ACPI shutdown (`virsh shutdown`, Redfish GracefulShutdown)
+/// powers the stand-in off.
+pub const OPTIONAL_MODULES: &[&str] = &["button", "evdev"];
+
 /// Kernel command line given to the stand-in by syslinux.
 pub const KERNEL_CMDLINE: &str = "console=ttyS0,115200 quiet loglevel=3";
 
@@ -298,13 +303,34 @@ pub fn module_load_order(deps: &str, builtin: &str, wanted: &[&str]) -> Result<V
     Ok(out)
 }
 
+/// [`MODULES`], then those of [`OPTIONAL_MODULES`] the kernel has, in load
+/// order.
+pub fn module_plan(deps: &str, builtin: &str) -> Result<Vec<Module>> {
+    let known: HashSet<String> = deps
+        .lines()
+        .filter_map(|l| module_name(l.split(':').next()?.trim()))
+        .chain(builtin.lines().filter_map(|l| module_name(l.trim())))
+        .collect();
+    let mut wanted = MODULES.to_vec();
+    for m in OPTIONAL_MODULES {
+        if known.contains(*m) {
+            wanted.push(m);
+        } else {
+            tracing::warn!(
+                "kernel module {m} not available, the stand-in will ignore ACPI shutdown"
+            );
+        }
+    }
+    module_load_order(deps, builtin, &wanted)
+}
+
 /// Modules with their (decompressed) contents.
 fn collect_modules(moddir: &Path) -> Result<Vec<(Module, Vec<u8>)>> {
     let pkg = "install the Debian package linux-image-amd64 (matching the kernel in /boot)";
     let deps = fs::read_to_string(moddir.join("modules.dep"))
         .with_context(|| format!("reading {}/modules.dep: {pkg}", moddir.display()))?;
     let builtin = fs::read_to_string(moddir.join("modules.builtin")).unwrap_or_default();
-    let order = module_load_order(&deps, &builtin, MODULES)?;
+    let order = module_plan(&deps, &builtin)?;
     order
         .into_iter()
         .map(|m| {
@@ -686,6 +712,17 @@ kernel/drivers/char/hw_random/virtio-rng.ko.xz: kernel/drivers/virtio/virtio.ko
             m[3].rel_path,
             "kernel/drivers/char/hw_random/virtio-rng.ko.xz"
         );
+    }
+
+    #[test]
+    fn optional_modules_when_present() {
+        let m = module_plan(DEP, "").unwrap();
+        assert_eq!(names(&m), MODULES);
+        let dep = format!("{DEP}kernel/drivers/acpi/button.ko:\nkernel/drivers/input/evdev.ko:\n");
+        let m = module_plan(&dep, "").unwrap();
+        assert_eq!(&names(&m)[MODULES.len()..], ["button", "evdev"]);
+        let m = module_plan(DEP, "kernel/drivers/input/evdev.ko\n").unwrap();
+        assert_eq!(names(&m), MODULES, "built-in modules are not loaded");
     }
 
     #[test]

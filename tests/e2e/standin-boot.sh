@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# tests/e2e/standin-boot.sh IMAGE — boot one stand-in node on a real libvirt
-# network and check what it reports and serves.
+# tests/e2e/standin-boot.sh IMAGE — boot stand-in nodes on a real libvirt
+# network and check what they report and serve.
 #
 #   scripts/sandbox run -- tests/e2e/standin-boot.sh /path/to/standin.qcow2
 #
+# Three nodes boot at once from thin overlays of IMAGE:
+#   lab1-ctlplane-0  Ignition (plain data URLs + base64 role), role ctlplane
+#   lab1-worker-0    Ignition (base64 hostname), role worker
+#   lab1-spare-0     no Ignition at all: hostname from DHCP, no role services
 # Needs the sandbox (a private libvirtd); see docs/sandbox.md, docs/standin.md.
 set -euo pipefail
 
@@ -24,15 +28,17 @@ BRIDGE=slbr-e2e
 POOL=sl-e2e
 POOLDIR=/var/lib/libvirt/images/$POOL
 CD=c1.example.test
-HOST=lab1-ctlplane-0
-FQDN=$HOST.$CD
-MAC=52:54:00:5a:00:10
-IP=192.168.150.10
 API_IP=192.168.150.5
 APPS_IP=192.168.150.2
 CPU_MODEL=${STANDIN_CPU_MODEL:-Nehalem}
-CONSOLE=$POOLDIR/$HOST.console.log
 export LIBVIRT_DEFAULT_URI=${LIBVIRT_DEFAULT_URI:-qemu:///system}
+
+# name mac ip role ignition-style
+NODES=(
+	"lab1-ctlplane-0 52:54:00:5a:00:10 192.168.150.10 ctlplane plain"
+	"lab1-worker-0 52:54:00:5a:00:20 192.168.150.20 worker base64"
+	"lab1-spare-0 52:54:00:5a:00:30 192.168.150.30 - none"
+)
 
 FAILURES=()
 check() { # description expected actual
@@ -44,14 +50,19 @@ check() { # description expected actual
 	fi
 }
 
+console() { echo "$POOLDIR/$1.console.log"; }
+
 cleanup() {
-	local rc=$?
+	local rc=$? n name
 	set +e
-	if [[ -f $CONSOLE && -n ${SHIFTLAB_SANDBOX_STATE:-} ]]; then
-		cp "$CONSOLE" "$SHIFTLAB_SANDBOX_STATE/" 2>/dev/null
-	fi
-	virsh -q destroy "$HOST" >/dev/null 2>&1
-	virsh -q undefine "$HOST" >/dev/null 2>&1
+	for n in "${NODES[@]}"; do
+		read -r name _ <<<"$n"
+		if [[ -f $(console "$name") && -n ${SHIFTLAB_SANDBOX_STATE:-} ]]; then
+			cp "$(console "$name")" "$SHIFTLAB_SANDBOX_STATE/" 2>/dev/null
+		fi
+		virsh -q destroy "$name" >/dev/null 2>&1
+		virsh -q undefine "$name" >/dev/null 2>&1
+	done
 	virsh -q net-destroy "$NET" >/dev/null 2>&1
 	virsh -q net-undefine "$NET" >/dev/null 2>&1
 	for v in $(virsh -q vol-list "$POOL" 2>/dev/null | awk '{print $1}'); do
@@ -59,15 +70,21 @@ cleanup() {
 	done
 	virsh -q pool-destroy "$POOL" >/dev/null 2>&1
 	virsh -q pool-undefine "$POOL" >/dev/null 2>&1
-	rm -rf "$POOLDIR"
+	rm -rf "$POOLDIR" "${TMP:-}"
 	exit "$rc"
 }
 trap cleanup EXIT
+TMP=$(mktemp -d)
 
 echo "== $NAME: image $IMAGE, cpu $CPU_MODEL"
 
 # ---------------------------------------------------------------- network
-TMP=$(mktemp -d)
+dns_hosts= dhcp_hosts=
+for n in "${NODES[@]}"; do
+	read -r name mac ip _ <<<"$n"
+	dns_hosts+="    <host ip='$ip'><hostname>$name.$CD</hostname></host>"$'\n'
+	dhcp_hosts+="      <host mac='$mac' name='$name' ip='$ip'/>"$'\n'
+done
 cat >"$TMP/net.xml" <<EOF
 <network xmlns:dnsmasq='http://libvirt.org/schemas/network/dnsmasq/1.0'>
   <name>$NET</name>
@@ -78,15 +95,11 @@ cat >"$TMP/net.xml" <<EOF
       <hostname>api.$CD</hostname>
       <hostname>api-int.$CD</hostname>
     </host>
-    <host ip='$IP'>
-      <hostname>$FQDN</hostname>
-    </host>
-  </dns>
+$dns_hosts  </dns>
   <ip address='192.168.150.1' netmask='255.255.255.0'>
     <dhcp>
       <range start='192.168.150.100' end='192.168.150.199'/>
-      <host mac='$MAC' name='$HOST' ip='$IP'/>
-    </dhcp>
+$dhcp_hosts    </dhcp>
   </ip>
   <dnsmasq:options>
     <dnsmasq:option value='address=/apps.$CD/$APPS_IP'/>
@@ -107,11 +120,21 @@ upload() { # volume file format
 	virsh -q vol-upload --pool "$POOL" "$1" "$2"
 }
 upload standin-base.qcow2 "$IMAGE" qcow2
-virsh -q vol-create-as "$POOL" "$HOST.qcow2" 64M --format qcow2 \
-	--backing-vol standin-base.qcow2 --backing-vol-format qcow2 >/dev/null
 
-data_b64() { printf '%s' "$1" | base64 -w0; }
-cat >"$TMP/$HOST.ign" <<EOF
+b64() { printf '%s' "$1" | base64 -w0; }
+ignition() { # name role style
+	local host_src role_src
+	case $3 in
+	plain)
+		host_src="data:,$1"
+		role_src="data:text/plain;charset=utf-8;base64,$(b64 "$2")"
+		;;
+	base64)
+		host_src="data:text/plain;charset=utf-8;base64,$(b64 "$1"$'\n')"
+		role_src="data:,$2"
+		;;
+	esac
+	cat <<EOF
 {
   "ignition": { "version": "3.2.0" },
   "storage": {
@@ -120,12 +143,12 @@ cat >"$TMP/$HOST.ign" <<EOF
         "path": "/etc/hostname",
         "mode": 420,
         "overwrite": true,
-        "contents": { "source": "data:,$HOST" }
+        "contents": { "source": "$host_src" }
       },
       {
         "path": "/etc/shiftlab/role",
         "mode": 420,
-        "contents": { "source": "data:text/plain;charset=utf-8;base64,$(data_b64 ctlplane)" }
+        "contents": { "source": "$role_src" }
       },
       {
         "path": "/etc/shiftlab/cluster-domain",
@@ -136,23 +159,25 @@ cat >"$TMP/$HOST.ign" <<EOF
   }
 }
 EOF
-upload "$HOST.ign" "$TMP/$HOST.ign" raw
-IGN=$POOLDIR/$HOST.ign
-IGN_SHA=$(sha256sum "$IGN" | cut -d' ' -f1)
+}
 
-# ----------------------------------------------------------------- domain
-cat >"$TMP/dom.xml" <<EOF
+domain_xml() { # name mac with-ignition
+	local sysinfo=
+	if [[ $3 == yes ]]; then
+		sysinfo="<sysinfo type='fwcfg'>
+    <entry name='opt/com.coreos/config' file='$POOLDIR/$1.ign'/>
+  </sysinfo>"
+	fi
+	cat <<EOF
 <domain type='qemu'>
-  <name>$HOST</name>
+  <name>$1</name>
   <memory unit='MiB'>256</memory>
   <vcpu>1</vcpu>
   <os>
     <type arch='x86_64' machine='pc'>hvm</type>
     <boot dev='hd'/>
   </os>
-  <sysinfo type='fwcfg'>
-    <entry name='opt/com.coreos/config' file='$IGN'/>
-  </sysinfo>
+  $sysinfo
   <features><acpi/></features>
   <cpu mode='custom' match='exact' check='partial'>
     <model fallback='forbid'>$CPU_MODEL</model>
@@ -161,57 +186,64 @@ cat >"$TMP/dom.xml" <<EOF
   <devices>
     <disk type='file' device='disk'>
       <driver name='qemu' type='qcow2'/>
-      <source file='$POOLDIR/$HOST.qcow2'/>
+      <source file='$POOLDIR/$1.qcow2'/>
       <target dev='vda' bus='virtio'/>
     </disk>
     <interface type='network'>
-      <mac address='$MAC'/>
+      <mac address='$2'/>
       <source network='$NET'/>
       <model type='virtio'/>
     </interface>
     <serial type='file'>
-      <source path='$CONSOLE'/>
+      <source path='$(console "$1")'/>
       <target port='0'/>
     </serial>
     <memballoon model='none'/>
   </devices>
 </domain>
 EOF
-virsh -q define "$TMP/dom.xml" >/dev/null
-START=$(date +%s.%N)
-virsh -q start "$HOST" >/dev/null
-echo "  started $HOST ($MAC), waiting up to ${TIMEOUT}s for its report"
+}
+
+declare -A IGN_SHA START
+for n in "${NODES[@]}"; do
+	read -r name mac ip role style <<<"$n"
+	virsh -q vol-create-as "$POOL" "$name.qcow2" 64M --format qcow2 \
+		--backing-vol standin-base.qcow2 --backing-vol-format qcow2 >/dev/null
+	if [[ $style != none ]]; then
+		ignition "$name" "$role" "$style" >"$TMP/$name.ign"
+		upload "$name.ign" "$TMP/$name.ign" raw
+		IGN_SHA[$name]=$(sha256sum "$POOLDIR/$name.ign" | cut -d' ' -f1)
+	else
+		IGN_SHA[$name]=none
+	fi
+	domain_xml "$name" "$mac" "$([[ $style != none ]] && echo yes || echo no)" >"$TMP/$name.xml"
+	virsh -q define "$TMP/$name.xml" >/dev/null
+done
+for n in "${NODES[@]}"; do
+	read -r name _ <<<"$n"
+	START[$name]=$(date +%s.%N)
+	virsh -q start "$name" >/dev/null
+done
+echo "  started ${#NODES[@]} nodes, waiting up to ${TIMEOUT}s for their reports"
 
 # ----------------------------------------------------------------- report
-REPORT=
-for ((i = 0; i < TIMEOUT * 2; i++)); do
-	REPORT=$(tr -d '\r' <"$CONSOLE" 2>/dev/null |
-		sed -n 's/.*SHIFTLAB-STANDIN-REPORT \({.*}\)$/\1/p' | tail -n 1)
-	[[ -n $REPORT ]] && break
-	sleep 0.5
-done
-if [[ -z $REPORT ]]; then
-	echo "---- console log (tail) ----"
-	tail -n 40 "$CONSOLE" 2>/dev/null || true
-	fail "no report line within ${TIMEOUT}s"
-fi
-ELAPSED=$(awk -v a="$START" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-echo "  report after ${ELAPSED}s: $REPORT"
-
-field() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p" <<<"$REPORT"; }
-check hostname "$HOST" "$(field hostname)"
-check ip "$IP" "$(field ip)"
-check mac "$MAC" "$(field mac)"
-check role ctlplane "$(field role)"
-check ignition_sha256 "$IGN_SHA" "$(field ignition_sha256)"
-check api "$API_IP" "$(field api)"
-check api_int "$API_IP" "$(field api_int)"
-check apps "$APPS_IP" "$(field apps)"
-check ptr "$FQDN" "$(field ptr)"
-check x86_64_v2 yes "$(field x86_64_v2)"
-echo "  guest uptime at first report: $(field uptime)s"
-
-# ------------------------------------------------------------------- HTTP
+reports() { # name -> every report payload in its console log
+	tr -d '\r' <"$(console "$1")" 2>/dev/null |
+		sed -n 's/.*SHIFTLAB-STANDIN-REPORT \({.*}\)$/\1/p'
+}
+wait_report() { # name min-count -> last report
+	local i r
+	for ((i = 0; i < TIMEOUT * 2; i++)); do
+		r=$(reports "$1")
+		if [[ -n $r ]] && (($(wc -l <<<"$r") >= $2)); then
+			tail -n 1 <<<"$r"
+			return 0
+		fi
+		sleep 0.5
+	done
+	return 1
+}
+field() { sed -n "s/.*\"$2\":\"\([^\"]*\)\".*/\1/p" <<<"$1"; }
 http() { # url -> "code body"
 	local body code
 	body=$(mktemp)
@@ -219,22 +251,87 @@ http() { # url -> "code body"
 	printf '%s %s' "$code" "$(tr -d '\n' <"$body")"
 	rm -f "$body"
 }
-check "GET :6443/readyz" "200 ok $HOST" "$(http "http://$IP:6443/readyz")"
-check "GET :22623/config/master" \
-	"200 {\"ignition\":{\"version\":\"3.2.0\"},\"storage\":{\"files\":[{\"path\":\"/etc/shiftlab/served-by\",\"contents\":{\"source\":\"data:,$HOST\"},\"mode\":420}]}}" \
-	"$(http "http://$IP:22623/config/master")"
-check "GET :8000/fail-readyz" "200 readyz down $HOST" "$(http "http://$IP:8000/fail-readyz")"
-check "GET :6443/readyz (down)" "500 down $HOST" "$(http "http://$IP:6443/readyz")"
-check "GET :8000/restore-readyz" "200 readyz up $HOST" "$(http "http://$IP:8000/restore-readyz")"
-check "GET :6443/readyz (up again)" "200 ok $HOST" "$(http "http://$IP:6443/readyz")"
-check "GET :6443/nope" "404 not found $HOST" "$(http "http://$IP:6443/nope")"
-check "GET :8000/report ip" "$IP" "$(http "http://$IP:8000/report" |
-	sed -n 's/.*"ip":"\([^"]*\)".*/\1/p')"
 
-rm -rf "$TMP"
+for n in "${NODES[@]}"; do
+	read -r name mac ip role style <<<"$n"
+	[[ $role == - ]] && role=
+	echo "-- $name"
+	if ! REPORT=$(wait_report "$name" 1); then
+		echo "---- $name console log (tail) ----"
+		tail -n 40 "$(console "$name")" 2>/dev/null || true
+		fail "$name: no report line within ${TIMEOUT}s"
+	fi
+	ELAPSED=$(awk -v a="${START[$name]}" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	echo "  report seen ${ELAPSED}s after start (guest uptime $(field "$REPORT" uptime)s):"
+	echo "  $REPORT"
+	check hostname "$name" "$(field "$REPORT" hostname)"
+	check ip "$ip" "$(field "$REPORT" ip)"
+	check mac "$mac" "$(field "$REPORT" mac)"
+	check role "$role" "$(field "$REPORT" role)"
+	check ignition_sha256 "${IGN_SHA[$name]}" "$(field "$REPORT" ignition_sha256)"
+	if [[ $style != none ]]; then
+		check api "$API_IP" "$(field "$REPORT" api)"
+		check api_int "$API_IP" "$(field "$REPORT" api_int)"
+		check apps "$APPS_IP" "$(field "$REPORT" apps)"
+	else
+		check "api (no cluster domain)" "" "$(field "$REPORT" api)"
+	fi
+	check ptr "$name.$CD" "$(field "$REPORT" ptr)"
+	check x86_64_v2 yes "$(field "$REPORT" x86_64_v2)"
+	check "GET :8000/report ip" "$ip" "$(field "$(http "http://$ip:8000/report")" ip)"
+
+	case $role in
+	ctlplane)
+		check "GET :6443/readyz" "200 ok $name" "$(http "http://$ip:6443/readyz")"
+		check "GET :22623/config/master" \
+			"200 {\"ignition\":{\"version\":\"3.2.0\"},\"storage\":{\"files\":[{\"path\":\"/etc/shiftlab/served-by\",\"contents\":{\"source\":\"data:,$name\"},\"mode\":420}]}}" \
+			"$(http "http://$ip:22623/config/master")"
+		check "GET :22623/config/worker" 200 "$(http "http://$ip:22623/config/worker" | cut -d' ' -f1)"
+		check "GET :8000/fail-readyz" "200 readyz down $name" "$(http "http://$ip:8000/fail-readyz")"
+		check "GET :6443/readyz (down)" "500 down $name" "$(http "http://$ip:6443/readyz")"
+		check "GET :8000/restore-readyz" "200 readyz up $name" "$(http "http://$ip:8000/restore-readyz")"
+		check "GET :6443/readyz (up again)" "200 ok $name" "$(http "http://$ip:6443/readyz")"
+		check "GET :6443/nope" "404 not found $name" "$(http "http://$ip:6443/nope")"
+		check "GET :80/ (not a worker)" "000 " "$(http "http://$ip:80/")"
+		;;
+	worker)
+		check "GET :80/" "200 ok $name" "$(http "http://$ip:80/")"
+		check "GET :443/anything (plain HTTP)" "200 ok $name" "$(http "http://$ip:443/anything")"
+		check "GET :6443/readyz (not a control plane)" "000 " "$(http "http://$ip:6443/readyz")"
+		;;
+	*)
+		check "GET :6443/readyz (no role)" "000 " "$(http "http://$ip:6443/readyz")"
+		check "GET :80/ (no role)" "000 " "$(http "http://$ip:80/")"
+		;;
+	esac
+done
+
+# ------------------------------------------------- re-print, ACPI shutdown
+first=${NODES[0]%% *}
+echo "-- $first: waiting for the report to be printed again (every 30 s)"
+if again=$(wait_report "$first" 2); then
+	check "report re-printed, ip" "192.168.150.10" "$(field "$again" ip)"
+else
+	check "report re-printed" "a second report" "none"
+fi
+
+spare=${NODES[2]%% *}
+echo "-- $spare: ACPI shutdown"
+virsh -q shutdown "$spare" >/dev/null
+state=
+for ((i = 0; i < 60; i++)); do
+	state=$(virsh -q domstate "$spare" 2>/dev/null)
+	[[ $state == "shut off" ]] && break
+	sleep 0.5
+done
+check "state after virsh shutdown" "shut off" "$state"
+
 if ((${#FAILURES[@]})); then
-	echo "---- console log (tail) ----"
-	tail -n 30 "$CONSOLE" || true
+	for n in "${NODES[@]}"; do
+		read -r name _ <<<"$n"
+		echo "---- $name console log (tail) ----"
+		tail -n 15 "$(console "$name")" || true
+	done
 	fail "${#FAILURES[@]} check(s) failed: ${FAILURES[*]}"
 fi
-echo "PASS $NAME (report ${ELAPSED}s after start)"
+echo "PASS $NAME"
