@@ -79,7 +79,7 @@ TMP=$(mktemp -d)
 echo "== $NAME: image $IMAGE, cpu $CPU_MODEL"
 
 # ---------------------------------------------------------------- network
-dns_hosts= dhcp_hosts=
+dns_hosts='' dhcp_hosts=''
 for n in "${NODES[@]}"; do
 	read -r name mac ip _ <<<"$n"
 	dns_hosts+="    <host ip='$ip'><hostname>$name.$CD</hostname></host>"$'\n'
