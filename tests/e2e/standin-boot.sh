@@ -123,7 +123,7 @@ upload standin-base.qcow2 "$IMAGE" qcow2
 
 b64() { printf '%s' "$1" | base64 -w0; }
 ignition() { # name role style
-	local host_src role_src
+	local host_src role_src config=''
 	case $3 in
 	plain)
 		host_src="data:,$1"
@@ -132,11 +132,14 @@ ignition() { # name role style
 	base64)
 		host_src="data:text/plain;charset=utf-8;base64,$(b64 "$1"$'\n')"
 		role_src="data:,$2"
+		# a pointer config as the installer writes it (in a real lab the
+		# URL is api-int through the load balancer)
+		config=', "config": { "merge": [ { "source": "https://lab1-ctlplane-0.'$CD':22623/config/worker" } ] }'
 		;;
 	esac
 	cat <<EOF
 {
-  "ignition": { "version": "3.2.0" },
+  "ignition": { "version": "3.2.0"$config },
   "storage": {
     "files": [
       {
@@ -278,6 +281,12 @@ for n in "${NODES[@]}"; do
 	fi
 	check ptr "$name.$CD" "$(field "$REPORT" ptr)"
 	check x86_64_v2 yes "$(field "$REPORT" x86_64_v2)"
+	if [[ $style == base64 ]]; then
+		check "pointer config fetched" ok "$(field "$REPORT" pointer)"
+		check "pointer config served by" lab1-ctlplane-0 "$(field "$REPORT" pointer_from)"
+	else
+		check "pointer (none in Ignition)" "" "$(field "$REPORT" pointer)"
+	fi
 	check "GET :8000/report ip" "$ip" "$(field "$(http "http://$ip:8000/report")" ip)"
 
 	case $role in
