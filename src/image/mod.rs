@@ -1,0 +1,3 @@
+//! Disk images shiftlab builds itself.
+
+pub mod standin;

@@ -1,0 +1,346 @@
+#!/usr/bin/env bash
+# tests/e2e/standin-boot.sh IMAGE — boot stand-in nodes on a real libvirt
+# network and check what they report and serve.
+#
+#   scripts/sandbox run -- tests/e2e/standin-boot.sh /path/to/standin.qcow2
+#
+# Three nodes boot at once from thin overlays of IMAGE:
+#   lab1-ctlplane-0  Ignition (plain data URLs + base64 role), role ctlplane
+#   lab1-worker-0    Ignition (base64 hostname), role worker
+#   lab1-spare-0     no Ignition at all: hostname from DHCP, no role services
+# Needs the sandbox (a private libvirtd); see docs/sandbox.md, docs/standin.md.
+set -euo pipefail
+
+NAME=standin-boot
+fail() {
+	echo "FAIL $NAME: $*"
+	exit 1
+}
+
+[[ ${SHIFTLAB_SANDBOX:-} == 1 ]] ||
+	fail "not inside the sandbox: run it with scripts/sandbox run -- $0 IMAGE"
+[[ $# == 1 && -f $1 ]] || fail "usage: $0 STANDIN-IMAGE.qcow2"
+IMAGE=$(readlink -f "$1")
+TIMEOUT=${STANDIN_BOOT_TIMEOUT:-120}
+
+NET=sl-e2e
+BRIDGE=slbr-e2e
+POOL=sl-e2e
+POOLDIR=/var/lib/libvirt/images/$POOL
+CD=c1.example.test
+API_IP=192.168.150.5
+APPS_IP=192.168.150.2
+CPU_MODEL=${STANDIN_CPU_MODEL:-Nehalem}
+export LIBVIRT_DEFAULT_URI=${LIBVIRT_DEFAULT_URI:-qemu:///system}
+
+# name mac ip role ignition-style
+NODES=(
+	"lab1-ctlplane-0 52:54:00:5a:00:10 192.168.150.10 ctlplane plain"
+	"lab1-worker-0 52:54:00:5a:00:20 192.168.150.20 worker base64"
+	"lab1-spare-0 52:54:00:5a:00:30 192.168.150.30 - none"
+)
+
+FAILURES=()
+check() { # description expected actual
+	if [[ $2 == "$3" ]]; then
+		echo "  ok   $1: $3"
+	else
+		echo "  FAIL $1: expected '$2', got '$3'"
+		FAILURES+=("$1")
+	fi
+}
+
+console() { echo "$POOLDIR/$1.console.log"; }
+
+cleanup() {
+	local rc=$? n name
+	set +e
+	for n in "${NODES[@]}"; do
+		read -r name _ <<<"$n"
+		if [[ -f $(console "$name") && -n ${SHIFTLAB_SANDBOX_STATE:-} ]]; then
+			cp "$(console "$name")" "$SHIFTLAB_SANDBOX_STATE/" 2>/dev/null
+		fi
+		virsh -q destroy "$name" >/dev/null 2>&1
+		virsh -q undefine "$name" >/dev/null 2>&1
+	done
+	virsh -q net-destroy "$NET" >/dev/null 2>&1
+	virsh -q net-undefine "$NET" >/dev/null 2>&1
+	for v in $(virsh -q vol-list "$POOL" 2>/dev/null | awk '{print $1}'); do
+		virsh -q vol-delete --pool "$POOL" "$v" >/dev/null 2>&1
+	done
+	virsh -q pool-destroy "$POOL" >/dev/null 2>&1
+	virsh -q pool-undefine "$POOL" >/dev/null 2>&1
+	rm -rf "$POOLDIR" "${TMP:-}"
+	exit "$rc"
+}
+trap cleanup EXIT
+TMP=$(mktemp -d)
+
+echo "== $NAME: image $IMAGE, cpu $CPU_MODEL"
+
+# ---------------------------------------------------------------- network
+dns_hosts='' dhcp_hosts=''
+for n in "${NODES[@]}"; do
+	read -r name mac ip _ <<<"$n"
+	dns_hosts+="    <host ip='$ip'><hostname>$name.$CD</hostname></host>"$'\n'
+	dhcp_hosts+="      <host mac='$mac' name='$name' ip='$ip'/>"$'\n'
+done
+cat >"$TMP/net.xml" <<EOF
+<network xmlns:dnsmasq='http://libvirt.org/schemas/network/dnsmasq/1.0'>
+  <name>$NET</name>
+  <bridge name='$BRIDGE' stp='off'/>
+  <domain name='$CD' localOnly='yes'/>
+  <dns>
+    <host ip='$API_IP'>
+      <hostname>api.$CD</hostname>
+      <hostname>api-int.$CD</hostname>
+    </host>
+$dns_hosts  </dns>
+  <ip address='192.168.150.1' netmask='255.255.255.0'>
+    <dhcp>
+      <range start='192.168.150.100' end='192.168.150.199'/>
+$dhcp_hosts    </dhcp>
+  </ip>
+  <dnsmasq:options>
+    <dnsmasq:option value='address=/apps.$CD/$APPS_IP'/>
+    <dnsmasq:option value='no-resolv'/>
+  </dnsmasq:options>
+</network>
+EOF
+virsh -q net-define "$TMP/net.xml" >/dev/null
+virsh -q net-start "$NET" >/dev/null
+
+# ------------------------------------------------------------ pool, disks
+virsh -q pool-define-as "$POOL" dir --target "$POOLDIR" >/dev/null
+virsh -q pool-build "$POOL" >/dev/null
+virsh -q pool-start "$POOL" >/dev/null
+
+upload() { # volume file format
+	virsh -q vol-create-as "$POOL" "$1" "$(stat -c %s "$2")" --format "$3" >/dev/null
+	virsh -q vol-upload --pool "$POOL" "$1" "$2"
+}
+upload standin-base.qcow2 "$IMAGE" qcow2
+
+b64() { printf '%s' "$1" | base64 -w0; }
+ignition() { # name role style
+	local host_src role_src config=''
+	case $3 in
+	plain)
+		host_src="data:,$1"
+		role_src="data:text/plain;charset=utf-8;base64,$(b64 "$2")"
+		;;
+	base64)
+		host_src="data:text/plain;charset=utf-8;base64,$(b64 "$1"$'\n')"
+		role_src="data:,$2"
+		# a pointer config as the installer writes it (in a real lab the
+		# URL is api-int through the load balancer)
+		config=', "config": { "merge": [ { "source": "https://lab1-ctlplane-0.'$CD':22623/config/worker" } ] }'
+		;;
+	esac
+	cat <<EOF
+{
+  "ignition": { "version": "3.2.0"$config },
+  "storage": {
+    "files": [
+      {
+        "path": "/etc/hostname",
+        "mode": 420,
+        "overwrite": true,
+        "contents": { "source": "$host_src" }
+      },
+      {
+        "path": "/etc/shiftlab/role",
+        "mode": 420,
+        "contents": { "source": "$role_src" }
+      },
+      {
+        "path": "/etc/shiftlab/cluster-domain",
+        "mode": 420,
+        "contents": { "source": "data:,$CD%0A" }
+      }
+    ]
+  }
+}
+EOF
+}
+
+domain_xml() { # name mac with-ignition
+	local sysinfo=
+	if [[ $3 == yes ]]; then
+		sysinfo="<sysinfo type='fwcfg'>
+    <entry name='opt/com.coreos/config' file='$POOLDIR/$1.ign'/>
+  </sysinfo>"
+	fi
+	cat <<EOF
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>256</memory>
+  <vcpu>1</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <boot dev='hd'/>
+  </os>
+  $sysinfo
+  <features><acpi/></features>
+  <cpu mode='custom' match='exact' check='partial'>
+    <model fallback='forbid'>$CPU_MODEL</model>
+  </cpu>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <disk type='file' device='disk'>
+      <driver name='qemu' type='qcow2'/>
+      <source file='$POOLDIR/$1.qcow2'/>
+      <target dev='vda' bus='virtio'/>
+    </disk>
+    <interface type='network'>
+      <mac address='$2'/>
+      <source network='$NET'/>
+      <model type='virtio'/>
+    </interface>
+    <serial type='file'>
+      <source path='$(console "$1")'/>
+      <target port='0'/>
+    </serial>
+    <memballoon model='none'/>
+  </devices>
+</domain>
+EOF
+}
+
+declare -A IGN_SHA START
+for n in "${NODES[@]}"; do
+	read -r name mac ip role style <<<"$n"
+	virsh -q vol-create-as "$POOL" "$name.qcow2" 64M --format qcow2 \
+		--backing-vol standin-base.qcow2 --backing-vol-format qcow2 >/dev/null
+	if [[ $style != none ]]; then
+		ignition "$name" "$role" "$style" >"$TMP/$name.ign"
+		upload "$name.ign" "$TMP/$name.ign" raw
+		IGN_SHA[$name]=$(sha256sum "$POOLDIR/$name.ign" | cut -d' ' -f1)
+	else
+		IGN_SHA[$name]=none
+	fi
+	domain_xml "$name" "$mac" "$([[ $style != none ]] && echo yes || echo no)" >"$TMP/$name.xml"
+	virsh -q define "$TMP/$name.xml" >/dev/null
+done
+for n in "${NODES[@]}"; do
+	read -r name _ <<<"$n"
+	START[$name]=$(date +%s.%N)
+	virsh -q start "$name" >/dev/null
+done
+echo "  started ${#NODES[@]} nodes, waiting up to ${TIMEOUT}s for their reports"
+
+# ----------------------------------------------------------------- report
+reports() { # name -> every report payload in its console log
+	tr -d '\r' <"$(console "$1")" 2>/dev/null |
+		sed -n 's/.*SHIFTLAB-STANDIN-REPORT \({.*}\)$/\1/p'
+}
+wait_report() { # name min-count -> last report
+	local i r
+	for ((i = 0; i < TIMEOUT * 2; i++)); do
+		r=$(reports "$1")
+		if [[ -n $r ]] && (($(wc -l <<<"$r") >= $2)); then
+			tail -n 1 <<<"$r"
+			return 0
+		fi
+		sleep 0.5
+	done
+	return 1
+}
+field() { sed -n "s/.*\"$2\":\"\([^\"]*\)\".*/\1/p" <<<"$1"; }
+http() { # url -> "code body"
+	local body code
+	body=$(mktemp)
+	code=$(curl -s -o "$body" -w '%{http_code}' --max-time 5 "$1" || true)
+	printf '%s %s' "$code" "$(tr -d '\n' <"$body")"
+	rm -f "$body"
+}
+
+for n in "${NODES[@]}"; do
+	read -r name mac ip role style <<<"$n"
+	[[ $role == - ]] && role=
+	echo "-- $name"
+	if ! REPORT=$(wait_report "$name" 1); then
+		echo "---- $name console log (tail) ----"
+		tail -n 40 "$(console "$name")" 2>/dev/null || true
+		fail "$name: no report line within ${TIMEOUT}s"
+	fi
+	ELAPSED=$(awk -v a="${START[$name]}" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	echo "  report seen ${ELAPSED}s after start (guest uptime $(field "$REPORT" uptime)s):"
+	echo "  $REPORT"
+	check hostname "$name" "$(field "$REPORT" hostname)"
+	check ip "$ip" "$(field "$REPORT" ip)"
+	check mac "$mac" "$(field "$REPORT" mac)"
+	check role "$role" "$(field "$REPORT" role)"
+	check ignition_sha256 "${IGN_SHA[$name]}" "$(field "$REPORT" ignition_sha256)"
+	if [[ $style != none ]]; then
+		check api "$API_IP" "$(field "$REPORT" api)"
+		check api_int "$API_IP" "$(field "$REPORT" api_int)"
+		check apps "$APPS_IP" "$(field "$REPORT" apps)"
+	else
+		check "api (no cluster domain)" "" "$(field "$REPORT" api)"
+	fi
+	check ptr "$name.$CD" "$(field "$REPORT" ptr)"
+	check x86_64_v2 yes "$(field "$REPORT" x86_64_v2)"
+	if [[ $style == base64 ]]; then
+		check "pointer config fetched" ok "$(field "$REPORT" pointer)"
+		check "pointer config served by" lab1-ctlplane-0 "$(field "$REPORT" pointer_from)"
+	else
+		check "pointer (none in Ignition)" "" "$(field "$REPORT" pointer)"
+	fi
+	check "GET :8000/report ip" "$ip" "$(field "$(http "http://$ip:8000/report")" ip)"
+
+	case $role in
+	ctlplane)
+		check "GET :6443/readyz" "200 ok $name" "$(http "http://$ip:6443/readyz")"
+		check "GET :22623/config/master" \
+			"200 {\"ignition\":{\"version\":\"3.2.0\"},\"storage\":{\"files\":[{\"path\":\"/etc/shiftlab/served-by\",\"contents\":{\"source\":\"data:,$name\"},\"mode\":420}]}}" \
+			"$(http "http://$ip:22623/config/master")"
+		check "GET :22623/config/worker" 200 "$(http "http://$ip:22623/config/worker" | cut -d' ' -f1)"
+		check "GET :8000/fail-readyz" "200 readyz down $name" "$(http "http://$ip:8000/fail-readyz")"
+		check "GET :6443/readyz (down)" "500 down $name" "$(http "http://$ip:6443/readyz")"
+		check "GET :8000/restore-readyz" "200 readyz up $name" "$(http "http://$ip:8000/restore-readyz")"
+		check "GET :6443/readyz (up again)" "200 ok $name" "$(http "http://$ip:6443/readyz")"
+		check "GET :6443/nope" "404 not found $name" "$(http "http://$ip:6443/nope")"
+		check "GET :80/ (not a worker)" "000 " "$(http "http://$ip:80/")"
+		;;
+	worker)
+		check "GET :80/" "200 ok $name" "$(http "http://$ip:80/")"
+		check "GET :443/anything (plain HTTP)" "200 ok $name" "$(http "http://$ip:443/anything")"
+		check "GET :6443/readyz (not a control plane)" "000 " "$(http "http://$ip:6443/readyz")"
+		;;
+	*)
+		check "GET :6443/readyz (no role)" "000 " "$(http "http://$ip:6443/readyz")"
+		check "GET :80/ (no role)" "000 " "$(http "http://$ip:80/")"
+		;;
+	esac
+done
+
+# ------------------------------------------------- re-print, ACPI shutdown
+first=${NODES[0]%% *}
+echo "-- $first: waiting for the report to be printed again (every 30 s)"
+if again=$(wait_report "$first" 2); then
+	check "report re-printed, ip" "192.168.150.10" "$(field "$again" ip)"
+else
+	check "report re-printed" "a second report" "none"
+fi
+
+spare=${NODES[2]%% *}
+echo "-- $spare: ACPI shutdown"
+virsh -q shutdown "$spare" >/dev/null
+state=
+for ((i = 0; i < 60; i++)); do
+	state=$(virsh -q domstate "$spare" 2>/dev/null)
+	[[ $state == "shut off" ]] && break
+	sleep 0.5
+done
+check "state after virsh shutdown" "shut off" "$state"
+
+if ((${#FAILURES[@]})); then
+	for n in "${NODES[@]}"; do
+		read -r name _ <<<"$n"
+		echo "---- $name console log (tail) ----"
+		tail -n 15 "$(console "$name")" || true
+	done
+	fail "${#FAILURES[@]} check(s) failed: ${FAILURES[*]}"
+fi
+echo "PASS $NAME"
