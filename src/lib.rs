@@ -4,6 +4,7 @@ pub mod cli;
 pub mod commands;
 pub mod files;
 pub mod host;
+pub mod image;
 pub mod ignition;
 pub mod install;
 pub mod plan;

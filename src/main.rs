@@ -34,6 +34,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Status(args) => {
             commands::inspect::status(args, &state, &mut std::io::stdout().lock())
         }
+        Command::Image(shiftlab::cli::image::ImageCommand::Standin(args)) => {
+            shiftlab::image::standin::build(&args.out)?;
+            println!("wrote {}", args.out.display());
+            Ok(())
+        }
         Command::Bmc(args) => shiftlab::redfish::cli::run(args.clone(), &state.root),
         Command::Completion(args) => {
             completion::completion(args, &mut std::io::stdout().lock());

@@ -3,6 +3,7 @@
 
 pub mod completion;
 pub mod create;
+pub mod image;
 pub mod inspect;
 pub mod plan;
 
@@ -48,6 +49,9 @@ pub enum Command {
     List(inspect::ListArgs),
     /// Show a cluster's nodes: role, power state, MAC, planned and leased address, console log
     Status(inspect::StatusArgs),
+    /// Build images shiftlab needs
+    #[command(subcommand)]
+    Image(image::ImageCommand),
     /// Serve a standalone Redfish BMC for libvirt domains (power, boot, virtual media)
     Bmc(crate::redfish::cli::Args),
     /// Print a shell completion script

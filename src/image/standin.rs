@@ -74,6 +74,9 @@ pub fn build(out: &Path) -> Result<()> {
         out.display()
     );
 
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
     let work = TempDir::new("shiftlab-standin")?;
     let initrd = work.path().join("initrd.img");
     let cpio = initramfs(&busybox, &modules)?;
