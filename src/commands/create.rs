@@ -31,7 +31,11 @@ fn install_config_target(args: &InstallConfigArgs, state: &StateDir) -> Result<(
 /// Each fw_cfg node's Ignition: the installer's config for its role (from the
 /// cluster's asset directory) wrapped with the node's own settings. In rehearsal
 /// there is no installer: the node gets shiftlab's part alone.
-fn node_ignition(spec: &ClusterSpec, plan: &Plan, state: &StateDir) -> Result<BTreeMap<String, Vec<u8>>> {
+fn node_ignition(
+    spec: &ClusterSpec,
+    plan: &Plan,
+    state: &StateDir,
+) -> Result<BTreeMap<String, Vec<u8>>> {
     let assets = state.cluster(&spec.cluster).join("assets");
     let keys: Vec<String> = spec.ssh_keys.iter().map(|k| k.key.clone()).collect();
     let mut out = BTreeMap::new();
@@ -88,7 +92,7 @@ fn infra_target(args: &InfraArgs, state: &StateDir) -> Result<()> {
         ignition,
         start_all: args.start_workers,
     };
-    let (report, accel, why) = apply::apply(&host, &plan, &dir, &opts)?;
+    let (report, accel, why) = apply::apply(&host, &plan, &state.root, &opts)?;
     // The services (load balancer, HTTP, DNS) read the plan from here.
     write_atomic(
         &dir.join("plan.json"),

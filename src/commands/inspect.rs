@@ -13,11 +13,20 @@ fn uri(connect: &ConnectArgs, recorded: Option<String>) -> String {
         .uri
         .clone()
         .or(recorded)
-        .or_else(|| std::env::var("LIBVIRT_DEFAULT_URI").ok().filter(|s| !s.is_empty()))
+        .or_else(|| {
+            std::env::var("LIBVIRT_DEFAULT_URI")
+                .ok()
+                .filter(|s| !s.is_empty())
+        })
         .unwrap_or_else(|| "qemu:///system".into())
 }
 
-fn print(out: &mut dyn Write, format: OutputFormat, value: &impl serde::Serialize, table: impl FnOnce() -> String) -> Result<()> {
+fn print(
+    out: &mut dyn Write,
+    format: OutputFormat,
+    value: &impl serde::Serialize,
+    table: impl FnOnce() -> String,
+) -> Result<()> {
     let text = match format {
         OutputFormat::Table => table(),
         OutputFormat::Json => serde_json::to_string_pretty(value)? + "\n",
@@ -57,7 +66,11 @@ pub fn status(args: &StatusArgs, state: &StateDir, out: &mut dyn Write) -> Resul
             "cluster {}: network {} ({})\n\n",
             status.cluster,
             status.network.clone().unwrap_or_else(|| "-".into()),
-            if status.network_active { "active" } else { "inactive" }
+            if status.network_active {
+                "active"
+            } else {
+                "inactive"
+            }
         );
         let rows: Vec<Vec<String>> = status
             .nodes
@@ -76,7 +89,15 @@ pub fn status(args: &StatusArgs, state: &StateDir, out: &mut dyn Write) -> Resul
             })
             .collect();
         s.push_str(&render_table_rows(
-            &["NODE", "ROLE", "STATE", "MAC", "PLANNED IP", "LEASED IP", "CONSOLE LOG"],
+            &[
+                "NODE",
+                "ROLE",
+                "STATE",
+                "MAC",
+                "PLANNED IP",
+                "LEASED IP",
+                "CONSOLE LOG",
+            ],
             &rows,
         ));
         s
@@ -93,16 +114,22 @@ fn destroy_cluster(args: &DestroyArgs, state: &StateDir) -> Result<()> {
         (Some(n), _) => (n.clone(), None),
         (None, Some(f)) => {
             let loaded = super::load_spec(f)?;
-            (loaded.spec.cluster.clone(), Some(loaded.spec.libvirt.uri.clone()))
+            (
+                loaded.spec.cluster.clone(),
+                Some(loaded.spec.libvirt.uri.clone()),
+            )
         }
         (None, None) => bail!("name the cluster or give its file with -f"),
     };
     let dir = state.cluster(&name);
     let recorded = ledger::load(&dir)?.map(|l| l.uri);
     let host = Host::open(&uri(&args.connect, spec_uri.or(recorded)))?;
-    let removed = destroy::destroy(&host, &name, &dir, args.purge_images)?;
+    let removed = destroy::destroy(&host, &name, &state.root, args.purge_images)?;
     if removed.is_empty() {
-        println!("nothing to remove: no shiftlab objects for {name} on {}", host.uri);
+        println!(
+            "nothing to remove: no shiftlab objects for {name} on {}",
+            host.uri
+        );
     }
     for r in removed {
         println!("removed {r}");

@@ -131,16 +131,20 @@ fn upload(host: &Host, vol: &StorageVol, mut src: impl Read, len: u64) -> Result
 fn ensure_pool(
     host: &Host,
     plan: &Plan,
-    ledger: &mut Ledger,
-    cluster_dir: &Path,
+    state_root: &Path,
     report: &mut Report,
 ) -> Result<StoragePool> {
     let name = &plan.libvirt.pool;
     let pool = match host.pool(name)? {
         Some(p) => p,
         None => {
-            ledger.created_pool = true;
-            ledger::save(cluster_dir, ledger)?;
+            // Recorded first: a crash right after defining still leaves a record.
+            let mut rec = ledger::load_host(state_root)?;
+            let key = (host.uri.clone(), name.clone());
+            if !rec.pools.contains(&key) {
+                rec.pools.push(key);
+                ledger::save_host(state_root, &rec)?;
+            }
             let p = host
                 .conn
                 .define_storage_pool_xml(
@@ -169,15 +173,22 @@ fn ensure_base(
     pool: &StoragePool,
     image: &Path,
     ledger: &mut Ledger,
-    cluster_dir: &Path,
+    dirs: (&Path, &Path),
     report: &mut Report,
 ) -> Result<(StorageVol, u64)> {
+    let (cluster_dir, state_root) = dirs;
     let virtual_size = qcow2_virtual_size(image)?;
     let digest = sha256_file(image)?;
     let name = format!("shiftlab-base-{}.qcow2", &digest[..16]);
     if !ledger.base_volumes.contains(&name) {
         ledger.base_volumes.push(name.clone());
         ledger::save(cluster_dir, ledger)?;
+    }
+    let mut rec = ledger::load_host(state_root)?;
+    let key = (host.uri.clone(), ledger.pool.clone(), name.clone());
+    if !rec.base_images.contains(&key) {
+        rec.base_images.push(key);
+        ledger::save_host(state_root, &rec)?;
     }
     if let Some(v) = Host::volume(pool, &name)? {
         report.unchanged.push(format!("base image {name}"));
@@ -335,6 +346,13 @@ fn reconcile_network(plan: &Plan, net: &Network, report: &mut Report) -> Result<
         report.unchanged.push(format!("network {name}"));
     }
     Ok(())
+}
+
+/// What happened to one node in `apply`.
+struct NodeOutcome {
+    name: String,
+    created: Vec<String>,
+    drift: Vec<String>,
 }
 
 struct NodeVolumes {
@@ -553,9 +571,10 @@ pub fn domain_differences(domain_xml: &str, node: &Node) -> Vec<String> {
 pub fn apply(
     host: &Host,
     plan: &Plan,
-    cluster_dir: &Path,
+    state_root: &Path,
     opts: &ApplyOptions,
 ) -> Result<(Report, Accel, String)> {
+    let cluster_dir = &state_root.join("clusters").join(&plan.cluster);
     let mut ledger = ledger::load(cluster_dir)?.unwrap_or(Ledger {
         format: ledger::LEDGER_FORMAT,
         uri: host.uri.clone(),
@@ -573,13 +592,13 @@ pub fn apply(
     let (accel, why) = choose_accel(host, plan.libvirt.domain_type);
     let mut report = Report::default();
 
-    let pool = ensure_pool(host, plan, &mut ledger, cluster_dir, &mut report)?;
+    let pool = ensure_pool(host, plan, state_root, &mut report)?;
     let (base, base_size) = ensure_base(
         host,
         &pool,
         opts.base_image,
         &mut ledger,
-        cluster_dir,
+        (cluster_dir, state_root),
         &mut report,
     )?;
     // Intent on disk before the side effects.
@@ -599,13 +618,13 @@ pub fn apply(
     let _net = ensure_network(host, plan, &mut report)?;
 
     // Volumes and domains per node, in parallel: libvirt serialises what it must.
-    let results: Vec<Result<(String, Vec<String>, Vec<String>)>> = std::thread::scope(|s| {
+    let results: Vec<Result<NodeOutcome>> = std::thread::scope(|s| {
         let handles: Vec<_> = plan
             .nodes
             .iter()
             .map(|node| {
                 let (pool, base) = (&pool, &base);
-                s.spawn(move || -> Result<(String, Vec<String>, Vec<String>)> {
+                s.spawn(move || -> Result<NodeOutcome> {
                     let ign = opts.ignition.get(&node.name).map(Vec::as_slice);
                     if node.ignition_volume.is_some() && ign.is_none() {
                         bail!("{}: no Ignition config to deliver", node.name);
@@ -615,7 +634,11 @@ pub fn apply(
                             .with_context(|| format!("preparing the volumes of {}", node.name))?;
                     let mut drift = Vec::new();
                     ensure_domain(host, plan, node, accel, &vols, &mut created, &mut drift)?;
-                    Ok((node.name.clone(), created, drift))
+                    Ok(NodeOutcome {
+                        name: node.name.clone(),
+                        created,
+                        drift,
+                    })
                 })
             })
             .collect();
@@ -630,7 +653,11 @@ pub fn apply(
     let mut errors = Vec::new();
     for r in results {
         match r {
-            Ok((name, created, drift)) => {
+            Ok(NodeOutcome {
+                name,
+                created,
+                drift,
+            }) => {
                 if created.is_empty() && drift.is_empty() {
                     report.unchanged.push(format!("node {name}"));
                 }

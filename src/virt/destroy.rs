@@ -13,9 +13,10 @@ use super::{domain_storage, Host};
 pub fn destroy(
     host: &Host,
     cluster: &str,
-    cluster_dir: &Path,
+    state_root: &Path,
     purge_images: bool,
 ) -> Result<Vec<String>> {
+    let cluster_dir = &state_root.join("clusters").join(cluster);
     let mut removed = Vec::new();
     let ledger = ledger::load(cluster_dir)?;
     let mut volumes: Vec<(String, String)> = Vec::new();
@@ -93,73 +94,85 @@ pub fn destroy(
         removed.push(format!("network {name}"));
     }
 
-    if let (true, Some(l)) = (purge_images, &ledger) {
-        removed.extend(purge_base_images(host, cluster, cluster_dir, l)?);
-    }
-
     if cluster_dir.exists() {
         std::fs::remove_dir_all(cluster_dir)
             .with_context(|| format!("removing {}", cluster_dir.display()))?;
         removed.push(format!("state {}", cluster_dir.display()));
     }
+    if purge_images {
+        removed.extend(purge_base_images(host, state_root)?);
+    }
     Ok(removed)
 }
 
-/// Base images go only when no other cluster records them and no volume in the pool
-/// still has them as backing store; the pool goes when shiftlab made it and it is empty.
-fn purge_base_images(
-    host: &Host,
-    cluster: &str,
-    cluster_dir: &Path,
-    l: &ledger::Ledger,
-) -> Result<Vec<String>> {
+/// Base images go only when no remaining cluster records them and no volume still
+/// has them as backing store; a pool goes when shiftlab made it and it is empty.
+fn purge_base_images(host: &Host, state_root: &Path) -> Result<Vec<String>> {
     let mut removed = Vec::new();
-    let Some(pool) = host.pool(&l.pool)? else {
-        return Ok(removed);
-    };
-    if !pool.is_active()? {
-        return Ok(removed);
-    }
-    pool.refresh(0)?;
-    let others: Vec<ledger::Ledger> = cluster_dir
-        .parent()
-        .and_then(|p| std::fs::read_dir(p).ok())
+    let mut rec = ledger::load_host(state_root)?;
+    let clusters: Vec<ledger::Ledger> = std::fs::read_dir(state_root.join("clusters"))
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy() != cluster)
         .filter_map(|e| ledger::load(&e.path()).ok().flatten())
         .collect();
-    let vols = pool.list_all_volumes(0)?;
-    for base in &l.base_volumes {
-        if others.iter().any(|o| o.base_volumes.contains(base)) {
+    let mut kept = Vec::new();
+    for (uri, pool_name, base) in std::mem::take(&mut rec.base_images) {
+        let keep = |k: &mut Vec<_>| k.push((uri.clone(), pool_name.clone(), base.clone()));
+        if uri != host.uri || clusters.iter().any(|c| c.base_volumes.contains(&base)) {
+            keep(&mut kept);
             continue;
         }
-        let Some(bv) = Host::volume(&pool, base)? else {
+        let Some(pool) = host.pool(&pool_name)? else {
+            continue;
+        };
+        if !pool.is_active()? {
+            keep(&mut kept);
+            continue;
+        }
+        pool.refresh(0)?;
+        let Some(bv) = Host::volume(&pool, &base)? else {
             continue;
         };
         let path = bv.path()?;
-        let backed = vols.iter().any(|v| {
-            v.xml_desc(0)
-                .map(|x| {
-                    x.contains(&format!("<path>{path}</path>"))
-                        && !x.contains(&format!("<name>{base}</name>"))
-                })
-                .unwrap_or(false)
+        let backing = format!("<path>{path}</path>");
+        let backed = pool.list_all_volumes(0)?.iter().any(|v| {
+            v.name().is_ok_and(|n| n != base) && v.xml_desc(0).is_ok_and(|x| x.contains(&backing))
         });
         if backed {
+            keep(&mut kept);
             continue;
         }
         bv.delete(0).with_context(|| format!("deleting {base}"))?;
         removed.push(format!("volume {base}"));
     }
-    pool.refresh(0)?;
-    let pool_owned_elsewhere = others.iter().any(|o| o.pool == l.pool);
-    if l.created_pool && !pool_owned_elsewhere && pool.num_of_volumes()? == 0 {
-        pool.destroy().context("stopping the pool")?;
-        let _ = pool.delete(0);
-        pool.undefine().context("undefining the pool")?;
-        removed.push(format!("pool {}", l.pool));
+    rec.base_images = kept;
+    let mut pools_kept = Vec::new();
+    for (uri, pool_name) in std::mem::take(&mut rec.pools) {
+        let in_use = uri != host.uri
+            || clusters.iter().any(|c| c.pool == pool_name)
+            || rec
+                .base_images
+                .iter()
+                .any(|(u, p, _)| *u == uri && *p == pool_name);
+        let pool = if in_use { None } else { host.pool(&pool_name)? };
+        match pool {
+            Some(p)
+                if p.is_active()? && {
+                    p.refresh(0)?;
+                    p.num_of_volumes()? == 0
+                } =>
+            {
+                p.destroy().context("stopping the pool")?;
+                let _ = p.delete(0);
+                p.undefine().context("undefining the pool")?;
+                removed.push(format!("pool {pool_name}"));
+            }
+            None if !in_use => {}
+            _ => pools_kept.push((uri, pool_name)),
+        }
     }
+    rec.pools = pools_kept;
+    ledger::save_host(state_root, &rec)?;
     Ok(removed)
 }

@@ -19,10 +19,8 @@ pub struct Ledger {
     pub pool: String,
     /// Volumes created (or about to be) for this cluster, by name.
     pub volumes: Vec<String>,
-    /// Base image volumes this cluster imported or uses.
+    /// Base image volumes this cluster uses.
     pub base_volumes: Vec<String>,
-    /// The pool was created by shiftlab for this cluster.
-    pub created_pool: bool,
 }
 
 pub fn path(cluster_dir: &Path) -> PathBuf {
@@ -58,4 +56,38 @@ impl Ledger {
         }
         changed
     }
+}
+
+/// What shiftlab created on a libvirt host that outlives one cluster: the pools it
+/// made and the base images it imported. `destroy --purge-images` removes them once
+/// no cluster uses them.
+#[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HostRecord {
+    pub format: u32,
+    /// (libvirt URI, pool)
+    pub pools: Vec<(String, String)>,
+    /// (libvirt URI, pool, volume)
+    pub base_images: Vec<(String, String, String)>,
+}
+
+pub fn host_record_path(state_root: &Path) -> PathBuf {
+    state_root.join("libvirt-host.json")
+}
+
+pub fn load_host(state_root: &Path) -> Result<HostRecord> {
+    let p = host_record_path(state_root);
+    match std::fs::read_to_string(&p) {
+        Ok(t) => serde_json::from_str(&t).with_context(|| format!("reading {}", p.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(HostRecord {
+            format: LEDGER_FORMAT,
+            ..HostRecord::default()
+        }),
+        Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
+    }
+}
+
+pub fn save_host(state_root: &Path, r: &HostRecord) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(r)?;
+    text.push('\n');
+    write_atomic(&host_record_path(state_root), text.as_bytes())
 }
