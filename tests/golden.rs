@@ -111,3 +111,31 @@ fn ipi_install_config_carries_every_bmc() {
     }
     assert!(Path::new(&common::repo().join("tests/golden/ipi.install-config.yaml")).exists());
 }
+
+#[test]
+fn libvirt_xml() {
+    use shiftlab::render::libvirt::{domain_xml, network_xml, Accel, NodePaths};
+    let spec = load("upi.cluster.yaml");
+    let plan = plan::derive(&spec);
+    let net = network_xml(&plan);
+    roxmltree::Document::parse(&net).expect("network XML parses");
+    golden("upi.network.xml", &net);
+    let node = plan.node("lab1-ctlplane-0").unwrap();
+    let paths = NodePaths {
+        ignition: Some("/var/lib/libvirt/images/shiftlab/lab1-ctlplane-0.ign"),
+        console_log: "/var/log/libvirt/qemu/lab1-ctlplane-0-console.log",
+    };
+    let dom = domain_xml(&plan, node, Accel::Tcg, &paths);
+    roxmltree::Document::parse(&dom).expect("domain XML parses");
+    golden("upi.ctlplane-0.domain.xml", &dom);
+    let sno = load("sno.cluster.yaml");
+    let sno_plan = plan::derive(&sno);
+    let paths = NodePaths {
+        ignition: None,
+        console_log: "/var/log/libvirt/qemu/sno-ctlplane-0-console.log",
+    };
+    golden(
+        "sno.ctlplane-0.domain.xml",
+        &domain_xml(&sno_plan, &sno_plan.nodes[0], Accel::Kvm, &paths),
+    );
+}

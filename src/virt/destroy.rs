@@ -32,11 +32,14 @@ pub fn destroy(
         if d.is_active()? {
             d.destroy().with_context(|| format!("stopping {name}"))?;
         }
+        // NVRAM goes with the domain; a driver that knows no NVRAM (and so has
+        // none to keep) refuses the flag, and then a plain undefine is the same.
         let flags = virt::sys::VIR_DOMAIN_UNDEFINE_NVRAM
             | virt::sys::VIR_DOMAIN_UNDEFINE_MANAGED_SAVE
             | virt::sys::VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA;
-        d.undefine_flags(flags)
-            .with_context(|| format!("undefining {name}"))?;
+        if d.undefine_flags(flags).is_err() {
+            d.undefine().with_context(|| format!("undefining {name}"))?;
+        }
         removed.push(format!("domain {name} ({})", o.role));
         volumes.extend(storage.volumes);
         files.extend(storage.files);
