@@ -2,12 +2,54 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+/// Targets: each is reached with every target before it that is not done yet, and
+/// recorded in the cluster's state, so a run can be stopped and resumed anywhere.
 #[derive(Debug, Subcommand)]
 pub enum CreateCommand {
-    /// Write install-config.yaml (and agent-config.yaml for method agent) with backup copies
+    /// Write install-config.yaml (and agent-config.yaml for method agent): into --dir with
+    /// backup copies, or without --dir as the first target of the install
     InstallConfig(InstallConfigArgs),
+    /// Run `openshift-install create manifests` and add the lab's manifests
+    Manifests(TargetArgs),
+    /// Run `openshift-install create ignition-configs`
+    Ignition(TargetArgs),
     /// Build the cluster's libvirt objects: network, pool, base image, volumes, Ignition, domains
     Infra(InfraArgs),
+    /// Wait for `openshift-install wait-for bootstrap-complete`
+    BootstrapComplete(TargetArgs),
+    /// Remove the bootstrap node (load-balancer backends, VM, volumes)
+    BootstrapRemoval(TargetArgs),
+    /// Start the nodes planned to start after bootstrap (UPI workers)
+    Workers(TargetArgs),
+    /// Approve the plan's nodes' certificate signing requests
+    CsrApproval(TargetArgs),
+    /// Wait for `openshift-install wait-for install-complete` and print how to log in
+    InstallComplete(TargetArgs),
+    /// Every target: from the cluster file to a finished install
+    Cluster(TargetArgs),
+}
+
+impl CreateCommand {
+    /// The install driver's target name and arguments, for the driver's targets.
+    pub fn target(&self) -> Option<(&'static str, &TargetArgs)> {
+        match self {
+            CreateCommand::Manifests(a) => Some(("manifests", a)),
+            CreateCommand::Ignition(a) => Some(("ignition", a)),
+            CreateCommand::BootstrapComplete(a) => Some(("bootstrap-complete", a)),
+            CreateCommand::BootstrapRemoval(a) => Some(("bootstrap-removal", a)),
+            CreateCommand::Workers(a) => Some(("workers", a)),
+            CreateCommand::CsrApproval(a) => Some(("csr-approval", a)),
+            CreateCommand::InstallComplete(a) => Some(("install-complete", a)),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// The cluster file
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub file: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -16,9 +58,9 @@ pub struct InstallConfigArgs {
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
 
-    /// Directory to write into (openshift-install's asset directory)
+    /// Directory to write into [default: the cluster's asset directory, as an install target]
     #[arg(long, value_name = "DIR")]
-    pub dir: PathBuf,
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

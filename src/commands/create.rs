@@ -3,25 +3,47 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::create::{CreateCommand, InfraArgs, InstallConfigArgs};
+use crate::cli::create::{CreateCommand, InfraArgs, InstallConfigArgs, TargetArgs};
 use crate::files::write_atomic;
 use crate::install::dirs::StateDir;
-use crate::install::install_config;
+use crate::install::{driver, install_config};
 use crate::plan::{self, Boot, Plan};
 use crate::spec::{ClusterSpec, Role};
 use crate::virt::{apply, Host};
 
 pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
     match cmd {
-        CreateCommand::InstallConfig(args) => install_config_target(args, state),
+        CreateCommand::InstallConfig(args) if args.dir.is_some() => {
+            install_config_target(args, state)
+        }
+        CreateCommand::InstallConfig(args) => driver_target(
+            &TargetArgs {
+                file: args.file.clone(),
+            },
+            "install-config",
+            state,
+        ),
         CreateCommand::Infra(args) => infra_target(args, state),
+        CreateCommand::Cluster(args) => {
+            let loaded = super::load_spec(&args.file)?;
+            let last = driver::targets(loaded.spec.method)?
+                .last()
+                .copied()
+                .unwrap_or("install-complete");
+            driver_target(args, last, state)
+        }
+        other => {
+            let (name, args) = other.target().expect("a driver target");
+            driver_target(args, name, state)
+        }
     }
 }
 
 fn install_config_target(args: &InstallConfigArgs, state: &StateDir) -> Result<()> {
     let loaded = super::load_spec(&args.file)?;
     let plan = plan::derive(&loaded.spec);
-    let written = install_config::write(&loaded.spec, &plan, &args.dir, state)?;
+    let dir = args.dir.as_deref().unwrap_or(std::path::Path::new("."));
+    let written = install_config::write(&loaded.spec, &plan, dir, state)?;
     for p in written {
         println!("wrote {}", p.display());
     }
@@ -40,23 +62,26 @@ fn node_ignition(
     let keys: Vec<String> = spec.ssh_keys.iter().map(|k| k.key.clone()).collect();
     let mut out = BTreeMap::new();
     for node in plan.nodes.iter().filter(|n| n.boot == Boot::DiskFwCfg) {
-        let installer = if spec.rehearsal {
-            None
-        } else {
-            let file = assets.join(format!(
-                "{}.ign",
-                match node.role {
-                    Role::Bootstrap => "bootstrap",
-                    Role::Ctlplane => "master",
-                    Role::Worker => "worker",
-                }
-            ));
-            Some(std::fs::read(&file).with_context(|| {
-                format!(
-                    "reading {} (the installer's Ignition; create the ignition configs first, or use rehearsal: true)",
-                    file.display()
-                )
-            })?)
+        let file = assets.join(format!(
+            "{}.ign",
+            match node.role {
+                Role::Bootstrap => "bootstrap",
+                Role::Ctlplane => "master",
+                Role::Worker => "worker",
+            }
+        ));
+        // A rehearsal without installer configs gives the stand-ins shiftlab's part alone.
+        let installer = match std::fs::read(&file) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && spec.rehearsal => None,
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "reading {} (the installer's Ignition; run `shiftlab create ignition` first, or use rehearsal: true)",
+                        file.display()
+                    )
+                })
+            }
         };
         let cfg = crate::ignition::node_config(plan, node, &keys, installer.as_deref())?;
         out.insert(node.name.clone(), cfg.into_bytes());
@@ -79,24 +104,27 @@ fn base_image(spec: &ClusterSpec, state: &StateDir) -> Result<PathBuf> {
     bail!("image: no base image given; set `image:` to a local CoreOS qcow2 (or `rehearsal: true`)")
 }
 
-fn infra_target(args: &InfraArgs, state: &StateDir) -> Result<()> {
-    let loaded = super::load_spec(&args.file)?;
-    let spec = &loaded.spec;
-    let plan = plan::derive(spec);
+/// Apply the plan to libvirt and record the plan for the host services.
+pub fn apply_infra(
+    spec: &ClusterSpec,
+    plan: &Plan,
+    state: &StateDir,
+    host: &Host,
+    start_workers: bool,
+) -> Result<apply::Report> {
     let dir = state.cluster(&spec.cluster);
-    let host = Host::open(&plan.libvirt.uri)?;
     let image = base_image(spec, state)?;
-    let ignition = node_ignition(spec, &plan, state)?;
+    let ignition = node_ignition(spec, plan, state)?;
     let opts = apply::ApplyOptions {
         base_image: &image,
         ignition,
-        start_all: args.start_workers,
+        start_all: start_workers,
     };
-    let (report, accel, why) = apply::apply(&host, &plan, &state.root, &opts)?;
+    let (report, accel, why) = apply::apply(host, plan, &state.root, &opts)?;
     // The services (load balancer, HTTP, DNS) read the plan from here.
     write_atomic(
         &dir.join("plan.json"),
-        (serde_json::to_string_pretty(&plan)? + "\n").as_bytes(),
+        (serde_json::to_string_pretty(plan)? + "\n").as_bytes(),
     )?;
     println!(
         "domains run with {} ({why})",
@@ -125,5 +153,21 @@ fn infra_target(args: &InfraArgs, state: &StateDir) -> Result<()> {
             report.drift.join("\n  - ")
         );
     }
+    Ok(report)
+}
+
+fn infra_target(args: &InfraArgs, state: &StateDir) -> Result<()> {
+    let loaded = super::load_spec(&args.file)?;
+    let spec = &loaded.spec;
+    let plan = plan::derive(spec);
+    let host = Host::open(&plan.libvirt.uri)?;
+    apply_infra(spec, &plan, state, &host, args.start_workers)?;
     Ok(())
+}
+
+fn driver_target(args: &TargetArgs, target: &str, state: &StateDir) -> Result<()> {
+    let loaded = super::load_spec(&args.file)?;
+    let plan = plan::derive(&loaded.spec);
+    let ctx = driver::Ctx::new(&loaded.spec, &plan, state);
+    driver::reach(&ctx, target)
 }

@@ -105,6 +105,7 @@ pub struct RawSpec {
     pub additional_trust_bundle: Option<Src<String>>,
     pub capabilities: Option<RawCapabilities>,
     pub manifests: Option<Src<String>>,
+    pub openshift_install: Option<Src<String>>,
     pub bmc: RawBmc,
 }
 
@@ -141,6 +142,7 @@ pub const TOP_KEYS: &[&str] = &[
     "additional_trust_bundle",
     "capabilities",
     "manifests",
+    "openshift_install",
     "bmc",
 ];
 
@@ -733,6 +735,9 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     }
     if let Some((f, v)) = top.take("manifests") {
         raw.manifests = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("openshift_install") {
+        raw.openshift_install = string(&f, v, d);
     }
     if let Some((f, v)) = top.take("bmc") {
         if let Some(m) = mapping(&f, v, d) {

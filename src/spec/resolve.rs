@@ -817,6 +817,26 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         path
     });
 
+    let openshift_install = raw.openshift_install.as_ref().map(|s| {
+        let path = env.path(&s.v);
+        let executable = std::fs::metadata(&path)
+            .map(|m| {
+                m.is_file()
+                    && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+            })
+            .unwrap_or(false);
+        if !executable {
+            d.error(
+                &s.field,
+                format!(
+                    "{} is not an executable file (the openshift-install binary)",
+                    path.display()
+                ),
+            );
+        }
+        path
+    });
+
     let bmc = BmcSpec {
         address: raw
             .bmc
@@ -882,6 +902,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         additional_trust_bundle,
         capabilities,
         manifests,
+        openshift_install,
         bmc,
     }
 }

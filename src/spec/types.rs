@@ -264,6 +264,8 @@ pub struct ClusterSpec {
     pub additional_trust_bundle: Option<PathBuf>,
     pub capabilities: Option<Capabilities>,
     pub manifests: Option<PathBuf>,
+    /// The `openshift-install` binary to drive, when not the release's own.
+    pub openshift_install: Option<PathBuf>,
     pub bmc: BmcSpec,
 }
 

@@ -710,3 +710,19 @@ pub fn apply(
     }
     Ok((report, accel, why))
 }
+
+/// Start the plan's nodes of these roles that are not running yet (UPI workers after
+/// bootstrap). Returns the ones started.
+pub fn start_nodes(host: &Host, plan: &Plan, roles: &[Role]) -> Result<Vec<String>> {
+    let mut started = Vec::new();
+    for n in plan.nodes.iter().filter(|n| roles.contains(&n.role)) {
+        let d = host
+            .domain(&n.name)?
+            .with_context(|| format!("domain {} does not exist; run create infra", n.name))?;
+        if !d.is_active()? {
+            d.create().with_context(|| format!("starting {}", n.name))?;
+            started.push(n.name.clone());
+        }
+    }
+    Ok(started)
+}

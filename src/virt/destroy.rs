@@ -179,3 +179,57 @@ fn purge_base_images(host: &Host, state_root: &Path) -> Result<Vec<String>> {
     ledger::save_host(state_root, &rec)?;
     Ok(removed)
 }
+
+/// Remove one node (the bootstrap after bootstrap-complete): its domain and its
+/// volumes, and forget them in the ledger. Running it again does nothing.
+pub fn remove_node(
+    host: &Host,
+    cluster: &str,
+    node: &crate::plan::Node,
+    pool_name: &str,
+    state_root: &Path,
+) -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    if let Some(d) = host.domain(&node.name)? {
+        match super::owner_of_domain(&d)? {
+            Some(o) if o.cluster == cluster => {}
+            _ => anyhow::bail!("domain {} is not shiftlab's for {cluster}", node.name),
+        }
+        if d.is_active()? {
+            d.destroy()
+                .with_context(|| format!("stopping {}", node.name))?;
+        }
+        let flags = virt::sys::VIR_DOMAIN_UNDEFINE_NVRAM
+            | virt::sys::VIR_DOMAIN_UNDEFINE_MANAGED_SAVE
+            | virt::sys::VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA;
+        if d.undefine_flags(flags).is_err() {
+            d.undefine()
+                .with_context(|| format!("undefining {}", node.name))?;
+        }
+        removed.push(format!("domain {}", node.name));
+    }
+    let names: Vec<String> = node
+        .disks
+        .iter()
+        .map(|d| d.volume.clone())
+        .chain(node.ignition_volume.clone())
+        .collect();
+    if let Some(pool) = host.pool(pool_name)? {
+        if pool.is_active()? {
+            let _ = pool.refresh(0);
+            for v in &names {
+                if let Some(vol) = Host::volume(&pool, v)? {
+                    vol.delete(0)
+                        .with_context(|| format!("deleting volume {v}"))?;
+                    removed.push(format!("volume {v}"));
+                }
+            }
+        }
+    }
+    let dir = state_root.join("clusters").join(cluster);
+    if let Some(mut l) = ledger::load(&dir)? {
+        l.volumes.retain(|v| !names.contains(v));
+        ledger::save(&dir, &l)?;
+    }
+    Ok(removed)
+}

@@ -1,0 +1,379 @@
+//! The install driver: targets reached in order, each idempotent, each recorded in
+//! the cluster's state before (intent) and after (done) its side effects, so a run
+//! stopped anywhere — even by `kill -9` — converges when started again.
+//!
+//! ```text
+//! install-config → manifests → ignition → infra → bootstrap-complete
+//!   → bootstrap-removal → workers → csr-approval → install-complete
+//! ```
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use super::dirs::StateDir;
+use super::state::{self, Locked};
+use crate::plan::{Plan, Start};
+use crate::spec::{ClusterSpec, Method, Role};
+
+/// The targets of a UPI install, in order.
+pub const UPI_TARGETS: &[&str] = &[
+    "install-config",
+    "manifests",
+    "ignition",
+    "infra",
+    "bootstrap-complete",
+    "bootstrap-removal",
+    "workers",
+    "csr-approval",
+    "install-complete",
+];
+
+/// The targets of `method`, in order.
+pub fn targets(method: Method) -> Result<&'static [&'static str]> {
+    match method {
+        Method::Upi => Ok(UPI_TARGETS),
+        other => bail!(
+            "method {other}: the install driver drives upi so far; `shiftlab create install-config` writes its configs and `create infra` its VMs"
+        ),
+    }
+}
+
+/// Everything a target needs.
+pub struct Ctx<'a> {
+    pub spec: &'a ClusterSpec,
+    pub plan: &'a Plan,
+    pub state: &'a StateDir,
+    pub dir: PathBuf,
+    pub assets: PathBuf,
+    pub log: PathBuf,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(spec: &'a ClusterSpec, plan: &'a Plan, state: &'a StateDir) -> Self {
+        let dir = state.cluster(&spec.cluster);
+        Ctx {
+            assets: dir.join("assets"),
+            log: dir.join("openshift-install.log"),
+            dir,
+            spec,
+            plan,
+            state,
+        }
+    }
+}
+
+/// Find the `openshift-install` binary: the cluster file's, the one extracted for
+/// this cluster, else the one on `PATH`.
+pub fn installer(ctx: &Ctx) -> Result<PathBuf> {
+    if let Some(p) = &ctx.spec.openshift_install {
+        return Ok(p.clone());
+    }
+    let local = ctx.dir.join("bin/openshift-install");
+    if local.is_file() {
+        return Ok(local);
+    }
+    if let Some(paths) = std::env::var_os("PATH") {
+        for d in std::env::split_paths(&paths) {
+            let p = d.join("openshift-install");
+            if p.is_file() {
+                return Ok(p);
+            }
+        }
+    }
+    bail!("no openshift-install: set `openshift_install:` in the cluster file or put it on PATH")
+}
+
+/// Run `openshift-install` with its output appended to the cluster's log and its
+/// progress shown on one line.
+pub fn run_installer(ctx: &Ctx, args: &[&str]) -> Result<()> {
+    let bin = installer(ctx)?;
+    std::fs::create_dir_all(&ctx.assets)?;
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&ctx.log)
+        .with_context(|| format!("opening {}", ctx.log.display()))?;
+    writeln!(log, "### {} {}", bin.display(), args.join(" "))?;
+    let mut child = Command::new(&bin)
+        .args(args)
+        .arg("--dir")
+        .arg(&ctx.assets)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running {}", bin.display()))?;
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar.set_message(format!("openshift-install {}", args.join(" ")));
+    // openshift-install logs on stderr; merge both into the log and the display.
+    let stderr = child.stderr.take();
+    let err_log = log.try_clone()?;
+    let err_bar = bar.clone();
+    let err_thread = std::thread::spawn(move || {
+        let mut err_log = err_log;
+        if let Some(e) = stderr {
+            for line in BufReader::new(e).lines().map_while(Result::ok) {
+                let _ = writeln!(err_log, "{line}");
+                err_bar.set_message(short(&line));
+            }
+        }
+    });
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = writeln!(log, "{line}");
+            bar.set_message(short(&line));
+        }
+    }
+    let _ = err_thread.join();
+    let status = child.wait()?;
+    bar.finish_and_clear();
+    if !status.success() {
+        bail!(
+            "openshift-install {} failed ({status}); its log is {}",
+            args.join(" "),
+            ctx.log.display()
+        );
+    }
+    Ok(())
+}
+
+fn short(line: &str) -> String {
+    // `level=info msg="…"` → the message.
+    let msg = line
+        .split_once("msg=\"")
+        .map(|(_, m)| m.trim_end_matches('"'))
+        .unwrap_or(line);
+    msg.chars().take(100).collect()
+}
+
+/// Reach `goal`, running every target before it that is not done yet.
+pub fn reach(ctx: &Ctx, goal: &str) -> Result<()> {
+    let order = targets(ctx.spec.method)?;
+    let Some(pos) = order.iter().position(|t| *t == goal) else {
+        bail!(
+            "unknown target {goal}; the targets are: {}",
+            order.join(", ")
+        );
+    };
+    let mut locked = state::lock(&ctx.dir, &ctx.spec.cluster)?;
+    for target in &order[..=pos] {
+        if locked.is_done(target) {
+            continue;
+        }
+        eprintln!("==> {target}");
+        locked.start(target, None)?;
+        let note =
+            run_target(ctx, &mut locked, target).with_context(|| format!("target {target}"))?;
+        if let Some(n) = &note {
+            eprintln!("    {n}");
+        }
+        locked.done(target, note)?;
+    }
+    Ok(())
+}
+
+fn run_target(ctx: &Ctx, locked: &mut Locked, target: &str) -> Result<Option<String>> {
+    match target {
+        "install-config" => install_config(ctx),
+        "manifests" => manifests(ctx),
+        "ignition" => ignition(ctx),
+        "infra" => infra(ctx),
+        "bootstrap-complete" => {
+            run_installer(
+                ctx,
+                &["wait-for", "bootstrap-complete", "--log-level", "info"],
+            )?;
+            Ok(Some("the control plane runs on its own".into()))
+        }
+        "bootstrap-removal" => bootstrap_removal(ctx),
+        "workers" => workers(ctx),
+        "csr-approval" => csr_approval(ctx),
+        "install-complete" => install_complete(ctx, locked),
+        other => bail!("no such target {other}"),
+    }
+}
+
+fn install_config(ctx: &Ctx) -> Result<Option<String>> {
+    // Written into the asset directory, where openshift-install consumes it; the
+    // backup beside it in the cluster's directory keeps what was asked for.
+    let written = super::install_config::write(ctx.spec, ctx.plan, &ctx.assets, ctx.state)?;
+    for p in &written {
+        if p.file_name()
+            .is_some_and(|n| n.to_string_lossy().contains("backup"))
+        {
+            let dest = ctx.dir.join(p.file_name().unwrap_or_default());
+            std::fs::rename(p, &dest)
+                .with_context(|| format!("moving the backup to {}", dest.display()))?;
+        }
+    }
+    Ok(Some(format!(
+        "{}",
+        ctx.assets.join("install-config.yaml").display()
+    )))
+}
+
+/// Make sure the installer has its input again after an interrupted run consumed it.
+fn restore_install_config(ctx: &Ctx) -> Result<()> {
+    let ic = ctx.assets.join("install-config.yaml");
+    let installer_state = ctx.assets.join(".openshift_install_state.json");
+    if !ic.exists() && !installer_state.exists() {
+        let backup = ctx.dir.join("install-config.backup.yaml");
+        let text =
+            std::fs::read(&backup).with_context(|| format!("reading {}", backup.display()))?;
+        crate::files::write_private(&ic, &text)?;
+    }
+    Ok(())
+}
+
+/// The manifests the lab adds to what the installer generates.
+pub fn lab_manifests(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
+    let mut out = vec![(
+        "openshift/99-shiftlab-image-registry.yaml",
+        // platform none has no storage for the registry: emptyDir, fine for a lab.
+        "apiVersion: imageregistry.operator.openshift.io/v1\nkind: Config\nmetadata:\n  name: cluster\nspec:\n  managementState: Managed\n  storage:\n    emptyDir: {}\n".to_string(),
+    )];
+    if spec.workers == 0 {
+        out.push((
+            "manifests/cluster-scheduler-02-config.yml",
+            "apiVersion: config.openshift.io/v1\nkind: Scheduler\nmetadata:\n  creationTimestamp: null\n  name: cluster\nspec:\n  mastersSchedulable: true\n  policy:\n    name: \"\"\nstatus: {}\n".to_string(),
+        ));
+    }
+    out
+}
+
+fn manifests(ctx: &Ctx) -> Result<Option<String>> {
+    restore_install_config(ctx)?;
+    run_installer(ctx, &["create", "manifests"])?;
+    // UPI: the nodes are ours, not Machines: drop the Machine API's objects.
+    let openshift = ctx.assets.join("openshift");
+    if let Ok(rd) = std::fs::read_dir(&openshift) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.starts_with("99_openshift-cluster-api_master-machines-")
+                || name.starts_with("99_openshift-cluster-api_worker-machineset-")
+                || name.starts_with("99_openshift-machine-api_master-control-plane-machine-set")
+            {
+                std::fs::remove_file(e.path())?;
+            }
+        }
+    }
+    let mut added = Vec::new();
+    for (rel, text) in lab_manifests(ctx.spec) {
+        crate::files::write_atomic(&ctx.assets.join(rel), text.as_bytes())?;
+        added.push(rel.to_string());
+    }
+    if let Some(dir) = &ctx.spec.manifests {
+        for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+            let e = e?;
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".json") {
+                let text = std::fs::read(e.path())?;
+                crate::files::write_atomic(&openshift.join(&name), &text)?;
+                added.push(format!("openshift/{name}"));
+            }
+        }
+    }
+    Ok(Some(format!("added {}", added.join(", "))))
+}
+
+fn ignition(ctx: &Ctx) -> Result<Option<String>> {
+    if !ctx.assets.join("bootstrap.ign").exists() {
+        run_installer(ctx, &["create", "ignition-configs"])?;
+    }
+    for f in [
+        "bootstrap.ign",
+        "master.ign",
+        "worker.ign",
+        "auth/kubeconfig",
+    ] {
+        if !ctx.assets.join(f).exists() {
+            bail!("openshift-install did not write {f}");
+        }
+    }
+    Ok(Some("bootstrap.ign, master.ign, worker.ign".into()))
+}
+
+fn infra(ctx: &Ctx) -> Result<Option<String>> {
+    let host = crate::virt::Host::open(&ctx.plan.libvirt.uri)?;
+    let report = crate::commands::create::apply_infra(ctx.spec, ctx.plan, ctx.state, &host, false)?;
+    Ok(Some(format!(
+        "{} created, {} started",
+        report.created.len(),
+        report.started.len()
+    )))
+}
+
+fn bootstrap_removal(ctx: &Ctx) -> Result<Option<String>> {
+    let host = crate::virt::Host::open(&ctx.plan.libvirt.uri)?;
+    let mut removed = Vec::new();
+    for node in ctx.plan.nodes_with_role(Role::Bootstrap) {
+        removed.extend(crate::virt::destroy::remove_node(
+            &host,
+            &ctx.plan.cluster,
+            node,
+            &ctx.plan.libvirt.pool,
+            &ctx.state.root,
+        )?);
+    }
+    Ok(Some(if removed.is_empty() {
+        "the bootstrap was already gone".into()
+    } else {
+        format!("removed {}", removed.join(", "))
+    }))
+}
+
+fn workers(ctx: &Ctx) -> Result<Option<String>> {
+    let host = crate::virt::Host::open(&ctx.plan.libvirt.uri)?;
+    let later: Vec<Role> = ctx
+        .plan
+        .nodes
+        .iter()
+        .filter(|n| n.start == Start::AfterBootstrap)
+        .map(|n| n.role)
+        .collect();
+    let started = crate::virt::apply::start_nodes(&host, ctx.plan, &later)?;
+    Ok(Some(if started.is_empty() {
+        "every worker already runs".into()
+    } else {
+        format!("started {}", started.join(", "))
+    }))
+}
+
+fn csr_approval(ctx: &Ctx) -> Result<Option<String>> {
+    if ctx.spec.rehearsal {
+        return Ok(Some(
+            "rehearsal: stand-in nodes raise no CSRs (there is no Kubernetes API)".into(),
+        ));
+    }
+    bail!(
+        "approving node CSRs is not wired into the driver yet: approve them with `oc adm certificate approve` (KUBECONFIG={}), then run again",
+        ctx.assets.join("auth/kubeconfig").display()
+    )
+}
+
+fn install_complete(ctx: &Ctx, locked: &mut Locked) -> Result<Option<String>> {
+    run_installer(
+        ctx,
+        &["wait-for", "install-complete", "--log-level", "info"],
+    )?;
+    let console = format!(
+        "https://console-openshift-console.apps.{}",
+        ctx.plan.cluster_domain
+    );
+    locked.set_fact("console", &console)?;
+    let kubeconfig = ctx.assets.join("auth/kubeconfig");
+    let password = ctx.assets.join("auth/kubeadmin-password");
+    println!("The cluster is installed.");
+    println!("  console:  {console}");
+    println!("  user:     kubeadmin, password in {}", password.display());
+    println!("  export KUBECONFIG={}", kubeconfig.display());
+    Ok(Some(console))
+}
