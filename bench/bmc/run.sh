@@ -20,8 +20,11 @@ bin=${BENCH_SHIFTLAB:-${CARGO_TARGET_DIR:-$repo/target}/release/shiftlab}
 
 if [ "${1:-}" != __inside ]; then
   [ "$(id -u)" -eq 0 ] || { echo "run as root (sandbox namespaces)" >&2; exit 2; }
-  if ! "$venv/bin/python" -c 'import sushy_tools, libvirt' 2>/dev/null; then
-    python3 -m venv "$venv"
+  if ! "$venv/bin/python" -c 'import ssl, sushy_tools, libvirt' 2>/dev/null; then
+    # Debian's python (python3-venv, python3-dev from scripts/setup), not
+    # whatever python3 comes first in PATH
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv"
     "$venv/bin/pip" install -q sushy-tools==2.2.0 libvirt-python==9.0.0
   fi
   command -v ab >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends apache2-utils >/dev/null

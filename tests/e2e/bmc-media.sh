@@ -13,7 +13,7 @@ venv=${BMC_VENV:-${TMPDIR:-/tmp}/shiftlab-bmc-venv}
 bin=${CARGO_TARGET_DIR:-$repo/target}/debug/shiftlab
 
 if [ "${1:-}" != __inside ]; then
-  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import sushy, requests' 2>/dev/null; then
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import ssl, sushy, requests' 2>/dev/null; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q sushy==5.5.0 requests
   fi
