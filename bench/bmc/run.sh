@@ -33,7 +33,7 @@ if [ "${1:-}" != __inside ]; then
   [ -x "$sandbox" ] || sandbox=$repo/tests/e2e/bmc-sandbox
   echo "# shiftlab $(git -C "$repo" rev-parse --short HEAD) vs sushy-tools $("$venv/bin/pip" show sushy-tools | sed -n 's/^Version: //p')," \
     "libvirt $(virsh -v 2>/dev/null || true), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%F)"
-  exec timeout -k 10 900 "$sandbox" run -- "$0" __inside
+  exec timeout -k 30 900 "$sandbox" run -- "$0" __inside
 fi
 
 # ---- inside the sandbox

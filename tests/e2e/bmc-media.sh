@@ -21,7 +21,7 @@ if [ "${1:-}" != __inside ]; then
   sandbox=$repo/scripts/sandbox
   [ -x "$sandbox" ] || sandbox=$here/bmc-sandbox
   # bounded: the sandbox stops everything it started when the time is up
-  exec timeout -k 10 170 "$sandbox" run -- "$0" __inside
+  exec timeout -k 30 170 "$sandbox" run -- "$0" __inside
 fi
 
 # ---- inside the sandbox: LIBVIRT_DEFAULT_URI=qemu:///system
