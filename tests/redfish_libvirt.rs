@@ -181,3 +181,44 @@ fn insert_refuses_bad_images_and_leaves_nothing_inserted() {
     assert!(!m.system(TEST_UUID).unwrap().media[0].inserted);
     m.eject_media(TEST_UUID, MediaSlot::Cd).unwrap();
 }
+
+#[test]
+fn gets_read_power_live_and_see_outside_definition_changes_within_the_ttl() {
+    use shiftlab::redfish::libvirt::DEFINITION_TTL;
+    let _g = serial();
+    let m = machine(Scope::Allow(vec!["test".into()]));
+    let before = m.system(TEST_UUID).unwrap();
+    assert_eq!(before.power, PowerState::On);
+    let conn = virt::connect::Connect::open(Some("test:///default")).unwrap();
+    let dom = conn.lookup_domain_by_uuid_string(TEST_UUID).unwrap();
+    dom.destroy().unwrap();
+    assert_eq!(
+        m.system(TEST_UUID).unwrap().power,
+        PowerState::Off,
+        "power is read live, never from the snapshot"
+    );
+    // the definition changed behind the BMC's back (virsh edit)
+    let xml = dom
+        .xml_desc(virt::sys::VIR_DOMAIN_XML_INACTIVE | virt::sys::VIR_DOMAIN_XML_SECURE)
+        .unwrap();
+    let start = xml.find("<vcpu").unwrap();
+    let end = xml[start..].find("</vcpu>").unwrap() + start;
+    let open_end = xml[start..end].find('>').unwrap() + start + 1;
+    let more = before.cpus + 1;
+    let edited = format!("{}{more}{}", &xml[..open_end], &xml[end..]);
+    conn.define_domain_xml(&edited).unwrap();
+    std::thread::sleep(DEFINITION_TTL + std::time::Duration::from_millis(200));
+    assert_eq!(m.system(TEST_UUID).unwrap().cpus, more);
+    // changes made through the BMC are seen at once
+    m.set_boot(
+        TEST_UUID,
+        BootPatch {
+            target: Some(BootTarget::Pxe),
+            enabled: Some(BootEnabled::Continuous),
+            mode: None,
+        },
+    )
+    .unwrap();
+    assert_eq!(m.system(TEST_UUID).unwrap().boot.target, BootTarget::Pxe);
+    conn.define_domain_xml(&xml).unwrap();
+}

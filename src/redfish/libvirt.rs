@@ -2,10 +2,17 @@
 //! ownership metadata (lab mode) or an allow-list (standalone mode). Every
 //! read-modify-write of a domain definition runs under a per-domain lock;
 //! reads never write.
+//!
+//! GETs read the power state live from libvirt on every request, and the
+//! definition (boot override, media, NICs, disks) from a snapshot that is
+//! dropped on every change made through the BMC and re-read after
+//! [`DEFINITION_TTL`] at the latest (for changes made behind its back, e.g.
+//! `virsh edit`). Writes always re-read the definition under the lock.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use virt::connect::Connect;
@@ -37,11 +44,25 @@ pub struct LibvirtConfig {
     pub max_image_bytes: u64,
 }
 
+/// Longest time a GET serves a definition read earlier. Power state is
+/// always read live; changes made through the BMC are seen at once.
+pub const DEFINITION_TTL: Duration = Duration::from_secs(2);
+
+/// An exposed domain's definition as read at `read_at`.
+struct Snapshot {
+    dom: Domain,
+    view: DomainView,
+    disks: Vec<Disk>,
+    read_at: Instant,
+}
+
 pub struct LibvirtMachine {
     conn: Connect,
     scope: Scope,
     media: MediaStore,
     locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// By lower-case UUID.
+    snapshots: Mutex<HashMap<String, Arc<Snapshot>>>,
 }
 
 fn backend(e: virt::error::Error, what: &str) -> MachineError {
@@ -91,7 +112,51 @@ impl LibvirtMachine {
                 cfg.max_image_bytes,
             ),
             locks: Mutex::new(HashMap::new()),
+            snapshots: Mutex::new(HashMap::new()),
         })
+    }
+
+    fn snapshots(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Snapshot>>> {
+        self.snapshots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Forgets the snapshot of a domain whose definition changed.
+    fn invalidate(&self, uuid: &str) {
+        self.snapshots().remove(&uuid.to_ascii_lowercase());
+    }
+
+    /// The exposed domain's definition, read again when older than
+    /// [`DEFINITION_TTL`].
+    fn snapshot(&self, uuid: &str) -> Result<Arc<Snapshot>, MachineError> {
+        let key = uuid.to_ascii_lowercase();
+        if let Some(s) = self.snapshots().get(&key) {
+            if s.read_at.elapsed() < DEFINITION_TTL {
+                return Ok(s.clone());
+            }
+        }
+        let read_at = Instant::now();
+        let dom = self.domain(uuid)?;
+        let view = domxml::parse(&Self::config_xml(&dom)?)?;
+        let disks = view
+            .disks
+            .iter()
+            .map(|(dev, src)| Disk {
+                name: dev.clone(),
+                capacity_bytes: src
+                    .as_deref()
+                    .and_then(|s| self.conn.lookup_storage_vol_by_path(s).ok())
+                    .and_then(|v| v.info().ok())
+                    .map(|i| i.capacity),
+            })
+            .collect();
+        let snap = Arc::new(Snapshot {
+            dom,
+            view,
+            disks,
+            read_at,
+        });
+        self.snapshots().insert(key, snap.clone());
+        Ok(snap)
     }
 
     fn owner_cluster(dom: &Domain) -> Option<String> {
@@ -135,9 +200,13 @@ impl LibvirtMachine {
     }
 
     fn define(&self, xml: &str) -> Result<(), MachineError> {
-        self.conn
+        let dom = self
+            .conn
             .define_domain_xml(xml)
             .map_err(|e| backend(e, "redefining domain"))?;
+        if let Ok(uuid) = dom.uuid_string() {
+            self.invalidate(&uuid);
+        }
         Ok(())
     }
 
@@ -208,12 +277,17 @@ impl Machine for LibvirtMachine {
     }
 
     fn resolve(&self, id: &str) -> Result<SystemRef, MachineError> {
-        let dom = if is_uuid(id) {
-            self.conn.lookup_domain_by_uuid_string(id)
-        } else {
-            self.conn.lookup_domain_by_name(id)
+        if is_uuid(id) {
+            let snap = self.snapshot(id)?;
+            return Ok(SystemRef {
+                uuid: id.to_string(),
+                name: snap.view.name.clone(),
+            });
         }
-        .map_err(|_| MachineError::NotFound)?;
+        let dom = self
+            .conn
+            .lookup_domain_by_name(id)
+            .map_err(|_| MachineError::NotFound)?;
         let uuid = dom
             .uuid_string()
             .map_err(|e| backend(e, "reading domain uuid"))?;
@@ -231,17 +305,25 @@ impl Machine for LibvirtMachine {
     }
 
     fn system(&self, uuid: &str) -> Result<SystemInfo, MachineError> {
-        let dom = self.domain(uuid)?;
-        let power = if dom
-            .is_active()
-            .map_err(|e| backend(e, "reading domain state"))?
-        {
+        let mut snap = self.snapshot(uuid)?;
+        let active = match snap.dom.is_active() {
+            Ok(a) => a,
+            Err(_) => {
+                // undefined (or redefined) since the snapshot: look again
+                self.invalidate(uuid);
+                snap = self.snapshot(uuid)?;
+                snap.dom
+                    .is_active()
+                    .map_err(|e| backend(e, "reading domain state"))?
+            }
+        };
+        let power = if active {
             PowerState::On
         } else {
             PowerState::Off
         };
-        let view = domxml::parse(&Self::config_xml(&dom)?)?;
-        let boot = Self::boot_state(&view);
+        let view = &snap.view;
+        let boot = Self::boot_state(view);
         let media = match view.cdroms.iter().find(|c| c.inserted()) {
             Some(cd) => {
                 let image = match (&cd.volume, &view.meta.media) {
@@ -265,18 +347,7 @@ impl Machine for LibvirtMachine {
                 write_protected: true,
             },
         };
-        let disks = view
-            .disks
-            .iter()
-            .map(|(dev, src)| Disk {
-                name: dev.clone(),
-                capacity_bytes: src
-                    .as_deref()
-                    .and_then(|s| self.conn.lookup_storage_vol_by_path(s).ok())
-                    .and_then(|v| v.info().ok())
-                    .map(|i| i.capacity),
-            })
-            .collect();
+        let disks = snap.disks.clone();
         Ok(SystemInfo {
             uuid: uuid.to_string(),
             name: view.name.clone(),

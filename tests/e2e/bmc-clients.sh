@@ -19,7 +19,7 @@ fi
 cargo build -q --bin shiftlab
 bin=${CARGO_TARGET_DIR:-$repo/target}/debug/shiftlab
 work=$(mktemp -d)
-"$bin" bmc --connect "$uri" --allow "$domain" --listen "127.0.0.1:$port" --state-dir "$work/state" >"$work/bmc.log" 2>&1 &
+"$bin" bmc --connect "$uri" --allow "$domain" --listen "127.0.0.1:$port" --bmc-dir "$work/state" >"$work/bmc.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 50); do curl -sk "https://127.0.0.1:$port/redfish/v1/" >/dev/null && break; sleep 0.1; done

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Benchmark: shiftlab's Redfish BMC vs sushy-emulator (sushy-tools 2.2.0) on
+# the same libvirt domain, in one run, inside the hermetic sandbox (a private
+# libvirtd with a tiny TCG QEMU domain). Prints a Markdown table with ratios;
+# never fails on a timing. See docs/benchmarks.md ("Redfish BMC").
+#
+#   sudo bench/bmc/run.sh            # as root; ~2-4 minutes
+#
+# Knobs (environment): BENCH_SEQ / BENCH_CONC (shiftlab's request counts for
+# 1 and 16 clients; sushy gets 1/20 of them), BENCH_SECONDS (time limit of
+# each load run), BENCH_ROUNDS (power rounds), BENCH_VENV, BENCH_SHIFTLAB (a
+# prebuilt shiftlab binary instead of cargo build --release).
+# Needs: scripts/setup's packages, apache2-utils (ab; installed if missing),
+# and pip access for sushy-tools + libvirt-python (built against libvirt-dev).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+venv=${BENCH_VENV:-${TMPDIR:-/tmp}/shiftlab-bench-venv}
+bin=${BENCH_SHIFTLAB:-${CARGO_TARGET_DIR:-$repo/target}/release/shiftlab}
+
+if [ "${1:-}" != __inside ]; then
+  [ "$(id -u)" -eq 0 ] || { echo "run as root (sandbox namespaces)" >&2; exit 2; }
+  if ! "$venv/bin/python" -c 'import ssl, sushy_tools, libvirt' 2>/dev/null; then
+    # Debian's python (python3-venv, python3-dev from scripts/setup), not
+    # whatever python3 comes first in PATH
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q sushy-tools==2.2.0 libvirt-python==9.0.0
+  fi
+  command -v ab >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends apache2-utils >/dev/null
+  [ -n "${BENCH_SHIFTLAB:-}" ] || (cd "$repo" && cargo build -q --release --bin shiftlab)
+  sandbox=$repo/scripts/sandbox
+  [ -x "$sandbox" ] || sandbox=$repo/tests/e2e/bmc-sandbox
+  echo "# shiftlab $(git -C "$repo" rev-parse --short HEAD) vs sushy-tools $("$venv/bin/pip" show sushy-tools | sed -n 's/^Version: //p')," \
+    "libvirt $(virsh -v 2>/dev/null || true), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%F)"
+  exec timeout -k 30 900 "$sandbox" run -- "$0" __inside
+fi
+
+# ---- inside the sandbox
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cat >"$work/dom.xml" <<'EOF'
+<domain type='qemu'>
+  <name>bench-bmc-0</name>
+  <memory unit='MiB'>128</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type><boot dev='hd'/></os>
+  <features><acpi/></features>
+  <devices>
+    <disk type='file' device='cdrom'>
+      <driver name='qemu' type='raw'/>
+      <target dev='sda' bus='sata'/>
+      <readonly/>
+    </disk>
+  </devices>
+</domain>
+EOF
+virsh -q define "$work/dom.xml" >/dev/null
+"$venv/bin/python" "$here/bench.py" --shiftlab "$bin" --sushy "$venv/bin/sushy-emulator" \
+  --work "$work/run" --domain bench-bmc-0

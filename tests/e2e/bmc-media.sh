@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Virtual media against a real libvirtd: inside a hermetic sandbox (own
+# network + mount namespace, private libvirtd), `shiftlab bmc` (TLS + auth)
+# serves two tiny QEMU domains and the real sushy client runs Ironic's
+# virtual-media sequence with an ISO served over HTTP on 127.0.0.1;
+# bmc-media.py checks every step through virsh (domstate, dumpxml, vol-list)
+# and the HTTP server's log (the same image is not downloaded twice).
+# Needs root and scripts/setup's packages; pip-installs sushy into a venv.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+venv=${BMC_VENV:-${TMPDIR:-/tmp}/shiftlab-bmc-venv}
+bin=${CARGO_TARGET_DIR:-$repo/target}/debug/shiftlab
+
+if [ "${1:-}" != __inside ]; then
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import ssl, sushy, requests' 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q sushy==5.5.0 requests
+  fi
+  (cd "$repo" && cargo build -q --bin shiftlab)
+  sandbox=$repo/scripts/sandbox
+  [ -x "$sandbox" ] || sandbox=$here/bmc-sandbox
+  # bounded: the sandbox stops everything it started when the time is up
+  exec timeout -k 30 170 "$sandbox" run -- "$0" __inside
+fi
+
+# ---- inside the sandbox: LIBVIRT_DEFAULT_URI=qemu:///system
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  local rc=$?
+  set +e
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  if [ "$rc" -ne 0 ]; then tail -n 20 "$work/bmc.log" "$work/http.log"; fi
+  rm -rf "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
+
+virsh -q pool-define-as default dir --target /var/lib/libvirt/images >/dev/null
+virsh -q pool-start default >/dev/null
+for d in a b; do
+  virsh -q vol-create-as default "bmc-$d.qcow2" 16M --format qcow2 >/dev/null
+  cat >"$work/$d.xml" <<EOF
+<domain type='qemu'>
+  <name>bmc-media-$d</name>
+  <memory unit='MiB'>128</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type><boot dev='hd'/></os>
+  <features><acpi/></features>
+  <devices>
+    <disk type='volume' device='disk'>
+      <driver name='qemu' type='qcow2'/>
+      <source pool='default' volume='bmc-$d.qcow2'/>
+      <target dev='vda' bus='virtio'/>
+    </disk>
+    <disk type='file' device='cdrom'>
+      <driver name='qemu' type='raw'/>
+      <target dev='sda' bus='sata'/>
+      <readonly/>
+    </disk>
+  </devices>
+</domain>
+EOF
+  virsh -q define "$work/$d.xml" >/dev/null
+done
+
+mkdir -p "$work/iso" "$work/www"
+echo "shiftlab bmc virtual media test" >"$work/iso/README"
+genisoimage -quiet -o "$work/www/boot.iso" -V SHIFTLAB -r -J "$work/iso"
+http_port=18080
+python3 -m http.server --bind 127.0.0.1 --directory "$work/www" "$http_port" >"$work/http.log" 2>&1 &
+pids+=($!)
+
+port=18443
+"$bin" -v bmc --connect qemu:///system --allow bmc-media-a --allow bmc-media-b --pool default \
+  --listen "127.0.0.1:$port" --bmc-dir "$work/bmc" >"$work/bmc.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do
+  curl -s "http://127.0.0.1:$http_port/" >/dev/null && curl -sk "https://127.0.0.1:$port/redfish/v1/" >/dev/null && break
+  sleep 0.1
+done
+
+"$venv/bin/python" "$here/bmc-media.py" "https://127.0.0.1:$port" admin "$(cat "$work/bmc/password")" \
+  "$work/bmc/tls/ca.crt" "http://127.0.0.1:$http_port/boot.iso" "$work/http.log" bmc-media-a bmc-media-b
