@@ -19,7 +19,6 @@ if [ "${1:-}" != __inside ]; then
   fi
   (cd "$repo" && cargo build -q --bin shiftlab)
   sandbox=$repo/scripts/sandbox
-  [ -x "$sandbox" ] || sandbox=$here/bmc-sandbox
   # bounded: the sandbox stops everything it started when the time is up
   exec timeout -k 30 170 "$sandbox" run -- "$0" __inside
 fi
