@@ -30,7 +30,6 @@ if [ "${1:-}" != __inside ]; then
   command -v ab >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends apache2-utils >/dev/null
   [ -n "${BENCH_SHIFTLAB:-}" ] || (cd "$repo" && cargo build -q --release --bin shiftlab)
   sandbox=$repo/scripts/sandbox
-  [ -x "$sandbox" ] || sandbox=$repo/tests/e2e/bmc-sandbox
   echo "# shiftlab $(git -C "$repo" rev-parse --short HEAD) vs sushy-tools $("$venv/bin/pip" show sushy-tools | sed -n 's/^Version: //p')," \
     "libvirt $(virsh -v 2>/dev/null || true), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%F)"
   exec timeout -k 30 900 "$sandbox" run -- "$0" __inside
