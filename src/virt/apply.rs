@@ -272,7 +272,7 @@ fn reconcile_network(plan: &Plan, net: &Network, report: &mut Report) -> Result<
             )
         })
         .collect();
-    let dns_ips: Vec<String> = doc
+    let mut dns_ips: Vec<String> = doc
         .descendants()
         .filter(|n| n.tag_name().name() == "host" && n.attribute("mac").is_none())
         .filter_map(|n| n.attribute("ip").map(str::to_string))
@@ -334,9 +334,8 @@ fn reconcile_network(plan: &Plan, net: &Network, report: &mut Report) -> Result<
         )
         .with_context(|| format!("adding the DNS record of {}", rec.name))?;
         added += 1;
-        // One entry carries every name of that address.
-        let mut ips = dns_ips.clone();
-        ips.push(rec.value.clone());
+        // That one entry carries every name of the address.
+        dns_ips.push(rec.value.clone());
     }
     if added > 0 {
         report
@@ -362,7 +361,6 @@ struct NodeVolumes {
 fn ensure_node_volumes(
     host: &Host,
     pool: &StoragePool,
-    plan: &Plan,
     node: &Node,
     base: &StorageVol,
     base_size: u64,
@@ -390,17 +388,17 @@ fn ensure_node_volumes(
         let vol = match Host::volume(pool, name)? {
             Some(v) if v.info()?.capacity == bytes.len() as u64 => {
                 // Same size: compare contents before deciding it is unchanged.
-                let same = download(host, &v)?.as_deref() == Some(bytes);
+                let same = download(host, &v)? == bytes;
                 if same {
                     v
                 } else {
-                    refresh_ignition(host, pool, name, bytes, node, plan)?;
+                    refresh_ignition(host, pool, name, bytes, node)?;
                     created.push(format!("ignition {name} (updated)"));
                     lookup(pool, name)?
                 }
             }
             Some(_) => {
-                refresh_ignition(host, pool, name, bytes, node, plan)?;
+                refresh_ignition(host, pool, name, bytes, node)?;
                 created.push(format!("ignition {name} (updated)"));
                 lookup(pool, name)?
             }
@@ -423,7 +421,7 @@ fn lookup(pool: &StoragePool, name: &str) -> Result<StorageVol> {
     Host::volume(pool, name)?.with_context(|| format!("volume {name} vanished"))
 }
 
-fn download(host: &Host, vol: &StorageVol) -> Result<Option<Vec<u8>>> {
+fn download(host: &Host, vol: &StorageVol) -> Result<Vec<u8>> {
     let len = vol.info()?.capacity;
     let stream = Stream::new(&host.conn, 0)?;
     vol.download(&stream, 0, len, 0)?;
@@ -437,7 +435,7 @@ fn download(host: &Host, vol: &StorageVol) -> Result<Option<Vec<u8>>> {
         out.extend_from_slice(&buf[..n as usize]);
     }
     stream.finish()?;
-    Ok(Some(out))
+    Ok(out)
 }
 
 /// A changed Ignition is only replaced while its node is off: a running node has
@@ -448,7 +446,6 @@ fn refresh_ignition(
     name: &str,
     bytes: &[u8],
     node: &Node,
-    _plan: &Plan,
 ) -> Result<()> {
     if let Some(d) = host.domain(&node.name)? {
         if d.is_active()? {
@@ -630,7 +627,7 @@ pub fn apply(
                         bail!("{}: no Ignition config to deliver", node.name);
                     }
                     let (vols, mut created) =
-                        ensure_node_volumes(host, pool, plan, node, base, base_size, ign)
+                        ensure_node_volumes(host, pool, node, base, base_size, ign)
                             .with_context(|| format!("preparing the volumes of {}", node.name))?;
                     let mut drift = Vec::new();
                     ensure_domain(host, plan, node, accel, &vols, &mut created, &mut drift)?;
