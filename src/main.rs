@@ -29,6 +29,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Plan(args) => commands::plan::run(args, &mut std::io::stdout().lock()),
         Command::Create(cmd) => commands::create::run(cmd, &state),
+        Command::Serve(args) => commands::serve::run(args, &state),
         Command::Bmc(args) => shiftlab::redfish::cli::run(args.clone(), &state.root),
         Command::Completion(args) => {
             completion::completion(args, &mut std::io::stdout().lock());
@@ -46,7 +47,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // A daemon says what it serves; a one-shot command stays quiet unless asked.
-    let daemon = matches!(cli.command, Command::Bmc(_));
+    let daemon = match &cli.command {
+        Command::Bmc(_) => true,
+        Command::Serve(a) => a.action.is_none() && !a.install_unit,
+        _ => false,
+    };
     init_logging(cli.verbose + u8::from(daemon));
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,6 +4,7 @@
 pub mod completion;
 pub mod create;
 pub mod plan;
+pub mod serve;
 
 use std::path::PathBuf;
 
@@ -40,6 +41,8 @@ pub enum Command {
     /// Reach a target of the install (e.g. install-config)
     #[command(subcommand)]
     Create(create::CreateCommand),
+    /// Run the host services of every cluster (HAProxy, HTTP artifacts, host DNS)
+    Serve(serve::ServeArgs),
     /// Serve a standalone Redfish BMC for libvirt domains (power, boot, virtual media)
     Bmc(crate::redfish::cli::Args),
     /// Print a shell completion script

@@ -3,6 +3,7 @@
 
 pub mod create;
 pub mod plan;
+pub mod serve;
 
 use std::path::Path;
 

@@ -81,7 +81,7 @@ pub fn render(plan: &Plan, opts: &Options) -> Option<String> {
         "\nglobal\n\
          \x20   # Foreground, master-worker mode (-W -db), run by shiftlab serve.\n\
          \x20   log stderr format raw local0 notice\n\
-         \x20   maxconn 20000\n\
+         \x20   maxconn 4000\n\
          \x20   stats socket {} mode 600 level admin\n\
          \x20   hard-stop-after 30s\n\
          \n\
