@@ -154,10 +154,13 @@ pub fn parse_range(header: Option<&str>, len: u64) -> Range {
     }
 }
 
+/// (device, inode, mtime in ns, size): a version of a file.
+type FileVersion = (u64, u64, i64, i64);
+
 /// sha512 digests by file identity, computed once per version of a file.
 #[derive(Default)]
 pub struct Digests {
-    cache: Mutex<HashMap<PathBuf, ((u64, u64, i64, i64), String)>>,
+    cache: Mutex<HashMap<PathBuf, (FileVersion, String)>>,
 }
 
 impl Digests {
