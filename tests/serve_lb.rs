@@ -217,15 +217,17 @@ fn a_destroyed_directory_stops_its_haproxy_and_dns() {
     let api_a: SocketAddr = "127.77.20.2:22001".parse().unwrap();
     let api_b: SocketAddr = "127.77.30.2:23001".parse().unwrap();
     wait_until("both clusters served", Duration::from_secs(20), || {
-        get_body(api_a, "/readyz").is_some() && std::net::TcpStream::connect(api_b).is_ok()
+        let text = std::fs::read_to_string(&hosts).unwrap();
+        get_body(api_a, "/readyz").is_some()
+            && std::net::TcpStream::connect(api_b).is_ok()
+            && text.contains("api.svc2.lab.test")
+            && text.contains("api.svc3.lab.test")
     });
     // svc3 checks /readyz over HTTPS: the plain-HTTP stand-ins are not started
     // for it, so its frontend is open but has no backend up.
     let cfg_b =
         std::fs::read_to_string(serve::ClusterFiles::new(&state, "svc3").haproxy_cfg()).unwrap();
     assert!(cfg_b.contains("check check-ssl verify none"));
-    let text = std::fs::read_to_string(&hosts).unwrap();
-    assert!(text.contains("api.svc2.lab.test") && text.contains("api.svc3.lab.test"));
 
     // Destroy without the hook: the directory disappears; serve notices.
     std::fs::remove_dir_all(root.join("clusters/svc2")).unwrap();
