@@ -10,5 +10,6 @@ pub mod install;
 pub mod plan;
 pub mod redfish;
 pub mod render;
+pub mod serve;
 pub mod spec;
 pub mod virt;

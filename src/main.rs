@@ -19,6 +19,7 @@ fn init_logging(verbose: u8) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .without_time()
         .init();
@@ -39,6 +40,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("wrote {}", args.out.display());
             Ok(())
         }
+        Command::Serve(args) => commands::serve::run(args, &state),
         Command::Bmc(args) => shiftlab::redfish::cli::run(args.clone(), &state.root),
         Command::Completion(args) => {
             completion::completion(args, &mut std::io::stdout().lock());
@@ -56,7 +58,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // A daemon says what it serves; a one-shot command stays quiet unless asked.
-    let daemon = matches!(cli.command, Command::Bmc(_));
+    let daemon = match &cli.command {
+        Command::Bmc(_) => true,
+        Command::Serve(a) => a.action.is_none() && !a.install_unit,
+        _ => false,
+    };
     init_logging(cli.verbose + u8::from(daemon));
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

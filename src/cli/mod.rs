@@ -6,6 +6,7 @@ pub mod create;
 pub mod image;
 pub mod inspect;
 pub mod plan;
+pub mod serve;
 
 use std::path::PathBuf;
 
@@ -52,6 +53,8 @@ pub enum Command {
     /// Build images shiftlab needs
     #[command(subcommand)]
     Image(image::ImageCommand),
+    /// Run the host services of every cluster (HAProxy, HTTP artifacts, host DNS)
+    Serve(serve::ServeArgs),
     /// Serve a standalone Redfish BMC for libvirt domains (power, boot, virtual media)
     Bmc(crate::redfish::cli::Args),
     /// Print a shell completion script

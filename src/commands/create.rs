@@ -126,6 +126,15 @@ pub fn apply_infra(
         &dir.join("plan.json"),
         (serde_json::to_string_pretty(plan)? + "\n").as_bytes(),
     )?;
+    // Tell a running `shiftlab serve` at once; it also rescans on its own.
+    match crate::serve::notify(state, Some(&spec.cluster)) {
+        Ok(true) => println!("shiftlab serve picked up {}", spec.cluster),
+        Ok(false) if plan.load_balancer.is_some() => println!(
+            "note: shiftlab serve is not running: start it for the load balancer, HTTP server and host DNS (see docs/serve.md)"
+        ),
+        Ok(false) => {}
+        Err(e) => tracing::warn!("notifying shiftlab serve: {e:#}"),
+    }
     println!(
         "domains run with {} ({why})",
         match accel {

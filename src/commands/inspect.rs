@@ -1,6 +1,6 @@
 use std::io::Write;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::cli::inspect::{ConnectArgs, DestroyArgs, DestroyCommand, ListArgs, StatusArgs};
 use crate::cli::OutputFormat;
@@ -58,21 +58,29 @@ pub fn list(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
 pub fn status(args: &StatusArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
     let recorded = ledger::load(&state.cluster(&args.name))?.map(|l| l.uri);
     let host = Host::open(&uri(&args.connect, recorded))?;
-    let Some(status) = inspect::status(&host, &args.name)? else {
+    let Some(libvirt) = inspect::status(&host, &args.name)? else {
         bail!("no shiftlab cluster named {} on {}", args.name, host.uri);
     };
+    // The host services are known only where the cluster's plan is recorded.
+    let services = if state.cluster(&args.name).join("plan.json").exists() {
+        Some(crate::serve::services_status(state, &args.name)?)
+    } else {
+        None
+    };
+    let status = FullStatus { libvirt, services };
     print(out, args.output, &status, || {
+        let st = &status.libvirt;
         let mut s = format!(
             "cluster {}: network {} ({})\n\n",
-            status.cluster,
-            status.network.clone().unwrap_or_else(|| "-".into()),
-            if status.network_active {
+            st.cluster,
+            st.network.clone().unwrap_or_else(|| "-".into()),
+            if st.network_active {
                 "active"
             } else {
                 "inactive"
             }
         );
-        let rows: Vec<Vec<String>> = status
+        let rows: Vec<Vec<String>> = st
             .nodes
             .iter()
             .map(|n| {
@@ -100,6 +108,9 @@ pub fn status(args: &StatusArgs, state: &StateDir, out: &mut dyn Write) -> Resul
             ],
             &rows,
         ));
+        if let Some(sv) = &status.services {
+            s.push_str(&services_table(sv));
+        }
         s
     })
 }
@@ -124,7 +135,16 @@ fn destroy_cluster(args: &DestroyArgs, state: &StateDir) -> Result<()> {
     let dir = state.cluster(&name);
     let recorded = ledger::load(&dir)?.map(|l| l.uri);
     let host = Host::open(&uri(&args.connect, spec_uri.or(recorded)))?;
-    let removed = destroy::destroy(&host, &name, &state.root, args.purge_images)?;
+    // The host services first: HAProxy stopped, host DNS entries removed.
+    let had_services = state.cluster(&name).join("plan.json").exists();
+    crate::serve::forget_cluster(state, &name).context("stopping the cluster's host services")?;
+    let mut removed = destroy::destroy(&host, &name, &state.root, args.purge_images)?;
+    if had_services {
+        removed.insert(
+            0,
+            format!("host services of {name} (load balancer, HTTP, host DNS)"),
+        );
+    }
     if removed.is_empty() {
         println!(
             "nothing to remove: no shiftlab objects for {name} on {}",
@@ -135,4 +155,73 @@ fn destroy_cluster(args: &DestroyArgs, state: &StateDir) -> Result<()> {
         println!("removed {r}");
     }
     Ok(())
+}
+
+#[derive(serde::Serialize)]
+struct FullStatus {
+    #[serde(flatten)]
+    libvirt: inspect::ClusterStatus,
+    services: Option<crate::serve::ServicesStatus>,
+}
+
+fn services_table(sv: &crate::serve::ServicesStatus) -> String {
+    let mut s = String::new();
+    if !sv.serve_running {
+        s.push_str(
+            "\nshiftlab serve is not running: no load balancer, HTTP server or host DNS updates\n",
+        );
+    }
+    if let Some(lb) = &sv.load_balancer {
+        s.push_str(&format!(
+            "\nload balancer: {} ({}){}\n",
+            if lb.running { "running" } else { "stopped" },
+            lb.config.display(),
+            if lb.bootstrap_removed {
+                ", bootstrap removed"
+            } else {
+                ""
+            }
+        ));
+        let rows: Vec<Vec<String>> = lb
+            .frontends
+            .iter()
+            .flat_map(|f| {
+                f.backends.iter().map(move |b| {
+                    vec![
+                        f.name.clone(),
+                        f.bind.to_string(),
+                        b.node.clone(),
+                        b.address.to_string(),
+                        b.status.clone(),
+                        b.check.clone().unwrap_or_else(|| "-".into()),
+                    ]
+                })
+            })
+            .collect();
+        s.push_str(&render_table_rows(
+            &[
+                "FRONTEND", "LISTEN", "BACKEND", "ADDRESS", "STATUS", "CHECK",
+            ],
+            &rows,
+        ));
+    }
+    s.push_str(&format!(
+        "\nHTTP artifacts: {} ({} files)\n",
+        sv.http.url.clone().unwrap_or_else(|| "not served".into()),
+        sv.http.files.len()
+    ));
+    s.push_str(&format!(
+        "host DNS: {}{}\n",
+        if sv.host_dns.configured {
+            "configured"
+        } else {
+            "not configured"
+        },
+        sv.host_dns
+            .mechanism
+            .as_ref()
+            .map(|m| format!(" via {m:?}"))
+            .unwrap_or_default()
+    ));
+    s
 }

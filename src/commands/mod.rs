@@ -4,6 +4,7 @@
 pub mod create;
 pub mod inspect;
 pub mod plan;
+pub mod serve;
 
 use std::path::Path;
 

@@ -1,5 +1,6 @@
 //! Facts about the host shiftlab runs on: KVM, routes, free space.
 
+pub mod dns;
 pub mod kvm;
 
 use std::net::Ipv4Addr;

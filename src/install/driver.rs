@@ -312,6 +312,11 @@ fn infra(ctx: &Ctx) -> Result<Option<String>> {
 }
 
 fn bootstrap_removal(ctx: &Ctx) -> Result<Option<String>> {
+    // Out of the load balancer first, so no request goes to a node that is leaving.
+    if ctx.plan.load_balancer.is_some() {
+        crate::serve::remove_bootstrap(ctx.state, &ctx.plan.cluster)
+            .context("removing the bootstrap from the load balancer")?;
+    }
     let host = crate::virt::Host::open(&ctx.plan.libvirt.uri)?;
     let mut removed = Vec::new();
     for node in ctx.plan.nodes_with_role(Role::Bootstrap) {

@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use ipnet::Ipv4Net;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::spec::{ClusterSpec, DomainType, Firmware, Method, NetworkMode, NodeSize, Role};
@@ -18,7 +18,7 @@ pub use table::{render_table, render_table_rows};
 /// Bumped when the plan's meaning changes, so persisted plans can be told apart.
 pub const PLAN_FORMAT: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     pub format: u32,
     pub cluster: String,
@@ -40,7 +40,7 @@ pub struct Plan {
     pub libvirt: LibvirtPlan,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetworkPlan {
     pub name: String,
     pub mode: NetworkMode,
@@ -56,27 +56,27 @@ pub struct NetworkPlan {
     pub reservations: Vec<Reservation>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DhcpRange {
     pub start: Ipv4Addr,
     pub end: Ipv4Addr,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reservation {
     pub mac: String,
     pub ip: Ipv4Addr,
     pub hostname: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Vips {
     pub api: Ipv4Addr,
     pub ingress: Ipv4Addr,
 }
 
 /// How a node gets its first boot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Boot {
     /// CoreOS disk overlay, Ignition through QEMU fw_cfg.
@@ -88,7 +88,7 @@ pub enum Boot {
 }
 
 /// When a node is first started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Start {
     /// As soon as the infrastructure is there.
@@ -99,7 +99,7 @@ pub enum Start {
     Bmc,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Disk {
     /// Volume name in the pool.
     pub volume: String,
@@ -108,7 +108,7 @@ pub struct Disk {
     pub kind: DiskKind,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DiskKind {
     /// A thin qcow2 overlay on the base image (or an empty disk for ISO installs).
@@ -116,14 +116,14 @@ pub enum DiskKind {
     Extra,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeBmc {
     /// `redfish-virtualmedia+https://<ip>:<port>/redfish/v1/Systems/<uuid>`
     pub address: String,
     pub system_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Node {
     /// Libvirt domain name, DHCP hostname and Kubernetes node name.
     pub name: String,
@@ -144,7 +144,7 @@ pub struct Node {
     pub bmc: Option<NodeBmc>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RecordType {
     A,
     PTR,
@@ -153,7 +153,7 @@ pub enum RecordType {
     Wildcard,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DnsRecord {
     pub name: String,
     #[serde(rename = "type")]
@@ -161,7 +161,7 @@ pub struct DnsRecord {
     pub value: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HealthCheck {
     /// HTTPS `GET /readyz`, expecting 200.
@@ -169,7 +169,7 @@ pub enum HealthCheck {
     Tcp,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Backend {
     pub node: String,
     pub ip: Ipv4Addr,
@@ -178,7 +178,7 @@ pub struct Backend {
     pub bootstrap: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Frontend {
     pub name: String,
     pub address: Ipv4Addr,
@@ -187,12 +187,12 @@ pub struct Frontend {
     pub backends: Vec<Backend>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadBalancer {
     pub frontends: Vec<Frontend>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BmcPlan {
     pub address: Ipv4Addr,
     pub port: u16,
@@ -202,7 +202,7 @@ pub struct BmcPlan {
     pub verify_certificate: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LibvirtPlan {
     pub uri: String,
     pub pool: String,

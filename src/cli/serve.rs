@@ -1,0 +1,75 @@
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::OutputFormat;
+
+/// Host services for every cluster of this host: one HAProxy per cluster, the
+/// HTTP artifact server, host DNS
+#[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    long_about = "Run the host services of every cluster in the state directory, in the foreground: \
+one HAProxy per cluster bound to its load-balancer address (rendered from the plan, validated by \
+`haproxy -c`, reloaded gracefully, restarted with backoff), an HTTP server for its Ignition files \
+and ISOs on the cluster's address, and host DNS for api and *.apps. New, changed and destroyed \
+clusters are picked up without a restart (control socket <state>/serve.sock, and a rescan every \
+--scan-interval seconds). See docs/serve.md and docs/dns.md."
+)]
+pub struct ServeArgs {
+    /// Write and enable a systemd unit running `shiftlab serve` (where systemd is PID 1)
+    #[arg(long)]
+    pub install_unit: bool,
+
+    /// Port of the HTTP artifact server on each cluster's address
+    #[arg(long, value_name = "PORT", default_value_t = crate::serve::DEFAULT_HTTP_PORT)]
+    pub http_port: u16,
+
+    /// How the host resolves api and *.apps of each cluster
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = HostDnsArg::Auto)]
+    pub host_dns: HostDnsArg,
+
+    /// Seconds between rescans of the state directory
+    #[arg(long, value_name = "SECONDS", default_value_t = 2)]
+    pub scan_interval: u64,
+
+    #[command(subcommand)]
+    pub action: Option<ServeAction>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HostDnsArg {
+    /// NetworkManager's dnsmasq, else systemd-resolved, else /etc/hosts
+    Auto,
+    /// NetworkManager's dnsmasq plugin (split DNS)
+    Networkmanager,
+    /// systemd-resolved per-link DNS (split DNS)
+    Resolved,
+    /// A marked block in /etc/hosts
+    Hosts,
+    /// Leave host DNS alone
+    Off,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServeAction {
+    /// Take the bootstrap out of the load balancer's backends (after bootstrap-complete)
+    RemoveBootstrap(ClusterArg),
+    /// Stop a cluster's host services and remove its host DNS entries (destroy does this)
+    Forget(ClusterArg),
+    /// Ask a running serve to look at the state now
+    Notify {
+        /// Only this cluster
+        cluster: Option<String>,
+    },
+    /// Show a cluster's load balancer, HTTP endpoint and host DNS
+    Status {
+        cluster: String,
+        #[arg(short, long, value_enum, default_value_t)]
+        output: OutputFormat,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ClusterArg {
+    /// The cluster's name
+    pub cluster: String,
+}

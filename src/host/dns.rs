@@ -1,0 +1,679 @@
+//! Host DNS integration: make this host resolve `api.<cluster>.<domain>` and
+//! `*.apps.<cluster>.<domain>`, and undo it exactly.
+//!
+//! Three mechanisms, picked by [`HostDns::detect`]:
+//! - NetworkManager with its dnsmasq plugin: a drop-in
+//!   `/etc/NetworkManager/dnsmasq.d/shiftlab-<cluster>.conf` with
+//!   `server=/<cluster>.<domain>/<gateway>` (split DNS towards the cluster
+//!   network's dnsmasq), then `nmcli general reload dns-full`;
+//! - systemd-resolved: per-link DNS on the cluster bridge
+//!   (`resolvectl dns <bridge> <gateway>`, `resolvectl domain <bridge>
+//!   ~<cluster>.<domain>`), undone by `resolvectl revert <bridge>`; no file;
+//! - neither: a marked block in `/etc/hosts` naming api and the usual routes.
+//!
+//! Every file change is atomic (temporary file, fsync, rename; the original
+//! mode and owner kept) and serialized by a lock file; removing a block gives
+//! back the rest of the file byte for byte.
+
+use std::fs;
+use std::io::Write as _;
+use std::net::Ipv4Addr;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Plan;
+
+/// Routes a cluster serves under `*.apps` that a host most often opens.
+pub const USUAL_ROUTES: &[&str] = &[
+    "console-openshift-console",
+    "oauth-openshift",
+    "downloads-openshift-console",
+    "prometheus-k8s-openshift-monitoring",
+    "grafana-openshift-monitoring",
+    "alertmanager-main-openshift-monitoring",
+    "thanos-querier-openshift-monitoring",
+    "canary-openshift-ingress-canary",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mechanism {
+    /// NetworkManager's dnsmasq plugin: split DNS to the cluster's dnsmasq.
+    #[value(name = "networkmanager")]
+    NetworkManagerDnsmasq,
+    /// systemd-resolved per-link DNS on the cluster bridge.
+    #[value(name = "resolved")]
+    SystemdResolved,
+    /// A marked block in the hosts file.
+    #[value(name = "hosts")]
+    HostsFile,
+}
+
+impl Mechanism {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mechanism::NetworkManagerDnsmasq => "networkmanager-dnsmasq",
+            Mechanism::SystemdResolved => "systemd-resolved",
+            Mechanism::HostsFile => "hosts-file",
+        }
+    }
+}
+
+/// What the host must resolve for one cluster, taken from its plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterDns {
+    pub cluster: String,
+    /// `<cluster>.<domain>`
+    pub cluster_domain: String,
+    /// The cluster network's dnsmasq (the bridge's gateway address).
+    pub server: Ipv4Addr,
+    /// The cluster bridge, for per-link DNS.
+    pub link: String,
+    pub api: Ipv4Addr,
+    pub ingress: Ipv4Addr,
+}
+
+impl ClusterDns {
+    pub fn from_plan(plan: &Plan) -> Self {
+        ClusterDns {
+            cluster: plan.cluster.clone(),
+            cluster_domain: plan.cluster_domain.clone(),
+            server: plan.network.gateway,
+            link: plan.network.bridge.clone(),
+            api: plan.vips.api,
+            ingress: plan.vips.ingress,
+        }
+    }
+
+    /// Names the hosts-file fallback maps: api and the usual routes.
+    pub fn names(&self) -> Vec<(Ipv4Addr, String)> {
+        let mut v = vec![(self.api, format!("api.{}", self.cluster_domain))];
+        v.extend(
+            USUAL_ROUTES
+                .iter()
+                .map(|r| (self.ingress, format!("{r}.apps.{}", self.cluster_domain))),
+        );
+        v
+    }
+}
+
+/// What was done for a cluster, kept in its state so it can be undone exactly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub mechanism: Mechanism,
+    pub cluster_domain: String,
+    /// The file changed (hosts file or NetworkManager drop-in); none for resolved.
+    pub file: Option<PathBuf>,
+    /// The link configured (systemd-resolved).
+    pub link: Option<String>,
+}
+
+/// Where the host's DNS configuration lives; every path injectable for tests.
+#[derive(Debug, Clone)]
+pub struct HostDns {
+    pub hosts_file: PathBuf,
+    /// `/etc/NetworkManager`
+    pub nm_dir: PathBuf,
+    /// `/run`, to tell which services run.
+    pub run_dir: PathBuf,
+    /// `/etc/resolv.conf`
+    pub resolv_conf: PathBuf,
+    /// Serializes changes by concurrent shiftlab processes.
+    pub lock_file: PathBuf,
+    /// Run `nmcli`/`resolvectl`; off in tests of the file mechanics.
+    pub run_commands: bool,
+}
+
+impl HostDns {
+    /// The real host, with its lock in shiftlab's state directory.
+    /// `SHIFTLAB_HOSTS_FILE` points the hosts-file mechanism elsewhere.
+    pub fn system(state_root: &Path) -> Self {
+        HostDns {
+            hosts_file: std::env::var_os("SHIFTLAB_HOSTS_FILE")
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| "/etc/hosts".into()),
+            nm_dir: "/etc/NetworkManager".into(),
+            run_dir: "/run".into(),
+            resolv_conf: "/etc/resolv.conf".into(),
+            lock_file: state_root.join("host-dns.lock"),
+            run_commands: true,
+        }
+    }
+
+    /// Which mechanism this host supports, best first.
+    pub fn detect(&self) -> Mechanism {
+        if self.run_dir.join("NetworkManager").is_dir() && nm_uses_dnsmasq(&self.nm_dir) {
+            return Mechanism::NetworkManagerDnsmasq;
+        }
+        let stub = fs::read_to_string(&self.resolv_conf).unwrap_or_default();
+        if self.run_dir.join("systemd/resolve").is_dir()
+            && stub
+                .lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["nameserver", "127.0.0.53"])
+        {
+            return Mechanism::SystemdResolved;
+        }
+        Mechanism::HostsFile
+    }
+
+    fn nm_dropin(&self, cluster: &str) -> PathBuf {
+        self.nm_dir
+            .join("dnsmasq.d")
+            .join(format!("shiftlab-{cluster}.conf"))
+    }
+
+    /// Configure the host for the cluster with `mechanism`. Idempotent.
+    pub fn apply(&self, c: &ClusterDns, mechanism: Mechanism) -> Result<Record> {
+        let _lock = Lock::take(&self.lock_file)?;
+        match mechanism {
+            Mechanism::HostsFile => {
+                let text = read_or_empty(&self.hosts_file)?;
+                let new = insert_block(&text, &c.cluster_domain, &hosts_entries(c));
+                if new != text {
+                    replace_file(&self.hosts_file, new.as_bytes())?;
+                }
+                Ok(Record {
+                    mechanism,
+                    cluster_domain: c.cluster_domain.clone(),
+                    file: Some(self.hosts_file.clone()),
+                    link: None,
+                })
+            }
+            Mechanism::NetworkManagerDnsmasq => {
+                let path = self.nm_dropin(&c.cluster);
+                let text = nm_dropin_text(c);
+                if read_or_empty(&path)? != text {
+                    replace_file(&path, text.as_bytes())?;
+                    self.run(&["nmcli", "general", "reload", "dns-full"])?;
+                }
+                Ok(Record {
+                    mechanism,
+                    cluster_domain: c.cluster_domain.clone(),
+                    file: Some(path),
+                    link: None,
+                })
+            }
+            Mechanism::SystemdResolved => {
+                self.run(&["resolvectl", "dns", &c.link, &c.server.to_string()])?;
+                self.run(&[
+                    "resolvectl",
+                    "domain",
+                    &c.link,
+                    &format!("~{}", c.cluster_domain),
+                ])?;
+                Ok(Record {
+                    mechanism,
+                    cluster_domain: c.cluster_domain.clone(),
+                    file: None,
+                    link: Some(c.link.clone()),
+                })
+            }
+        }
+    }
+
+    /// Undo what `record` says was done. Idempotent.
+    pub fn remove(&self, record: &Record) -> Result<()> {
+        let _lock = Lock::take(&self.lock_file)?;
+        match record.mechanism {
+            Mechanism::HostsFile => {
+                let path = record.file.as_deref().unwrap_or(&self.hosts_file);
+                let text = read_or_empty(path)?;
+                let new = remove_block(&text, &record.cluster_domain);
+                if new != text {
+                    replace_file(path, new.as_bytes())?;
+                }
+            }
+            Mechanism::NetworkManagerDnsmasq => {
+                if let Some(path) = &record.file {
+                    match fs::remove_file(path) {
+                        Ok(()) => self.run(&["nmcli", "general", "reload", "dns-full"])?,
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => {
+                            return Err(e).with_context(|| format!("removing {}", path.display()))
+                        }
+                    }
+                }
+            }
+            Mechanism::SystemdResolved => {
+                if let Some(link) = &record.link {
+                    // The link may be gone with its network already: nothing to revert.
+                    if Path::new("/sys/class/net").join(link).exists() {
+                        self.run(&["resolvectl", "revert", link])?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether what `record` describes is in place.
+    pub fn is_configured(&self, record: &Record) -> bool {
+        match record.mechanism {
+            Mechanism::HostsFile => {
+                let path = record.file.as_deref().unwrap_or(&self.hosts_file);
+                fs::read_to_string(path)
+                    .map(|t| find_block(&t, &record.cluster_domain).is_some())
+                    .unwrap_or(false)
+            }
+            Mechanism::NetworkManagerDnsmasq => record.file.as_deref().is_some_and(Path::exists),
+            Mechanism::SystemdResolved => record.link.as_deref().is_some_and(|l| {
+                Command::new("resolvectl")
+                    .args(["domain", l])
+                    .output()
+                    .map(|o| {
+                        String::from_utf8_lossy(&o.stdout)
+                            .contains(&format!("~{}", record.cluster_domain))
+                    })
+                    .unwrap_or(false)
+            }),
+        }
+    }
+
+    fn run(&self, argv: &[&str]) -> Result<()> {
+        if !self.run_commands {
+            return Ok(());
+        }
+        let out = Command::new(argv[0])
+            .args(&argv[1..])
+            .output()
+            .with_context(|| format!("running {}", argv.join(" ")))?;
+        if !out.status.success() {
+            bail!(
+                "{} failed: {}",
+                argv.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(())
+    }
+}
+
+fn nm_uses_dnsmasq(nm_dir: &Path) -> bool {
+    let mut files = vec![nm_dir.join("NetworkManager.conf")];
+    if let Ok(rd) = fs::read_dir(nm_dir.join("conf.d")) {
+        let mut extra: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+            .collect();
+        extra.sort();
+        files.extend(extra);
+    }
+    // The last `dns=` of the [main] sections wins, as in NetworkManager.
+    let mut dns = None;
+    for f in files {
+        let Ok(text) = fs::read_to_string(&f) else {
+            continue;
+        };
+        let mut in_main = false;
+        for line in text.lines().map(str::trim) {
+            if line.starts_with('[') {
+                in_main = line == "[main]";
+            } else if in_main {
+                if let Some(v) = line.strip_prefix("dns") {
+                    if let Some(v) = v.trim_start().strip_prefix('=') {
+                        dns = Some(v.trim().to_string());
+                    }
+                }
+            }
+        }
+    }
+    dns.as_deref() == Some("dnsmasq")
+}
+
+/// The NetworkManager dnsmasq drop-in for a cluster.
+pub fn nm_dropin_text(c: &ClusterDns) -> String {
+    format!(
+        "# shiftlab: split DNS for cluster {}; removed by shiftlab destroy\nserver=/{}/{}\n",
+        c.cluster, c.cluster_domain, c.server
+    )
+}
+
+/// The hosts-file lines for a cluster (without markers).
+pub fn hosts_entries(c: &ClusterDns) -> String {
+    c.names()
+        .iter()
+        .map(|(ip, name)| format!("{ip} {name}\n"))
+        .collect()
+}
+
+fn begin_marker(domain: &str) -> String {
+    format!("# shiftlab begin {domain}")
+}
+
+const NEWLINE_ADDED: &str = " (newline added)";
+
+fn end_marker(domain: &str) -> String {
+    format!("# shiftlab end {domain}")
+}
+
+/// Byte range of the block for `domain` (whole lines), and whether its begin
+/// marker says a newline was added before it.
+fn find_block(text: &str, domain: &str) -> Option<(usize, usize, bool)> {
+    let begin = begin_marker(domain);
+    let end = end_marker(domain);
+    let mut offset = 0;
+    let mut start: Option<(usize, bool)> = None;
+    for line in text.split_inclusive('\n') {
+        let content = line.strip_suffix('\n').unwrap_or(line);
+        match start {
+            None if content == begin => start = Some((offset, false)),
+            None if content == format!("{begin}{NEWLINE_ADDED}") => start = Some((offset, true)),
+            Some((s, added)) if content == end => return Some((s, offset + line.len(), added)),
+            _ => {}
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// `text` with the block for `domain` holding `entries`: replaced in place if
+/// there is one, else appended. Everything else is kept byte for byte.
+pub fn insert_block(text: &str, domain: &str, entries: &str) -> String {
+    let body = |added: bool| {
+        format!(
+            "{}{}\n{entries}{}\n",
+            begin_marker(domain),
+            if added { NEWLINE_ADDED } else { "" },
+            end_marker(domain)
+        )
+    };
+    if let Some((s, e, added)) = find_block(text, domain) {
+        return format!("{}{}{}", &text[..s], body(added), &text[e..]);
+    }
+    if text.is_empty() || text.ends_with('\n') {
+        format!("{text}{}", body(false))
+    } else {
+        format!("{text}\n{}", body(true))
+    }
+}
+
+/// `text` without the block for `domain`: exactly the text it was inserted into.
+pub fn remove_block(text: &str, domain: &str) -> String {
+    let Some((mut s, e, added)) = find_block(text, domain) else {
+        return text.to_string();
+    };
+    let rest = &text[e..];
+    if added {
+        // The newline added before the block goes with it if nothing follows;
+        // another cluster's block that follows inherits the debt instead.
+        if rest.is_empty() && s > 0 && text.as_bytes()[s - 1] == b'\n' {
+            s -= 1;
+        } else if let Some(line) = rest.split_inclusive('\n').next() {
+            let content = line.strip_suffix('\n').unwrap_or(line);
+            if content.starts_with("# shiftlab begin ") && !content.ends_with(NEWLINE_ADDED) {
+                return format!(
+                    "{}{content}{NEWLINE_ADDED}\n{}",
+                    &text[..s],
+                    &rest[line.len()..]
+                );
+            }
+        }
+    }
+    format!("{}{rest}", &text[..s])
+}
+
+fn read_or_empty(path: &Path) -> Result<String> {
+    match fs::read_to_string(path) {
+        Ok(t) => Ok(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Replace a host file atomically, keeping its mode and owner. A file that is
+/// a mount point (a container's or sandbox's bind-mounted `/etc/hosts`) cannot
+/// be renamed over: it is then rewritten in place with one write.
+pub fn replace_file(path: &Path, data: &[u8]) -> Result<()> {
+    let meta = fs::metadata(path).ok();
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.shiftlab-{}", std::process::id()));
+    let mode = meta.as_ref().map(|m| m.permissions().mode() & 0o7777);
+    let result = (|| -> Result<()> {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode.unwrap_or(0o644))
+            .open(&tmp)
+            .with_context(|| format!("creating {}", tmp.display()))?;
+        if let Some(m) = &meta {
+            std::os::unix::fs::fchown(&f, Some(m.uid()), Some(m.gid()))
+                .with_context(|| format!("keeping the owner of {}", path.display()))?;
+            f.set_permissions(m.permissions())
+                .with_context(|| format!("keeping the mode of {}", path.display()))?;
+        }
+        f.write_all(data)
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        f.sync_all()
+            .with_context(|| format!("syncing {}", tmp.display()))?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    match fs::rename(&tmp, path) {
+        Ok(()) => Ok(()),
+        Err(e)
+            if e.raw_os_error() == Some(libc::EBUSY) || e.raw_os_error() == Some(libc::EXDEV) =>
+        {
+            let _ = fs::remove_file(&tmp);
+            tracing::warn!(path = %path.display(), "a mount point: rewriting it in place");
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(path)
+                .with_context(|| format!("opening {}", path.display()))?;
+            f.write_all(data)
+                .with_context(|| format!("writing {}", path.display()))?;
+            f.sync_all()
+                .with_context(|| format!("syncing {}", path.display()))
+        }
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e).with_context(|| format!("renaming into {}", path.display()))
+        }
+    }
+}
+
+/// An exclusive `flock` held until dropped.
+struct Lock(fs::File);
+
+impl Lock {
+    fn take(path: &Path) -> Result<Lock> {
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let f = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        // SAFETY: flock on a file descriptor we own.
+        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("locking {}", path.display()));
+        }
+        Ok(Lock(f))
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        // SAFETY: unlocking the descriptor locked in `take`.
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&self.0), libc::LOCK_UN) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(name: &str, third: u8) -> ClusterDns {
+        ClusterDns {
+            cluster: name.into(),
+            cluster_domain: format!("{name}.lab.test"),
+            server: Ipv4Addr::new(192, 168, third, 1),
+            link: format!("sl-{name}"),
+            api: Ipv4Addr::new(192, 168, third, 2),
+            ingress: Ipv4Addr::new(192, 168, third, 3),
+        }
+    }
+
+    const ORIGINALS: &[&str] = &[
+        "",
+        "127.0.0.1 localhost\n",
+        "127.0.0.1 localhost",
+        "127.0.0.1 localhost\n\n# comment\n::1 localhost ip6-localhost\n",
+        "127.0.0.1\tlocalhost\r\n10.0.0.1 a\r\n",
+        "# shiftlab begin other.test\n1.2.3.4 x\n",
+    ];
+
+    #[test]
+    fn insert_then_remove_is_identity() {
+        let a = cluster("a", 10);
+        let b = cluster("b", 11);
+        for orig in ORIGINALS {
+            let one = insert_block(orig, &a.cluster_domain, &hosts_entries(&a));
+            assert!(one.contains("192.168.10.2 api.a.lab.test\n"));
+            assert!(one.starts_with(orig.trim_end_matches('\n')));
+            assert_eq!(remove_block(&one, &a.cluster_domain), *orig, "{orig:?}");
+            // Two clusters, removed in either order.
+            let two = insert_block(&one, &b.cluster_domain, &hosts_entries(&b));
+            let rm_a = remove_block(&two, &a.cluster_domain);
+            assert_eq!(remove_block(&rm_a, &b.cluster_domain), *orig, "{orig:?}");
+            let rm_b = remove_block(&two, &b.cluster_domain);
+            assert_eq!(rm_b, one);
+            assert_eq!(remove_block(&rm_b, &a.cluster_domain), *orig);
+        }
+    }
+
+    #[test]
+    fn insert_is_idempotent_and_replaces_in_place() {
+        let a = cluster("a", 10);
+        let orig = "127.0.0.1 localhost\n";
+        let one = insert_block(orig, &a.cluster_domain, &hosts_entries(&a));
+        assert_eq!(
+            insert_block(&one, &a.cluster_domain, &hosts_entries(&a)),
+            one
+        );
+        // A user line after the block stays where it is when the block changes.
+        let edited = format!("{one}10.9.9.9 mine\n");
+        let changed = insert_block(&edited, &a.cluster_domain, "1.1.1.1 api.a.lab.test\n");
+        assert!(changed.ends_with("# shiftlab end a.lab.test\n10.9.9.9 mine\n"));
+        assert_eq!(
+            remove_block(&changed, &a.cluster_domain),
+            format!("{orig}10.9.9.9 mine\n")
+        );
+    }
+
+    #[test]
+    fn hosts_block_names_api_and_usual_routes() {
+        let a = cluster("a", 10);
+        let text = hosts_entries(&a);
+        assert!(text.starts_with("192.168.10.2 api.a.lab.test\n"));
+        for r in [
+            "console-openshift-console",
+            "oauth-openshift",
+            "downloads-openshift-console",
+        ] {
+            assert!(text.contains(&format!("192.168.10.3 {r}.apps.a.lab.test\n")));
+        }
+        assert!(text.contains("prometheus-k8s-openshift-monitoring.apps.a.lab.test"));
+        assert!(text.contains("grafana-openshift-monitoring.apps.a.lab.test"));
+    }
+
+    fn env(dir: &Path) -> HostDns {
+        HostDns {
+            hosts_file: dir.join("hosts"),
+            nm_dir: dir.join("NetworkManager"),
+            run_dir: dir.join("run"),
+            resolv_conf: dir.join("resolv.conf"),
+            lock_file: dir.join("state/host-dns.lock"),
+            run_commands: false,
+        }
+    }
+
+    #[test]
+    fn hosts_file_apply_and_remove_restore_bytes_and_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = env(dir.path());
+        let orig = b"127.0.0.1 localhost\n# keep me\n::1 ip6-localhost";
+        fs::write(&h.hosts_file, orig).unwrap();
+        fs::set_permissions(&h.hosts_file, fs::Permissions::from_mode(0o640)).unwrap();
+        assert_eq!(h.detect(), Mechanism::HostsFile);
+        let a = cluster("a", 10);
+        let rec = h.apply(&a, Mechanism::HostsFile).unwrap();
+        assert!(h.is_configured(&rec));
+        let mode = fs::metadata(&h.hosts_file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        h.apply(&a, Mechanism::HostsFile).unwrap();
+        h.remove(&rec).unwrap();
+        assert_eq!(fs::read(&h.hosts_file).unwrap(), orig);
+        assert!(!h.is_configured(&rec));
+        h.remove(&rec).unwrap();
+        assert_eq!(fs::read(&h.hosts_file).unwrap(), orig);
+        // No temporary file left behind.
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    #[test]
+    fn detects_networkmanager_dnsmasq_and_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = env(dir.path());
+        fs::create_dir_all(h.run_dir.join("systemd/resolve")).unwrap();
+        fs::write(&h.resolv_conf, "nameserver 127.0.0.53\noptions edns0\n").unwrap();
+        assert_eq!(h.detect(), Mechanism::SystemdResolved);
+        fs::create_dir_all(h.run_dir.join("NetworkManager")).unwrap();
+        fs::create_dir_all(h.nm_dir.join("conf.d")).unwrap();
+        fs::write(
+            h.nm_dir.join("NetworkManager.conf"),
+            "[main]\nplugins=ifupdown\n",
+        )
+        .unwrap();
+        assert_eq!(h.detect(), Mechanism::SystemdResolved);
+        fs::write(
+            h.nm_dir.join("conf.d/50-dns.conf"),
+            "[main]\ndns = dnsmasq\n",
+        )
+        .unwrap();
+        assert_eq!(h.detect(), Mechanism::NetworkManagerDnsmasq);
+        fs::write(h.nm_dir.join("conf.d/90-dns.conf"), "[main]\ndns=default\n").unwrap();
+        assert_eq!(h.detect(), Mechanism::SystemdResolved);
+    }
+
+    #[test]
+    fn networkmanager_dropin_is_written_and_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = env(dir.path());
+        let a = cluster("a", 10);
+        let rec = h.apply(&a, Mechanism::NetworkManagerDnsmasq).unwrap();
+        let path = rec.file.clone().unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "# shiftlab: split DNS for cluster a; removed by shiftlab destroy\nserver=/a.lab.test/192.168.10.1\n"
+        );
+        assert!(h.is_configured(&rec));
+        h.remove(&rec).unwrap();
+        assert!(!path.exists());
+        h.remove(&rec).unwrap();
+    }
+}

@@ -1,0 +1,378 @@
+//! The serve loop: rescan `<state>/clusters/*/plan.json` every few seconds and
+//! on every control request, and converge each cluster's services on its
+//! plan — start, reload, or stop HAProxy, bind or unbind the HTTP listener,
+//! configure or remove host DNS.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+use tokio::net::UnixListener;
+use tokio::sync::{mpsc, oneshot};
+
+use super::control::{self, Request, Response};
+use super::haproxy::{self, Applied, Supervisor};
+use super::http::{self, Digests};
+use super::{cluster_names, http_address, ClusterFiles, Endpoints};
+use crate::host::dns::{ClusterDns, HostDns, Mechanism, Record};
+use crate::install::dirs::StateDir;
+use crate::plan::Plan;
+
+/// How serve configures host DNS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostDnsMode {
+    /// Detect NetworkManager's dnsmasq, systemd-resolved, else the hosts file.
+    Auto,
+    Use(Mechanism),
+    Off,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub state: StateDir,
+    pub http_port: u16,
+    pub host_dns: HostDnsMode,
+    pub scan_interval: Duration,
+}
+
+struct Served {
+    identity: String,
+    plan: Plan,
+    lb: Option<Supervisor>,
+    http: Option<http::Listener>,
+    http_error: Option<String>,
+    dns: Option<Record>,
+}
+
+struct Daemon {
+    opts: Options,
+    haproxy: PathBuf,
+    host: HostDns,
+    digests: Arc<Digests>,
+    clusters: BTreeMap<String, Served>,
+}
+
+/// Run until `shutdown` completes; then stop every HAProxy and listener
+/// (host DNS entries stay: they belong to the cluster, not to serve).
+pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()> {
+    let haproxy = haproxy::binary()?;
+    std::fs::create_dir_all(opts.state.root.join("clusters"))
+        .with_context(|| format!("creating {}", opts.state.root.display()))?;
+    let sock = control::socket_path(&opts.state);
+    if control::request(&opts.state, &Request::Ping)?.is_some() {
+        bail!("serve is already running for {}", opts.state.root.display());
+    }
+    let _ = std::fs::remove_file(&sock);
+    let listener =
+        UnixListener::bind(&sock).with_context(|| format!("binding {}", sock.display()))?;
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("restricting {}", sock.display()))?;
+    let (tx, mut rx) = mpsc::channel::<(Request, oneshot::Sender<Response>)>(16);
+    let control_task = tokio::spawn(accept_control(listener, tx));
+    tracing::info!(state = %opts.state.root.display(), haproxy = %haproxy.display(), control = %sock.display(), "serve started");
+
+    let mut d = Daemon {
+        host: HostDns::system(&opts.state.root),
+        opts,
+        haproxy,
+        digests: Arc::new(Digests::default()),
+        clusters: BTreeMap::new(),
+    };
+    let mut tick = tokio::time::interval(d.opts.scan_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = tick.tick() => { let _ = d.reconcile_all().await; }
+            Some((req, reply)) = rx.recv() => {
+                let resp = d.handle(req).await;
+                let _ = reply.send(resp);
+            }
+        }
+    }
+    tracing::info!("serve stopping");
+    control_task.abort();
+    let names: Vec<String> = d.clusters.keys().cloned().collect();
+    for name in names {
+        if let Some(s) = d.clusters.remove(&name) {
+            d.stop(&name, s, false).await;
+        }
+    }
+    let _ = std::fs::remove_file(&sock);
+    Ok(())
+}
+
+async fn accept_control(
+    listener: UnixListener,
+    tx: mpsc::Sender<(Request, oneshot::Sender<Response>)>,
+) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let (r, mut w) = stream.into_split();
+            let mut line = String::new();
+            let mut reader = tokio::io::BufReader::new(r);
+            let read = tokio::time::timeout(Duration::from_secs(5), reader.read_line(&mut line));
+            if !matches!(read.await, Ok(Ok(n)) if n > 0) {
+                return;
+            }
+            let resp = match serde_json::from_str::<Request>(&line) {
+                Ok(req) => {
+                    let (rtx, rrx) = oneshot::channel();
+                    if tx.send((req, rtx)).await.is_err() {
+                        return;
+                    }
+                    match rrx.await {
+                        Ok(r) => r,
+                        Err(_) => return,
+                    }
+                }
+                Err(e) => Response::error(&anyhow!("bad request: {e}"), Vec::new()),
+            };
+            let mut out = serde_json::to_string(&resp).unwrap_or_default();
+            out.push('\n');
+            let _ = w.write_all(out.as_bytes()).await;
+        });
+    }
+}
+
+fn file_identity(p: &std::path::Path) -> String {
+    std::fs::metadata(p)
+        .map(|m| format!("{}:{}:{}.{}", m.dev(), m.ino(), m.mtime(), m.mtime_nsec()))
+        .unwrap_or_default()
+}
+
+impl Daemon {
+    fn served(&self) -> Vec<String> {
+        self.clusters.keys().cloned().collect()
+    }
+
+    async fn handle(&mut self, req: Request) -> Response {
+        let result = match &req {
+            Request::Ping => Ok(()),
+            Request::Reconcile { cluster: None } => self.reconcile_all().await,
+            Request::Reconcile {
+                cluster: Some(name),
+            } => self.reconcile_one(name, true).await,
+            Request::Forget { cluster } => {
+                self.forget(cluster).await;
+                Ok(())
+            }
+        };
+        tracing::debug!(?req, ok = result.is_ok(), "control request");
+        match result {
+            Ok(()) => Response::ok(self.served()),
+            Err(e) => Response::error(&e, self.served()),
+        }
+    }
+
+    async fn reconcile_all(&mut self) -> Result<()> {
+        let present = cluster_names(&self.opts.state);
+        let gone: Vec<String> = self
+            .clusters
+            .keys()
+            .filter(|n| !present.contains(n))
+            .cloned()
+            .collect();
+        for name in gone {
+            tracing::info!(cluster = %name, "cluster gone: stopping its services");
+            if let Some(s) = self.clusters.remove(&name) {
+                self.stop(&name, s, true).await;
+            }
+        }
+        let mut errors = Vec::new();
+        for name in present {
+            if let Err(e) = self.reconcile_one(&name, false).await {
+                errors.push(format!("{name}: {e:#}"));
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            bail!("{}", errors.join("; "))
+        }
+    }
+
+    async fn forget(&mut self, name: &str) {
+        if let Some(s) = self.clusters.remove(name) {
+            tracing::info!(cluster = %name, "forgetting cluster");
+            self.stop(name, s, true).await;
+        }
+    }
+
+    /// Converge one cluster. `force`: re-apply even if nothing changed on disk.
+    async fn reconcile_one(&mut self, name: &str, force: bool) -> Result<()> {
+        let files = ClusterFiles::new(&self.opts.state, name);
+        if files.is_retired() {
+            self.forget(name).await;
+            return Ok(());
+        }
+        let identity = format!(
+            "{}|{}",
+            file_identity(&files.plan()),
+            file_identity(&files.lb_state())
+        );
+        let known = self.clusters.get(name).map(|s| s.identity.clone());
+        let mut result = Ok(());
+        if force || known.as_deref() != Some(identity.as_str()) {
+            let plan = files
+                .read_plan()
+                .with_context(|| format!("cluster {name}"))?;
+            if known.is_none() {
+                tracing::info!(cluster = %name, domain = %plan.cluster_domain, "serving cluster");
+            }
+            let served = self
+                .clusters
+                .entry(name.to_string())
+                .or_insert_with(|| Served {
+                    identity: String::new(),
+                    plan: plan.clone(),
+                    lb: None,
+                    http: None,
+                    http_error: None,
+                    dns: None,
+                });
+            served.identity = identity;
+            served.plan = plan.clone();
+            match files.render_haproxy(&plan) {
+                Some(text) => {
+                    let sup = served.lb.get_or_insert_with(|| {
+                        Supervisor::spawn(name.to_string(), files.clone(), self.haproxy.clone())
+                    });
+                    if force {
+                        sup.kick().await;
+                    }
+                    match sup.apply(text).await {
+                        Ok(Applied::Unchanged) => {}
+                        Ok(a) => tracing::info!(cluster = %name, applied = ?a, "load balancer"),
+                        Err(e) => {
+                            tracing::warn!(cluster = %name, error = %format!("{e:#}"), "load balancer");
+                            result = Err(e.context("load balancer"));
+                        }
+                    }
+                }
+                None => {
+                    if let Some(sup) = served.lb.take() {
+                        sup.stop().await;
+                    }
+                }
+            }
+            let mode = self.opts.host_dns;
+            if mode != HostDnsMode::Off {
+                let host = self.host.clone();
+                let c = ClusterDns::from_plan(&plan);
+                let applied = tokio::task::spawn_blocking(move || {
+                    let mech = match mode {
+                        HostDnsMode::Use(m) => m,
+                        _ => host.detect(),
+                    };
+                    host.apply(&c, mech)
+                })
+                .await
+                .map_err(|e| anyhow!("host dns task: {e}"))
+                .and_then(|r| r);
+                match applied {
+                    Ok(record) => {
+                        if served.dns.as_ref() != Some(&record) {
+                            tracing::info!(cluster = %name, mechanism = record.mechanism.as_str(), "host dns configured");
+                        }
+                        crate::files::write_atomic(
+                            &files.host_dns(),
+                            &serde_json::to_vec_pretty(&record)?,
+                        )?;
+                        served.dns = Some(record);
+                    }
+                    Err(e) => {
+                        tracing::warn!(cluster = %name, error = %format!("{e:#}"), "host dns");
+                        if result.is_ok() {
+                            result = Err(e.context("host dns"));
+                        }
+                    }
+                }
+            }
+        }
+        self.ensure_http(name, &files).await?;
+        result
+    }
+
+    /// Bind (or rebind) the cluster's artifact listener; retried every scan
+    /// while the address is not on the host yet.
+    async fn ensure_http(&mut self, name: &str, files: &ClusterFiles) -> Result<()> {
+        let port = self.opts.http_port;
+        let digests = self.digests.clone();
+        let Some(served) = self.clusters.get_mut(name) else {
+            return Ok(());
+        };
+        let want = http_address(&served.plan).map(|a| SocketAddr::from((a, port)));
+        if served.http.as_ref().map(|l| l.addr) != want || want.is_none() {
+            if let Some(l) = served.http.take() {
+                l.stop().await;
+            }
+        }
+        if served.http.is_none() {
+            if let Some(addr) = want {
+                let root = files.http_dir();
+                std::fs::create_dir_all(&root)
+                    .with_context(|| format!("creating {}", root.display()))?;
+                match http::Listener::start(addr, root, digests).await {
+                    Ok(l) => {
+                        served.http = Some(l);
+                        served.http_error = None;
+                    }
+                    Err(e) => {
+                        let msg = format!("{e:#}");
+                        if served.http_error.as_deref() != Some(msg.as_str()) {
+                            tracing::warn!(cluster = %name, error = %msg, "http artifacts not served yet (retrying)");
+                        }
+                        served.http_error = Some(msg);
+                    }
+                }
+            }
+        }
+        let endpoints = Endpoints {
+            http: served.http.as_ref().map(|l| format!("http://{}/", l.addr)),
+        };
+        let text = serde_json::to_vec_pretty(&endpoints)?;
+        if std::fs::read(files.endpoints()).ok().as_deref() != Some(text.as_slice()) {
+            crate::files::write_atomic(&files.endpoints(), &text)?;
+        }
+        Ok(())
+    }
+
+    /// Stop a cluster's services; `forget` also removes its host DNS entries.
+    async fn stop(&mut self, name: &str, s: Served, forget: bool) {
+        if let Some(sup) = s.lb {
+            sup.stop().await;
+        }
+        if let Some(l) = s.http {
+            l.stop().await;
+        }
+        if forget {
+            let files = ClusterFiles::new(&self.opts.state, name);
+            let record = s.dns.or_else(|| files.read_dns_record());
+            if let Some(record) = record {
+                let host = self.host.clone();
+                match tokio::task::spawn_blocking(move || host.remove(&record)).await {
+                    Ok(Ok(())) => tracing::info!(cluster = %name, "host dns removed"),
+                    Ok(Err(e)) => {
+                        tracing::warn!(cluster = %name, error = %format!("{e:#}"), "removing host dns")
+                    }
+                    Err(e) => tracing::warn!(cluster = %name, error = %e, "removing host dns"),
+                }
+                let _ = std::fs::remove_file(files.host_dns());
+            }
+            let _ = std::fs::remove_file(files.endpoints());
+        }
+    }
+}

@@ -1,0 +1,542 @@
+//! The HTTP artifact server: a cluster's `http/` directory (Ignition files,
+//! ISOs) served read-only on the cluster's address, with single byte-range
+//! requests, and sha512 digests published beside every file:
+//! `GET /<file>.sha512` answers `sha512-<hex>` (what `coreos-installer
+//! --ignition-hash` takes) and `GET /SHA512SUMS` lists every file in
+//! `sha512sum -c` format. No directory listing, no hidden files, no path
+//! leaving the directory (symbolic links included).
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::io::Read as _;
+use std::net::SocketAddr;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt as _, Full};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::header::{HeaderValue, ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use sha2::{Digest as _, Sha512};
+use tokio::io::{AsyncRead, AsyncSeekExt as _, ReadBuf};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// Name of the digest list at the root.
+pub const SUMS: &str = "SHA512SUMS";
+const CHUNK: usize = 64 * 1024;
+
+type HttpBody = BoxBody<Bytes, std::io::Error>;
+
+/// A request path mapped into the served directory, or why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    File(PathBuf),
+    /// `<file>.sha512` for a file that exists without that suffix.
+    Digest(PathBuf),
+    Sums,
+    NotFound,
+}
+
+fn percent_decode(s: &str) -> Option<Vec<u8>> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+/// The relative path a request names, if it is a safe one: decoded segments of
+/// letters, digits, `-`, `_`, `.`, `+`, none empty, none starting with a dot.
+pub fn safe_relative(path: &str) -> Option<PathBuf> {
+    let decoded = String::from_utf8(percent_decode(path)?).ok()?;
+    let rel = decoded.strip_prefix('/')?;
+    let mut out = PathBuf::new();
+    for seg in rel.split('/') {
+        let ok = !seg.is_empty()
+            && !seg.starts_with('.')
+            && seg
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'));
+        if !ok {
+            return None;
+        }
+        out.push(seg);
+    }
+    Some(out)
+}
+
+/// Map a request path onto `root`. Pure but for `stat`/`canonicalize`.
+pub fn resolve(root: &Path, path: &str) -> Target {
+    if path == format!("/{SUMS}") {
+        return Target::Sums;
+    }
+    let Some(rel) = safe_relative(path) else {
+        return Target::NotFound;
+    };
+    let Ok(root) = root.canonicalize() else {
+        return Target::NotFound;
+    };
+    let inside = |p: &Path| -> Option<PathBuf> {
+        let c = p.canonicalize().ok()?;
+        (c.starts_with(&root) && c.is_file()).then_some(c)
+    };
+    if let Some(f) = inside(&root.join(&rel)) {
+        return Target::File(f);
+    }
+    let name = rel.to_string_lossy();
+    if let Some(base) = name.strip_suffix(".sha512") {
+        if let Some(f) = inside(&root.join(base)) {
+            return Target::Digest(f);
+        }
+    }
+    Target::NotFound
+}
+
+/// A `Range` header against a file of `len` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Range {
+    Full,
+    /// Inclusive byte positions.
+    Part(u64, u64),
+    Unsatisfiable,
+}
+
+/// Single byte ranges are honoured; several ranges, other units and malformed
+/// headers get the whole file (RFC 9110 lets a server ignore `Range`).
+pub fn parse_range(header: Option<&str>, len: u64) -> Range {
+    let Some(spec) = header.and_then(|h| h.trim().strip_prefix("bytes=")) else {
+        return Range::Full;
+    };
+    if spec.contains(',') {
+        return Range::Full;
+    }
+    let Some((a, b)) = spec.trim().split_once('-') else {
+        return Range::Full;
+    };
+    let num = |s: &str| s.trim().parse::<u64>().ok();
+    match (a.trim().is_empty(), b.trim().is_empty()) {
+        (true, true) => Range::Full,
+        (true, false) => match num(b) {
+            Some(0) => Range::Unsatisfiable,
+            Some(_) if len == 0 => Range::Unsatisfiable,
+            Some(n) => Range::Part(len - n.min(len), len - 1),
+            None => Range::Full,
+        },
+        (false, open) => {
+            let Some(start) = num(a) else {
+                return Range::Full;
+            };
+            let end = if open { Some(u64::MAX) } else { num(b) };
+            match end {
+                None => Range::Full,
+                Some(end) if end < start => Range::Full,
+                Some(_) if start >= len => Range::Unsatisfiable,
+                Some(end) => Range::Part(start, end.min(len - 1)),
+            }
+        }
+    }
+}
+
+/// (device, inode, mtime in ns, size): a version of a file.
+type FileVersion = (u64, u64, i64, i64);
+
+/// sha512 digests by file identity, computed once per version of a file.
+#[derive(Default)]
+pub struct Digests {
+    cache: Mutex<HashMap<PathBuf, (FileVersion, String)>>,
+}
+
+impl Digests {
+    /// Hex sha512 of `path`, blocking; cached by (dev, inode, mtime, size).
+    pub fn sha512(&self, path: &Path) -> Result<String> {
+        let m = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
+        let key = (
+            m.dev(),
+            m.ino(),
+            m.mtime_nsec() + m.mtime() * 1_000_000_000,
+            m.size() as i64,
+        );
+        if let Some((k, v)) = self.cache.lock().ok().and_then(|c| c.get(path).cloned()) {
+            if k == key {
+                return Ok(v);
+            }
+        }
+        let mut f =
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let mut h = Sha512::new();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = f
+                .read(&mut buf)
+                .with_context(|| format!("reading {}", path.display()))?;
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+        }
+        let hex = hex::encode(h.finalize());
+        if let Ok(mut c) = self.cache.lock() {
+            c.insert(path.to_path_buf(), (key, hex.clone()));
+        }
+        Ok(hex)
+    }
+}
+
+/// Every regular, non-hidden file below `root`, relative, sorted.
+pub fn list_files(root: &Path) -> Vec<PathBuf> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => walk(root, &p, out),
+                Ok(t) if t.is_file() => {
+                    if let Ok(r) = p.strip_prefix(root) {
+                        if safe_relative(&format!("/{}", r.display())).is_some() {
+                            out.push(r.to_path_buf());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}
+
+fn content_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("ign") => "application/vnd.coreos.ignition+json",
+        Some("json") => "application/json",
+        Some("iso") => "application/x-iso9660-image",
+        Some("txt") | Some("sha512") => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+/// A file region streamed in chunks.
+struct FileBody {
+    file: tokio::fs::File,
+    remaining: u64,
+    buf: Vec<u8>,
+}
+
+impl Body for FileBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let this = self.get_mut();
+        if this.remaining == 0 {
+            return Poll::Ready(None);
+        }
+        let want = (this.remaining as usize).min(CHUNK);
+        let mut rb = ReadBuf::new(&mut this.buf[..want]);
+        match Pin::new(&mut this.file).poll_read(cx, &mut rb) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Err(e)) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(Ok(())) => {
+                let n = rb.filled().len();
+                if n == 0 {
+                    return Poll::Ready(Some(Err(std::io::ErrorKind::UnexpectedEof.into())));
+                }
+                this.remaining -= n as u64;
+                Poll::Ready(Some(Ok(Frame::data(Bytes::copy_from_slice(rb.filled())))))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.remaining == 0
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining)
+    }
+}
+
+fn full(status: StatusCode, body: impl Into<Bytes>) -> Response<HttpBody> {
+    let mut r = Response::new(
+        Full::new(body.into())
+            .map_err(|never: Infallible| match never {})
+            .boxed(),
+    );
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+/// Answer one request for the directory `root`.
+pub async fn respond(
+    root: &Path,
+    digests: &Arc<Digests>,
+    req: &Request<Incoming>,
+) -> Response<HttpBody> {
+    let head = req.method() == Method::HEAD;
+    if req.method() != Method::GET && !head {
+        let mut r = full(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
+        r.headers_mut()
+            .insert(hyper::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return r;
+    }
+    let (root2, path) = (root.to_path_buf(), req.uri().path().to_string());
+    let target = tokio::task::spawn_blocking(move || resolve(&root2, &path))
+        .await
+        .unwrap_or(Target::NotFound);
+    let text = |status, body: String| {
+        let mut r = full(status, if head { String::new() } else { body.clone() });
+        r.headers_mut()
+            .insert(CONTENT_LENGTH, HeaderValue::from(body.len() as u64));
+        r
+    };
+    match target {
+        Target::NotFound => text(StatusCode::NOT_FOUND, "not found\n".into()),
+        Target::Digest(f) => {
+            let d = digests.clone();
+            match tokio::task::spawn_blocking(move || d.sha512(&f)).await {
+                Ok(Ok(hex)) => text(StatusCode::OK, format!("sha512-{hex}\n")),
+                _ => text(StatusCode::INTERNAL_SERVER_ERROR, "digest failed\n".into()),
+            }
+        }
+        Target::Sums => {
+            let (d, root) = (digests.clone(), root.to_path_buf());
+            let sums = tokio::task::spawn_blocking(move || -> Result<String> {
+                let mut out = String::new();
+                for rel in list_files(&root) {
+                    out += &format!("{}  {}\n", d.sha512(&root.join(&rel))?, rel.display());
+                }
+                Ok(out)
+            })
+            .await;
+            match sums {
+                Ok(Ok(s)) => text(StatusCode::OK, s),
+                _ => text(StatusCode::INTERNAL_SERVER_ERROR, "digest failed\n".into()),
+            }
+        }
+        Target::File(f) => match serve_file(&f, req, head).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(file = %f.display(), error = %format!("{e:#}"), "serving a file");
+                text(StatusCode::INTERNAL_SERVER_ERROR, "read failed\n".into())
+            }
+        },
+    }
+}
+
+async fn serve_file(
+    path: &Path,
+    req: &Request<Incoming>,
+    head: bool,
+) -> Result<Response<HttpBody>> {
+    let mut file = tokio::fs::File::open(path)
+        .await
+        .with_context(|| format!("opening {}", path.display()))?;
+    let len = file.metadata().await?.len();
+    let range = parse_range(
+        req.headers()
+            .get(hyper::header::RANGE)
+            .and_then(|v| v.to_str().ok()),
+        len,
+    );
+    let (status, start, count) = match range {
+        Range::Full => (StatusCode::OK, 0, len),
+        Range::Part(a, b) => (StatusCode::PARTIAL_CONTENT, a, b - a + 1),
+        Range::Unsatisfiable => {
+            let mut r = full(StatusCode::RANGE_NOT_SATISFIABLE, "");
+            r.headers_mut().insert(
+                CONTENT_RANGE,
+                HeaderValue::from_str(&format!("bytes */{len}"))?,
+            );
+            return Ok(r);
+        }
+    };
+    if start > 0 {
+        file.seek(std::io::SeekFrom::Start(start)).await?;
+    }
+    let body = if head {
+        Full::new(Bytes::new())
+            .map_err(|never: Infallible| match never {})
+            .boxed()
+    } else {
+        FileBody {
+            file,
+            remaining: count,
+            buf: vec![0u8; CHUNK],
+        }
+        .boxed()
+    };
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type(path)));
+    h.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    h.insert(CONTENT_LENGTH, HeaderValue::from(count));
+    if status == StatusCode::PARTIAL_CONTENT {
+        h.insert(
+            CONTENT_RANGE,
+            HeaderValue::from_str(&format!("bytes {start}-{}/{len}", start + count - 1))?,
+        );
+    }
+    Ok(r)
+}
+
+/// A running artifact listener of one cluster.
+pub struct Listener {
+    pub addr: SocketAddr,
+    pub root: PathBuf,
+    shutdown: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Listener {
+    pub async fn start(addr: SocketAddr, root: PathBuf, digests: Arc<Digests>) -> Result<Listener> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        let addr = listener.local_addr().context("reading the bound address")?;
+        let (tx, mut rx) = watch::channel(false);
+        let r = root.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let (stream, _) = tokio::select! {
+                    a = listener.accept() => match a {
+                        Ok(x) => x,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "accepting a connection");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    },
+                    _ = rx.changed() => return,
+                };
+                let (root, digests) = (r.clone(), digests.clone());
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                        let (root, digests) = (root.clone(), digests.clone());
+                        async move {
+                            let resp = respond(&root, &digests, &req).await;
+                            tracing::debug!(method = %req.method(), path = %req.uri().path(), status = resp.status().as_u16(), "http");
+                            Ok::<_, Infallible>(resp)
+                        }
+                    });
+                    let mut b = hyper::server::conn::http1::Builder::new();
+                    b.timer(TokioTimer::new())
+                        .header_read_timeout(Duration::from_secs(30));
+                    let _ = b.serve_connection(TokioIo::new(stream), svc).await;
+                });
+            }
+        });
+        tracing::info!(%addr, root = %root.display(), "http artifacts listening");
+        Ok(Listener {
+            addr,
+            root,
+            shutdown: tx,
+            task,
+        })
+    }
+
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.task.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_range(None, 10), Range::Full);
+        assert_eq!(parse_range(Some("bytes=0-3"), 10), Range::Part(0, 3));
+        assert_eq!(parse_range(Some("bytes=5-"), 10), Range::Part(5, 9));
+        assert_eq!(parse_range(Some("bytes=5-100"), 10), Range::Part(5, 9));
+        assert_eq!(parse_range(Some("bytes=-3"), 10), Range::Part(7, 9));
+        assert_eq!(parse_range(Some("bytes=-30"), 10), Range::Part(0, 9));
+        assert_eq!(parse_range(Some("bytes=10-"), 10), Range::Unsatisfiable);
+        assert_eq!(parse_range(Some("bytes=-0"), 10), Range::Unsatisfiable);
+        assert_eq!(parse_range(Some("bytes=0-0"), 0), Range::Unsatisfiable);
+        assert_eq!(parse_range(Some("bytes=0-1,4-5"), 10), Range::Full);
+        assert_eq!(parse_range(Some("bytes=4-2"), 10), Range::Full);
+        assert_eq!(parse_range(Some("items=0-1"), 10), Range::Full);
+        assert_eq!(parse_range(Some("bytes=x-1"), 10), Range::Full);
+    }
+
+    #[test]
+    fn unsafe_paths_are_refused() {
+        for p in [
+            "/../etc/passwd",
+            "/a/../../x",
+            "/%2e%2e/etc/passwd",
+            "/..%2fetc",
+            "/.hidden",
+            "/a//b",
+            "/",
+            "/a/",
+            "/a\\b",
+            "/a%00b",
+            "/%zz",
+            "relative",
+        ] {
+            assert_eq!(safe_relative(p), None, "{p}");
+        }
+        assert_eq!(safe_relative("/master.ign"), Some("master.ign".into()));
+        assert_eq!(
+            safe_relative("/iso/agent.x86_64.iso"),
+            Some("iso/agent.x86_64.iso".into())
+        );
+        assert_eq!(safe_relative("/a%2Bb"), Some("a+b".into()));
+    }
+
+    #[test]
+    fn symlinks_out_of_the_root_are_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("http");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(dir.path().join("secret"), "s").unwrap();
+        std::fs::write(root.join("worker.ign"), "{}").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret"), root.join("leak")).unwrap();
+        std::os::unix::fs::symlink("worker.ign", root.join("alias.ign")).unwrap();
+        assert_eq!(resolve(&root, "/leak"), Target::NotFound);
+        assert_eq!(resolve(&root, "/sub"), Target::NotFound);
+        assert!(matches!(resolve(&root, "/alias.ign"), Target::File(_)));
+        assert!(matches!(
+            resolve(&root, "/worker.ign.sha512"),
+            Target::Digest(_)
+        ));
+        assert_eq!(resolve(&root, "/leak.sha512"), Target::NotFound);
+        assert_eq!(resolve(&root, "/SHA512SUMS"), Target::Sums);
+        assert_eq!(list_files(&root), vec![PathBuf::from("worker.ign")]);
+    }
+}

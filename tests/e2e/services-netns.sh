@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Host services end to end, in namespaces this script creates (needs root,
+# haproxy, python3, curl, jq):
+#   - a "host" network namespace with the cluster bridge sl-svce2e holding the
+#     gateway 192.168.150.1 and the load balancer's address 192.168.150.2;
+#   - one network namespace per stand-in node (1 bootstrap, 3 control planes,
+#     2 workers), plugged into the bridge by a veth, running a small HTTP
+#     server that acts out the node: /readyz on 6443 (plain HTTP: a rehearsal),
+#     /config/<role> on 22623, 80/443 on workers, GET :8000/fail-readyz;
+#   - a private mount namespace where /etc/hosts is a bind-mounted copy, so the
+#     real hosts-file mechanism runs without touching the machine's file.
+# It runs `shiftlab serve` there and drives it with the CLI only.
+set -euo pipefail
+[ -n "${E2E_TRACE:-}" ] && set -x
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+bin=${SHIFTLAB_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/shiftlab}
+tag=svce2e$$
+H=${tag}h
+NODES="bootstrap:10 ctlplane-0:11 ctlplane-1:12 ctlplane-2:13 worker-0:20 worker-1:21"
+
+if [ "${1:-}" != "--inside" ]; then
+  for t in haproxy python3 curl jq; do
+    command -v "$t" >/dev/null || { echo "services-netns: $t is missing"; exit 1; }
+  done
+  [ "$(id -u)" -eq 0 ] || { echo "services-netns: needs root"; exit 1; }
+  [ -x "$bin" ] || (cd "$repo" && cargo build -q --bin shiftlab)
+  cleanup() {
+    for n in $NODES; do
+      name=${n%%:*}
+      ip netns pids "${tag}-${name}" 2>/dev/null | xargs -r kill 2>/dev/null || true
+      ip netns del "${tag}-${name}" 2>/dev/null || true
+    done
+    ip netns pids "$H" 2>/dev/null | xargs -r kill 2>/dev/null || true
+    ip netns del "$H" 2>/dev/null || true
+  }
+  trap cleanup EXIT
+  ip netns add "$H"
+  ip -n "$H" link set lo up
+  ip -n "$H" link add sl-svce2e type bridge
+  ip -n "$H" addr add 192.168.150.1/24 dev sl-svce2e
+  ip -n "$H" addr add 192.168.150.2/24 dev sl-svce2e
+  ip -n "$H" link set sl-svce2e up
+  i=0
+  for n in $NODES; do
+    name=${n%%:*} last=${n##*:} ns="${tag}-${name}"
+    i=$((i + 1))
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    ip link add "sv${$}n$i" netns "$H" type veth peer name eth0 netns "$ns"
+    ip -n "$H" link set "sv${$}n$i" master sl-svce2e up
+    ip -n "$ns" addr add "192.168.150.$last/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    case $name in
+      worker*) ports="80 443" role=worker ;;
+      bootstrap) ports="6443 22623" role=bootstrap ;;
+      *) ports="6443 22623" role=master ;;
+    esac
+    ip netns exec "$ns" python3 - "svc-$name" "$role" $ports >/dev/null 2>&1 <<'PY' &
+import http.server, socketserver, sys, threading
+name, role, ports = sys.argv[1], sys.argv[2], [int(p) for p in sys.argv[3:]]
+state = {"fail": False}
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        port = self.server.server_address[1]
+        if port == 8000 and self.path == "/fail-readyz":
+            state["fail"] = True
+        code = 500 if (self.path == "/readyz" and state["fail"]) else 200
+        body = f"{name} {self.path}\n".encode()
+        self.send_response(code); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True; allow_reuse_address = True
+for p in ports + [8000]:
+    threading.Thread(target=S(("0.0.0.0", p), H).serve_forever, daemon=True).start()
+threading.Event().wait()
+PY
+  done
+  ip netns exec "$H" unshare -m --propagation private "$0" --inside
+  exit $?
+fi
+
+# ---- inside the host namespace, with a private mount namespace -------------
+work=$(mktemp -d)
+cp /etc/hosts "$work/hosts.orig"
+cp /etc/hosts "$work/hosts"
+mount --bind "$work/hosts" /etc/hosts
+state=$work/state
+sl() { "$bin" --state-dir "$state" "$@"; }
+fail() { echo "FAIL: $*"; echo "--- serve log"; tail -40 "$work/serve.log"; exit 1; }
+wait_for() { # seconds, description, command...
+  local t=$1 what=$2; shift 2
+  for _ in $(seq $((t * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  fail "timed out waiting for $what"
+}
+bodies() { # url count
+  for _ in $(seq "$2"); do curl -s --max-time 2 "$1" | cut -d' ' -f1; done | sort -u
+}
+
+cat >"$work/cluster.yaml" <<'EOF'
+cluster: svc
+domain: lab.test
+distribution: okd
+method: upi
+rehearsal: true
+ctlplanes: 3
+workers: 2
+network:
+  cidr: 192.168.150.0/24
+  bridge: sl-svce2e
+EOF
+mkdir -p "$state/clusters/svc"
+HOME=$work sl plan -f "$work/cluster.yaml" -o json >"$state/clusters/svc/plan.json" 2>/dev/null
+
+SHIFTLAB_LOG=info sl serve --host-dns hosts --scan-interval 1 >"$work/serve.log" 2>&1 &
+serve=$!
+trap 'kill $serve 2>/dev/null; wait $serve 2>/dev/null; umount /etc/hosts; rm -rf "$work"' EXIT
+wait_for 10 "serve's control socket" test -S "$state/serve.sock"
+sl serve notify svc || fail "serve notify"
+
+# Host-side resolution through /etc/hosts, and the API through the LB.
+getent hosts api.svc.lab.test | grep -q '^192.168.150.2 ' || fail "api does not resolve"
+getent hosts console-openshift-console.apps.svc.lab.test | grep -q '^192.168.150.2 ' || fail "*.apps does not resolve"
+wait_for 10 "the API through the LB" curl -sf --max-time 2 http://api.svc.lab.test:6443/readyz
+seen=$(bodies http://api.svc.lab.test:6443/readyz 30)
+echo "6443 reached: $(echo $seen)"
+[ "$(echo "$seen" | wc -l)" -ge 3 ] || fail "several API backends expected"
+echo "$seen" | grep -qx svc-bootstrap || fail "the bootstrap must serve before its removal"
+echo "$seen" | grep -q worker && fail "workers behind 6443"
+curl -sf --resolve api-int.svc.lab.test:22623:192.168.150.2 \
+  http://api-int.svc.lab.test:22623/config/master | grep -q '/config/master' || fail "22623"
+apps=$(bodies http://console-openshift-console.apps.svc.lab.test/ 10; bodies http://oauth-openshift.apps.svc.lab.test:443/ 10)
+[ "$(echo "$apps" | sort -u | tr '\n' ' ')" = "svc-worker-0 svc-worker-1 " ] || fail "ingress: $apps"
+
+# A control plane failing /readyz leaves within 30 s; traffic avoids it.
+status() { sl serve status svc -o json | jq -r --arg n "$1" \
+  '.load_balancer.frontends[] | select(.name=="api") | .backends[] | select(.node==$n) | .status'; }
+is_status() { [ "$(status "$1")" = "$2" ]; }
+wait_for 20 "ctlplane-0 checked" is_status svc-ctlplane-0 UP
+curl -sf --max-time 2 http://192.168.150.11:8000/fail-readyz >/dev/null || fail "fail-readyz"
+start=$(date +%s)
+wait_for 30 "ctlplane-0 down" is_status svc-ctlplane-0 DOWN
+echo "ctlplane-0 down after $(( $(date +%s) - start )) s"
+bodies http://api.svc.lab.test:6443/ 20 | grep -qx svc-ctlplane-0 && fail "traffic to a DOWN backend"
+
+# Removing the bootstrap stops all traffic to it.
+sl serve remove-bootstrap svc || fail "remove-bootstrap"
+for url in http://api.svc.lab.test:6443/ http://192.168.150.2:22623/config/master; do
+  bodies "$url" 20 | grep -qx svc-bootstrap && fail "bootstrap still behind $url"
+done
+[ "$(status svc-bootstrap)" = removed ] || fail "status after removal"
+
+# A killed HAProxy is restarted by serve.
+pid=$(cat "$state/clusters/svc/haproxy.pid")
+kill -9 "$pid"
+wait_for 20 "haproxy restarted" sh -c "[ \"\$(cat $state/clusters/svc/haproxy.pid 2>/dev/null)\" != $pid ] && curl -sf --max-time 1 http://api.svc.lab.test:6443/readyz"
+echo "haproxy $pid killed, restarted as $(cat "$state/clusters/svc/haproxy.pid")"
+
+# Artifacts over HTTP on the cluster's address, with their digest.
+echo '{"ignition":{"version":"3.4.0"}}' >"$state/clusters/svc/http/worker.ign"
+curl -sf http://192.168.150.1:8080/worker.ign | cmp - "$state/clusters/svc/http/worker.ign" || fail "artifact"
+[ "$(curl -sf http://192.168.150.1:8080/worker.ign.sha512)" = "sha512-$(sha512sum <"$state/clusters/svc/http/worker.ign" | cut -d' ' -f1)" ] || fail "digest"
+[ "$(curl -s -o /dev/null -w '%{http_code}' --path-as-is http://192.168.150.1:8080/../plan.json)" = 404 ] || fail "traversal"
+
+# Destroy: forget (the hook), then the directory goes.
+pid=$(cat "$state/clusters/svc/haproxy.pid")
+sl serve forget svc || fail "forget"
+rm -rf "$state/clusters/svc"
+sleep 2
+kill -0 "$pid" 2>/dev/null && fail "haproxy $pid still running"
+curl -s --max-time 1 http://192.168.150.2:6443/readyz && fail "LB still answering"
+cmp /etc/hosts "$work/hosts.orig" || fail "/etc/hosts not restored byte for byte"
+pgrep -f "haproxy -W -db -f $state/" && fail "a haproxy of this test survived"
+echo "services-netns: all checks passed"

@@ -1,0 +1,148 @@
+//! The HTTP artifact server over real sockets (loopback): whole files, HEAD,
+//! byte ranges, published sha512 digests, and every way out of the directory
+//! refused.
+
+mod common;
+#[path = "common/services.rs"]
+mod services;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+
+use services::get;
+use sha2::{Digest, Sha512};
+use shiftlab::serve::http::{Digests, Listener};
+
+fn raw(addr: SocketAddr, request: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+#[test]
+fn artifacts_are_served_read_only_with_ranges_and_digests() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("clusters/c1/http");
+    std::fs::create_dir_all(root.join("iso")).unwrap();
+    let ign = br#"{"ignition":{"version":"3.4.0"}}"#.to_vec();
+    let iso: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(root.join("worker.ign"), &ign).unwrap();
+    std::fs::write(root.join("iso/live.iso"), &iso).unwrap();
+    std::fs::write(root.join(".worker.ign.tmp-1"), "partial").unwrap();
+    std::fs::write(dir.path().join("clusters/c1/kubeadmin-password"), "secret").unwrap();
+    std::os::unix::fs::symlink("../kubeadmin-password", root.join("pw")).unwrap();
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(Listener::start(
+            "127.77.40.1:0".parse().unwrap(),
+            root.clone(),
+            Arc::new(Digests::default()),
+        ))
+        .unwrap();
+    let addr = listener.addr;
+
+    // Whole files, with their type and length.
+    let (status, head, body) = get(addr, "/worker.ign", &[]).unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(body, ign);
+    assert_eq!(
+        header(&head, "content-type"),
+        Some("application/vnd.coreos.ignition+json")
+    );
+    assert_eq!(header(&head, "accept-ranges"), Some("bytes"));
+    let (status, _, body) = get(addr, "/iso/live.iso", &[]).unwrap();
+    assert_eq!((status, body.len()), (200, iso.len()));
+    assert_eq!(body, iso);
+
+    // HEAD: headers only.
+    let head = raw(addr, "HEAD /iso/live.iso HTTP/1.0\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.0 200"), "{head}");
+    assert_eq!(header(&head, "content-length"), Some("300000"));
+    assert!(head.ends_with("\r\n\r\n"));
+
+    // Ranges.
+    let (status, head, body) = get(addr, "/iso/live.iso", &[("Range", "bytes=1000-1999")]).unwrap();
+    assert_eq!(status, 206);
+    assert_eq!(body, &iso[1000..2000]);
+    assert_eq!(
+        header(&head, "content-range"),
+        Some("bytes 1000-1999/300000")
+    );
+    let (status, _, body) = get(addr, "/iso/live.iso", &[("Range", "bytes=-10")]).unwrap();
+    assert_eq!((status, body.as_slice()), (206, &iso[iso.len() - 10..]));
+    let (status, _, body) = get(addr, "/iso/live.iso", &[("Range", "bytes=299990-")]).unwrap();
+    assert_eq!((status, body.len()), (206, 10));
+    let (status, head, _) = get(addr, "/iso/live.iso", &[("Range", "bytes=300000-")]).unwrap();
+    assert_eq!(status, 416);
+    assert_eq!(header(&head, "content-range"), Some("bytes */300000"));
+
+    // Digests: per file for coreos-installer --ignition-hash, and a sums list.
+    let want = hex::encode(Sha512::digest(&ign));
+    let (status, _, body) = get(addr, "/worker.ign.sha512", &[]).unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(String::from_utf8(body).unwrap(), format!("sha512-{want}\n"));
+    let (_, _, sums) = get(addr, "/SHA512SUMS", &[]).unwrap();
+    let sums = String::from_utf8(sums).unwrap();
+    assert_eq!(
+        sums,
+        format!(
+            "{}  iso/live.iso\n{want}  worker.ign\n",
+            hex::encode(Sha512::digest(&iso))
+        )
+    );
+    // A changed file gets a new digest.
+    std::fs::write(root.join("worker.ign"), b"{}").unwrap();
+    let (_, _, body) = get(addr, "/worker.ign.sha512", &[]).unwrap();
+    assert_eq!(
+        String::from_utf8(body).unwrap(),
+        format!("sha512-{}\n", hex::encode(Sha512::digest(b"{}")))
+    );
+
+    // No listing, no hidden files, no way out.
+    for path in [
+        "/",
+        "/iso",
+        "/iso/",
+        "/.worker.ign.tmp-1",
+        "/pw",
+        "/../kubeadmin-password",
+        "/iso/../../kubeadmin-password",
+        "/%2e%2e/kubeadmin-password",
+        "/..%2fkubeadmin-password",
+        "/iso/%2e%2e/%2e%2e/kubeadmin-password",
+        "//etc/passwd",
+        "/etc/passwd",
+        "/worker.ign%00.png",
+        "/pw.sha512",
+    ] {
+        let (status, _, body) = get(addr, path, &[]).unwrap();
+        assert_eq!(status, 404, "{path}");
+        assert!(!String::from_utf8_lossy(&body).contains("secret"), "{path}");
+    }
+    // Read-only.
+    for method in ["PUT", "POST", "DELETE"] {
+        let r = raw(
+            addr,
+            &format!("{method} /worker.ign HTTP/1.0\r\nContent-Length: 2\r\n\r\n{{}}"),
+        );
+        assert!(r.starts_with("HTTP/1.0 405"), "{method}: {r}");
+    }
+    assert_eq!(std::fs::read(root.join("worker.ign")).unwrap(), b"{}");
+
+    rt.block_on(listener.stop());
+}
