@@ -329,3 +329,43 @@ fn identities_come_from_the_plan() {
     let cn = format!("system:node:{}", w.fqdn);
     approved(&decide(&client(&cn), &ids), &w.name, CsrKind::Client);
 }
+
+#[test]
+fn other_san_kinds_and_subject_attributes_are_refused() {
+    let cn = "system:node:lab1-worker-0";
+    let mut p = CertificateParams::new(vec!["lab1-worker-0".to_string()]).unwrap();
+    p.subject_alt_names.push(rcgen::SanType::Rfc822Name(
+        "root@lab1-worker-0".try_into().unwrap(),
+    ));
+    p.distinguished_name = DistinguishedName::new();
+    p.distinguished_name.push(DnType::CommonName, cn);
+    p.distinguished_name
+        .push(DnType::OrganizationName, NODES_GROUP);
+    let pem = p
+        .serialize_request(&KeyPair::generate().unwrap())
+        .unwrap()
+        .pem()
+        .unwrap();
+    let mut f = serving("lab1-worker-0", &[]);
+    f.request = parse_request(pem.as_bytes());
+    refused(
+        &decide(&f, &nodes()),
+        "SAN email:root@lab1-worker-0 is neither DNS nor IP",
+    );
+
+    let mut p = CertificateParams::new(vec!["lab1-worker-0".to_string()]).unwrap();
+    p.distinguished_name = DistinguishedName::new();
+    p.distinguished_name.push(DnType::CommonName, cn);
+    p.distinguished_name
+        .push(DnType::OrganizationName, NODES_GROUP);
+    p.distinguished_name
+        .push(DnType::OrganizationalUnitName, "extra");
+    let pem = p
+        .serialize_request(&KeyPair::generate().unwrap())
+        .unwrap()
+        .pem()
+        .unwrap();
+    let mut f = serving("lab1-worker-0", &[]);
+    f.request = parse_request(pem.as_bytes());
+    refused(&decide(&f, &nodes()), "attributes besides CN and O");
+}
