@@ -7,6 +7,7 @@ pub mod host;
 pub mod ignition;
 pub mod image;
 pub mod install;
+pub mod kube;
 pub mod plan;
 pub mod redfish;
 pub mod render;

@@ -35,6 +35,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Status(args) => {
             commands::inspect::status(args, &state, &mut std::io::stdout().lock())
         }
+        Command::ApproveCsrs(args) => {
+            commands::approve_csrs::run(args, &state, &mut std::io::stdout().lock())
+        }
         Command::Image(shiftlab::cli::image::ImageCommand::Standin(args)) => {
             shiftlab::image::standin::build(&args.out)?;
             println!("wrote {}", args.out.display());

@@ -1,6 +1,7 @@
 //! Command-line definitions (clap derive). No logic here: each subcommand's work lives
 //! in the module of its concept.
 
+pub mod approve_csrs;
 pub mod completion;
 pub mod create;
 pub mod image;
@@ -50,6 +51,9 @@ pub enum Command {
     List(inspect::ListArgs),
     /// Show a cluster's nodes: role, power state, MAC, planned and leased address, console log
     Status(inspect::StatusArgs),
+    /// Approve the cluster's node CSRs: client CSRs from the node bootstrapper and serving
+    /// CSRs from the nodes, for nodes of the plan only
+    ApproveCsrs(approve_csrs::ApproveCsrsArgs),
     /// Build images shiftlab needs
     #[command(subcommand)]
     Image(image::ImageCommand),

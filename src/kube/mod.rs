@@ -1,0 +1,6 @@
+//! CSR approval and waits against the cluster API (kube-rs). Unit tests never touch a
+//! cluster: the decisions are pure ([`csr`]), the API side is tested over recorded
+//! responses.
+
+pub mod approve;
+pub mod csr;
