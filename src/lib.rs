@@ -9,6 +9,7 @@ pub mod image;
 pub mod install;
 pub mod plan;
 pub mod redfish;
+pub mod release;
 pub mod render;
 pub mod spec;
 pub mod virt;
