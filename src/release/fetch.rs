@@ -65,7 +65,7 @@ impl Progress {
         if self.echo {
             eprintln!("{msg}");
         }
-        tracing::info!("{msg}");
+        tracing::debug!("{msg}");
         self.notes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
