@@ -10,6 +10,7 @@ pub mod install;
 pub mod kube;
 pub mod plan;
 pub mod redfish;
+pub mod release;
 pub mod render;
 pub mod serve;
 pub mod spec;

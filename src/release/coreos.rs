@@ -1,0 +1,114 @@
+//! CoreOS images from the installer's stream metadata.
+
+use std::fs::{self, File};
+use std::io::{self, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+
+use super::cache::Cache;
+use super::fetch::{fetch, Progress};
+use super::parse::{parse_stream, CoreosKind};
+
+/// `<installer> coreos print-stream-json`.
+pub fn coreos_stream_json(installer: &Path) -> Result<String> {
+    let out = Command::new(installer)
+        .args(["coreos", "print-stream-json"])
+        .output()
+        .with_context(|| format!("running {} coreos print-stream-json", installer.display()))?;
+    if !out.status.success() {
+        bail!(
+            "{} coreos print-stream-json failed ({}): {}",
+            installer.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    String::from_utf8(out.stdout).context("stream metadata is not UTF-8")
+}
+
+/// The CoreOS image the installer pins, verified and cached: for [`CoreosKind::Qemu`]
+/// the decompressed qcow2 (cached by its uncompressed digest, so a second call does
+/// nothing but run the installer), for [`CoreosKind::LiveIso`] the ISO.
+pub fn coreos_image(
+    installer: &Path,
+    kind: CoreosKind,
+    cache: &Cache,
+    progress: &Progress,
+) -> Result<PathBuf> {
+    let json = coreos_stream_json(installer)?;
+    coreos_image_from_stream(&json, kind, cache, progress)
+}
+
+/// [`coreos_image`] from stream metadata already at hand.
+pub fn coreos_image_from_stream(
+    json: &str,
+    kind: CoreosKind,
+    cache: &Cache,
+    progress: &Progress,
+) -> Result<PathBuf> {
+    let art = parse_stream(json, kind)?;
+    let Some(uncompressed) = art
+        .uncompressed_sha256
+        .clone()
+        .filter(|_| kind == CoreosKind::Qemu)
+    else {
+        return fetch(&art.location, &art.sha256, cache, progress)
+            .with_context(|| format!("CoreOS {kind} image"));
+    };
+    if let Some(p) = cache.blob(&uncompressed) {
+        return Ok(p);
+    }
+    let gz = fetch(&art.location, &art.sha256, cache, progress)
+        .with_context(|| format!("CoreOS {kind} image"))?;
+    let _lock = cache.lock(&uncompressed)?;
+    if let Some(p) = cache.blob(&uncompressed) {
+        return Ok(p);
+    }
+    let tmp = cache
+        .tmp_dir()
+        .join(format!("{uncompressed}.gunzip-{}", std::process::id()));
+    let result = (|| -> Result<PathBuf> {
+        let len = fs::metadata(&gz).ok().map(|m| m.len());
+        let bar = progress.bar(len, "decompressing CoreOS image");
+        let input = bar.wrap_read(BufReader::new(File::open(&gz)?));
+        let mut dec = flate2::read::MultiGzDecoder::new(input);
+        let mut out = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut h = Sha256::new();
+        let mut buf = vec![0u8; 1 << 18];
+        loop {
+            let n = match dec.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).with_context(|| format!("decompressing {}", art.location)),
+            };
+            h.update(&buf[..n]);
+            out.write_all(&buf[..n])
+                .with_context(|| format!("writing {}", tmp.display()))?;
+        }
+        out.sync_all()?;
+        bar.finish_and_clear();
+        let actual = hex::encode(h.finalize());
+        if actual != uncompressed {
+            bail!(
+                "uncompressed-sha256 mismatch for {}: expected {uncompressed}, got {actual}; \
+                 the decompressed image was discarded",
+                art.location
+            );
+        }
+        let dest = cache.blob_path(&uncompressed);
+        fs::rename(&tmp, &dest)
+            .with_context(|| format!("moving {} into the cache", tmp.display()))?;
+        Ok(dest)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    let dest = result?;
+    // The compressed image served its purpose; keep only the qcow2 (saves ~1 GB).
+    let _ = fs::remove_file(&gz);
+    Ok(dest)
+}

@@ -1,0 +1,409 @@
+//! Getting a file into the cache: from the cache itself, a local path, or HTTP(S)
+//! with progress, resume and sha256 verification.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sha2::{Digest, Sha256};
+
+use super::cache::Cache;
+use super::parse::check_sha256;
+
+/// How long to wait for a mirror to accept a connection / send the next bytes.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+const READ_TIMEOUT: Duration = Duration::from_secs(120);
+/// Attempts per download when the connection drops mid-transfer (each resumes).
+const ATTEMPTS: u32 = 4;
+
+/// A downloaded or copied file whose digest is not the expected one.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "sha256 mismatch for {source_name}: expected {expected}, got {actual} ({size} bytes); \
+     the file was discarded and nothing was cached"
+)]
+pub struct DigestMismatch {
+    pub source_name: String,
+    pub expected: String,
+    pub actual: String,
+    pub size: u64,
+}
+
+/// Progress bars and user-facing notes (e.g. "offline: using cached …").
+pub struct Progress {
+    draw: bool,
+    echo: bool,
+    notes: Mutex<Vec<String>>,
+}
+
+impl Progress {
+    /// Bars on stderr when it is a terminal; notes printed to stderr.
+    pub fn stderr() -> Progress {
+        Progress {
+            draw: true,
+            echo: true,
+            notes: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// No bars and nothing printed; notes are only recorded (tests, `--quiet`).
+    pub fn quiet() -> Progress {
+        Progress {
+            draw: false,
+            echo: false,
+            notes: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Tell the user something (also recorded, see [`Progress::notes`]).
+    pub fn note(&self, msg: impl Into<String>) {
+        let msg = msg.into();
+        if self.echo {
+            eprintln!("{msg}");
+        }
+        tracing::debug!("{msg}");
+        self.notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(msg);
+    }
+
+    /// Every note so far.
+    pub fn notes(&self) -> Vec<String> {
+        self.notes.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn bar(&self, len: Option<u64>, label: &str) -> ProgressBar {
+        if !self.draw {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr());
+        let template = if len.is_some() {
+            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}"
+        } else {
+            "{msg} {bytes} {bytes_per_sec}"
+        };
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(label.to_string());
+        bar
+    }
+}
+
+/// Where an artifact comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Origin {
+    Http(String),
+    Path(PathBuf),
+}
+
+pub(crate) fn origin(src: &str) -> Origin {
+    if src.starts_with("http://") || src.starts_with("https://") {
+        Origin::Http(src.to_string())
+    } else if let Some(p) = src.strip_prefix("file://") {
+        Origin::Path(PathBuf::from(p))
+    } else {
+        Origin::Path(PathBuf::from(src))
+    }
+}
+
+/// The last path segment, for progress labels.
+fn short_name(src: &str) -> &str {
+    src.trim_end_matches('/').rsplit('/').next().unwrap_or(src)
+}
+
+pub(crate) fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout_connect(CONNECT_TIMEOUT)
+        .timeout_read(READ_TIMEOUT)
+        .user_agent(concat!("shiftlab/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// The sha256 of a file, as lowercase hex.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 18];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+/// Make `src` (an `http(s)://` URL, a `file://` URL or a local path) available in the
+/// cache as the blob `sha256`, and return the blob's path.
+///
+/// A cached blob is returned without touching the network. Otherwise the file is
+/// copied or downloaded to a temporary file in the cache, its digest checked, and
+/// only then renamed into place: a bad file never lands in the cache. Downloads
+/// resume from `tmp/<sha256>.partial` with a `Range` request (after a dropped
+/// connection within this call, or left by an earlier run).
+pub fn fetch(src: &str, sha256: &str, cache: &Cache, progress: &Progress) -> Result<PathBuf> {
+    let sha256 = check_sha256(sha256).with_context(|| format!("expected digest for {src}"))?;
+    if let Some(p) = cache.blob(&sha256) {
+        return Ok(p);
+    }
+    let _lock = cache.lock(&sha256)?;
+    if let Some(p) = cache.blob(&sha256) {
+        return Ok(p);
+    }
+    match origin(src) {
+        Origin::Path(p) => copy_in(&p, src, &sha256, cache, progress),
+        Origin::Http(url) => download(&url, &sha256, cache, progress),
+    }
+}
+
+fn land(tmp: &Path, sha256: &str, cache: &Cache) -> Result<PathBuf> {
+    let dest = cache.blob_path(sha256);
+    fs::rename(tmp, &dest).with_context(|| format!("moving {} into the cache", tmp.display()))?;
+    if let Ok(dir) = File::open(dest.parent().unwrap_or(Path::new("."))) {
+        let _ = dir.sync_all();
+    }
+    Ok(dest)
+}
+
+fn verify(path: &Path, src: &str, sha256: &str) -> Result<()> {
+    let actual = sha256_file(path)?;
+    if actual != sha256 {
+        let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        let _ = fs::remove_file(path);
+        return Err(DigestMismatch {
+            source_name: src.to_string(),
+            expected: sha256.to_string(),
+            actual,
+            size,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+fn copy_in(
+    path: &Path,
+    src: &str,
+    sha256: &str,
+    cache: &Cache,
+    progress: &Progress,
+) -> Result<PathBuf> {
+    let mut from = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let len = from.metadata().ok().map(|m| m.len());
+    let tmp = cache
+        .tmp_dir()
+        .join(format!("{sha256}.copy-{}", std::process::id()));
+    let result = (|| -> Result<PathBuf> {
+        let mut to = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let bar = progress.bar(len, short_name(src));
+        io::copy(&mut bar.wrap_read(&mut from), &mut to)
+            .with_context(|| format!("copying {} into the cache", path.display()))?;
+        to.sync_all()?;
+        bar.finish_and_clear();
+        verify(&tmp, src, sha256)?;
+        land(&tmp, sha256, cache)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+enum Failure {
+    /// The transfer stopped part way; what was written is kept for resuming.
+    Interrupted(String),
+    Fatal(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::Fatal(e)
+    }
+}
+
+fn download(url: &str, sha256: &str, cache: &Cache, progress: &Progress) -> Result<PathBuf> {
+    let partial = cache.partial_path(sha256);
+    let mut stale = partial.exists();
+    if stale {
+        progress.note(format!("resuming the interrupted download of {url}"));
+    }
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match download_attempt(url, &partial, progress) {
+            Ok(()) => {}
+            Err(Failure::Fatal(e)) => return Err(e),
+            Err(Failure::Interrupted(why)) if attempt < ATTEMPTS => {
+                progress.note(format!("download of {url} interrupted ({why}); resuming"));
+                std::thread::sleep(Duration::from_millis(200 * u64::from(attempt)));
+                continue;
+            }
+            Err(Failure::Interrupted(why)) => {
+                let have = fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
+                bail!(
+                    "download of {url} failed: {why}; {have} bytes are kept in {} and the next run resumes from there",
+                    partial.display()
+                );
+            }
+        }
+        match verify(&partial, url, sha256) {
+            Ok(()) => return land(&partial, sha256, cache),
+            // A partial file left by an earlier run may not be a prefix of this file
+            // (a mirror re-published it): start over once before giving up.
+            Err(e) if stale && e.is::<DigestMismatch>() => {
+                progress.note(format!(
+                    "the resumed download of {url} did not verify; downloading it again from the start"
+                ));
+                stale = false;
+                attempt = 0;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn download_attempt(url: &str, partial: &Path, progress: &Progress) -> Result<(), Failure> {
+    let offset = fs::metadata(partial).map(|m| m.len()).unwrap_or(0);
+    let mut req = agent().get(url);
+    if offset > 0 {
+        req = req.set("Range", &format!("bytes={offset}-"));
+    }
+    let resp = match req.call() {
+        Ok(r) => r,
+        Err(ureq::Error::Status(416, _)) if offset > 0 => {
+            let _ = fs::remove_file(partial);
+            return Err(Failure::Interrupted(
+                "the mirror refused to resume; starting over".into(),
+            ));
+        }
+        Err(ureq::Error::Status(code, r)) => {
+            return Err(Failure::Fatal(anyhow!(
+                "GET {url}: HTTP {code} {}",
+                r.status_text()
+            )))
+        }
+        Err(ureq::Error::Transport(t)) if offset > 0 => {
+            return Err(Failure::Interrupted(format!(
+                "cannot reach the mirror: {t}"
+            )))
+        }
+        Err(ureq::Error::Transport(t)) => {
+            return Err(Failure::Fatal(anyhow!("cannot download {url}: {t}")))
+        }
+    };
+    let resumed = resp.status() == 206 && offset > 0 && {
+        let want = format!("bytes {offset}-");
+        resp.header("Content-Range")
+            .is_some_and(|r| r.trim().starts_with(&want))
+    };
+    if offset > 0 && !resumed {
+        progress.note(format!(
+            "{url}: the mirror does not support resuming; downloading from the start"
+        ));
+    }
+    let start = if resumed { offset } else { 0 };
+    let body_len = resp
+        .header("Content-Length")
+        .and_then(|l| l.trim().parse::<u64>().ok());
+    let total = body_len.map(|l| l + start);
+    let mut file = if resumed {
+        OpenOptions::new().append(true).open(partial)
+    } else {
+        File::create(partial)
+    }
+    .with_context(|| format!("opening {}", partial.display()))?;
+
+    let bar = progress.bar(total, short_name(url));
+    bar.set_position(start);
+    let mut reader = resp.into_reader();
+    let mut buf = vec![0u8; 1 << 18];
+    let mut got: u64 = 0;
+    let outcome = loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break Ok(()),
+            Ok(n) => {
+                file.write_all(&buf[..n])
+                    .with_context(|| format!("writing {}", partial.display()))?;
+                got += n as u64;
+                bar.inc(n as u64);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => break Err(format!("{e} after {} bytes", start + got)),
+        }
+    };
+    file.sync_all()
+        .with_context(|| format!("syncing {}", partial.display()))?;
+    bar.finish_and_clear();
+    outcome.map_err(Failure::Interrupted)?;
+    if let Some(len) = body_len {
+        if got < len {
+            return Err(Failure::Interrupted(format!(
+                "connection closed after {} of {} bytes",
+                start + got,
+                start + len
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a metadata file may change behind the same URL (channel directories do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// The content under this URL never changes (an exact version): a cached copy is
+    /// used without asking the mirror.
+    Immutable,
+    /// Ask the mirror; fall back to the cached copy only when it cannot be reached.
+    Mutable,
+}
+
+/// Read a small text file (`release.txt`, `sha256sum.txt`) from a URL or path.
+/// Copies fetched over HTTP are kept in the cache, so with a warm cache this works
+/// offline and says so.
+pub fn fetch_text(
+    src: &str,
+    freshness: Freshness,
+    cache: &Cache,
+    progress: &Progress,
+) -> Result<String> {
+    let url = match origin(src) {
+        Origin::Path(p) => {
+            return fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))
+        }
+        Origin::Http(url) => url,
+    };
+    let meta = cache.meta_path(&url);
+    let cached = || fs::read_to_string(&meta).ok();
+    if freshness == Freshness::Immutable {
+        if let Some(text) = cached() {
+            tracing::debug!(%url, "using the cached copy");
+            return Ok(text);
+        }
+    }
+    match agent().get(&url).call() {
+        Ok(resp) => {
+            let text = resp
+                .into_string()
+                .with_context(|| format!("reading {url}"))?;
+            crate::files::write_atomic(&meta, text.as_bytes())?;
+            Ok(text)
+        }
+        Err(ureq::Error::Status(code, r)) => bail!("GET {url}: HTTP {code} {}", r.status_text()),
+        Err(ureq::Error::Transport(t)) => match cached() {
+            Some(text) => {
+                progress.note(format!("offline: using cached {url} ({t})"));
+                Ok(text)
+            }
+            None => bail!("cannot reach {url}: {t}; no cached copy (shiftlab works offline only once it has fetched this release)"),
+        },
+    }
+}
