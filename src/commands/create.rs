@@ -111,9 +111,13 @@ pub fn apply_infra(
     state: &StateDir,
     host: &Host,
     start_workers: bool,
+    image: Option<&std::path::Path>,
 ) -> Result<apply::Report> {
     let dir = state.cluster(&spec.cluster);
-    let image = base_image(spec, state)?;
+    let image = match image {
+        Some(p) if spec.image.is_none() => p.to_path_buf(),
+        _ => base_image(spec, state)?,
+    };
     let ignition = node_ignition(spec, plan, state)?;
     let opts = apply::ApplyOptions {
         base_image: &image,
@@ -170,7 +174,7 @@ fn infra_target(args: &InfraArgs, state: &StateDir) -> Result<()> {
     let spec = &loaded.spec;
     let plan = plan::derive(spec);
     let host = Host::open(&plan.libvirt.uri)?;
-    apply_infra(spec, &plan, state, &host, args.start_workers)?;
+    apply_infra(spec, &plan, state, &host, args.start_workers, None)?;
     Ok(())
 }
 

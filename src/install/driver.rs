@@ -3,7 +3,7 @@
 //! stopped anywhere — even by `kill -9` — converges when started again.
 //!
 //! ```text
-//! install-config → manifests → ignition → infra → bootstrap-complete
+//! release → install-config → manifests → ignition → infra → bootstrap-complete
 //!   → bootstrap-removal → workers → csr-approval → install-complete
 //! ```
 
@@ -20,6 +20,7 @@ use crate::spec::{ClusterSpec, Method, Role};
 
 /// The targets of a UPI install, in order.
 pub const UPI_TARGETS: &[&str] = &[
+    "release",
     "install-config",
     "manifests",
     "ignition",
@@ -67,9 +68,12 @@ impl<'a> Ctx<'a> {
 
 /// Find the `openshift-install` binary: the cluster file's, the one extracted for
 /// this cluster, else the one on `PATH`.
-pub fn installer(ctx: &Ctx) -> Result<PathBuf> {
+pub fn installer(ctx: &Ctx, locked: &Locked) -> Result<PathBuf> {
     if let Some(p) = &ctx.spec.openshift_install {
         return Ok(p.clone());
+    }
+    if let Some(p) = locked.fact("openshift_install") {
+        return Ok(PathBuf::from(p));
     }
     let local = ctx.dir.join("bin/openshift-install");
     if local.is_file() {
@@ -88,8 +92,8 @@ pub fn installer(ctx: &Ctx) -> Result<PathBuf> {
 
 /// Run `openshift-install` with its output appended to the cluster's log and its
 /// progress shown on one line.
-pub fn run_installer(ctx: &Ctx, args: &[&str]) -> Result<()> {
-    let bin = installer(ctx)?;
+pub fn run_installer(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
+    let bin = installer(ctx, locked)?;
     std::fs::create_dir_all(&ctx.assets)?;
     let mut log = std::fs::OpenOptions::new()
         .create(true)
@@ -182,13 +186,15 @@ pub fn reach(ctx: &Ctx, goal: &str) -> Result<()> {
 
 fn run_target(ctx: &Ctx, locked: &mut Locked, target: &str) -> Result<Option<String>> {
     match target {
+        "release" => release(ctx, locked),
         "install-config" => install_config(ctx),
-        "manifests" => manifests(ctx),
-        "ignition" => ignition(ctx),
-        "infra" => infra(ctx),
+        "manifests" => manifests(ctx, locked),
+        "ignition" => ignition(ctx, locked),
+        "infra" => infra(ctx, locked),
         "bootstrap-complete" => {
             run_installer(
                 ctx,
+                locked,
                 &["wait-for", "bootstrap-complete", "--log-level", "info"],
             )?;
             Ok(Some("the control plane runs on its own".into()))
@@ -199,6 +205,55 @@ fn run_target(ctx: &Ctx, locked: &mut Locked, target: &str) -> Result<Option<Str
         "install-complete" => install_complete(ctx, locked),
         other => bail!("no such target {other}"),
     }
+}
+
+/// Resolve the release to concrete, verified, cached artifacts: the installer
+/// (unless the cluster file names one) and the CoreOS image (unless it gives one).
+fn release(ctx: &Ctx, locked: &mut Locked) -> Result<Option<String>> {
+    use crate::release::{self, Cache, CoreosKind, Progress, Source};
+    let spec = ctx.spec;
+    if spec.rehearsal && spec.mirror.is_none() && spec.openshift_install.is_none() {
+        return Ok(Some(
+            "rehearsal without a release: nothing to download".into(),
+        ));
+    }
+    let cache = Cache::from_env()?;
+    let progress = Progress::stderr();
+    let mut notes = Vec::new();
+    let installer = match &spec.openshift_install {
+        Some(p) => {
+            notes.push(format!("installer {}", p.display()));
+            p.clone()
+        }
+        None => {
+            let source = spec
+                .mirror
+                .as_deref()
+                .map(Source::parse)
+                .unwrap_or_else(|| Source::default_for(spec.distribution));
+            let rel =
+                release::resolve(spec.distribution, &spec.version, &source, &cache, &progress)?;
+            let tools = rel.tools(&cache)?;
+            locked.set_fact("release_version", &rel.version)?;
+            locked.set_fact("release_image", &rel.release_image)?;
+            locked.set_fact(
+                "openshift_install",
+                &tools.openshift_install.display().to_string(),
+            )?;
+            locked.set_fact("oc", &tools.oc.display().to_string())?;
+            notes.push(format!("release {} ({})", rel.version, rel.release_image));
+            tools.openshift_install
+        }
+    };
+    if spec.image.is_none() {
+        let image = release::coreos_image(&installer, CoreosKind::Qemu, &cache, &progress)?;
+        locked.set_fact("coreos_image", &image.display().to_string())?;
+        notes.push(format!("CoreOS image {}", image.display()));
+    }
+    for n in progress.notes() {
+        eprintln!("    {n}");
+    }
+    Ok(Some(notes.join(", ")))
 }
 
 fn install_config(ctx: &Ctx) -> Result<Option<String>> {
@@ -249,9 +304,9 @@ pub fn lab_manifests(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
     out
 }
 
-fn manifests(ctx: &Ctx) -> Result<Option<String>> {
+fn manifests(ctx: &Ctx, locked: &Locked) -> Result<Option<String>> {
     restore_install_config(ctx)?;
-    run_installer(ctx, &["create", "manifests"])?;
+    run_installer(ctx, locked, &["create", "manifests"])?;
     // UPI: the nodes are ours, not Machines: drop the Machine API's objects.
     let openshift = ctx.assets.join("openshift");
     if let Ok(rd) = std::fs::read_dir(&openshift) {
@@ -284,9 +339,9 @@ fn manifests(ctx: &Ctx) -> Result<Option<String>> {
     Ok(Some(format!("added {}", added.join(", "))))
 }
 
-fn ignition(ctx: &Ctx) -> Result<Option<String>> {
+fn ignition(ctx: &Ctx, locked: &Locked) -> Result<Option<String>> {
     if !ctx.assets.join("bootstrap.ign").exists() {
-        run_installer(ctx, &["create", "ignition-configs"])?;
+        run_installer(ctx, locked, &["create", "ignition-configs"])?;
     }
     for f in [
         "bootstrap.ign",
@@ -301,9 +356,17 @@ fn ignition(ctx: &Ctx) -> Result<Option<String>> {
     Ok(Some("bootstrap.ign, master.ign, worker.ign".into()))
 }
 
-fn infra(ctx: &Ctx) -> Result<Option<String>> {
+fn infra(ctx: &Ctx, locked: &Locked) -> Result<Option<String>> {
     let host = crate::virt::Host::open(&ctx.plan.libvirt.uri)?;
-    let report = crate::commands::create::apply_infra(ctx.spec, ctx.plan, ctx.state, &host, false)?;
+    let image = locked.fact("coreos_image").map(PathBuf::from);
+    let report = crate::commands::create::apply_infra(
+        ctx.spec,
+        ctx.plan,
+        ctx.state,
+        &host,
+        false,
+        image.as_deref(),
+    )?;
     Ok(Some(format!(
         "{} created, {} started",
         report.created.len(),
@@ -352,21 +415,51 @@ fn workers(ctx: &Ctx) -> Result<Option<String>> {
     }))
 }
 
+/// Approve the new nodes' client and serving CSRs (nobody else does on
+/// `platform: none`), until every node that started after bootstrap has both.
 fn csr_approval(ctx: &Ctx) -> Result<Option<String>> {
+    use crate::kube::approve::{self, WatchOptions};
+    use crate::kube::csr::NodeIdentity;
     if ctx.spec.rehearsal {
         return Ok(Some(
             "rehearsal: stand-in nodes raise no CSRs (there is no Kubernetes API)".into(),
         ));
     }
-    bail!(
-        "approving node CSRs is not wired into the driver yet: approve them with `oc adm certificate approve` (KUBECONFIG={}), then run again",
-        ctx.assets.join("auth/kubeconfig").display()
-    )
+    let kubeconfig = ctx.assets.join("auth/kubeconfig");
+    let nodes = NodeIdentity::from_plan(ctx.plan);
+    let opts = WatchOptions {
+        nodes: ctx
+            .plan
+            .nodes
+            .iter()
+            .filter(|n| n.start == Start::AfterBootstrap)
+            .map(|n| n.name.clone())
+            .collect(),
+        ..WatchOptions::default()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let done = rt.block_on(async {
+        let client = approve::client_from_kubeconfig(&kubeconfig).await?;
+        approve::watch(&client, &nodes, &opts, |_| {}).await
+    })?;
+    if done.interrupted || !done.missing.is_empty() {
+        bail!(
+            "stopped before every worker's certificates were approved ({} missing); run again to continue",
+            done.missing.len()
+        );
+    }
+    Ok(Some(format!(
+        "{} CSRs approved",
+        done.report.approved.len()
+    )))
 }
 
 fn install_complete(ctx: &Ctx, locked: &mut Locked) -> Result<Option<String>> {
     run_installer(
         ctx,
+        locked,
         &["wait-for", "install-complete", "--log-level", "info"],
     )?;
     let console = format!(

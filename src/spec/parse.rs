@@ -106,6 +106,7 @@ pub struct RawSpec {
     pub capabilities: Option<RawCapabilities>,
     pub manifests: Option<Src<String>>,
     pub openshift_install: Option<Src<String>>,
+    pub mirror: Option<Src<String>>,
     pub bmc: RawBmc,
 }
 
@@ -143,6 +144,7 @@ pub const TOP_KEYS: &[&str] = &[
     "capabilities",
     "manifests",
     "openshift_install",
+    "mirror",
     "bmc",
 ];
 
@@ -735,6 +737,9 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     }
     if let Some((f, v)) = top.take("manifests") {
         raw.manifests = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("mirror") {
+        raw.mirror = string(&f, v, d);
     }
     if let Some((f, v)) = top.take("openshift_install") {
         raw.openshift_install = string(&f, v, d);

@@ -903,6 +903,24 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         capabilities,
         manifests,
         openshift_install,
+        mirror: raw.mirror.as_ref().map(|s| {
+            let v = s.v.trim_end_matches('/').to_string();
+            let url = v.starts_with("http://") || v.starts_with("https://");
+            if !url && !v.starts_with("file://") && !env.path(&v).is_dir() {
+                d.error(
+                    &s.field,
+                    format!(
+                        "{:?} is neither an http(s) URL nor an existing directory",
+                        s.v
+                    ),
+                );
+            }
+            if url || v.starts_with("file://") {
+                v
+            } else {
+                env.path(&v).display().to_string()
+            }
+        }),
         bmc,
     }
 }

@@ -266,6 +266,8 @@ pub struct ClusterSpec {
     pub manifests: Option<PathBuf>,
     /// The `openshift-install` binary to drive, when not the release's own.
     pub openshift_install: Option<PathBuf>,
+    /// Where releases come from: a mirror URL or a local directory laid out like one.
+    pub mirror: Option<String>,
     pub bmc: BmcSpec,
 }
 

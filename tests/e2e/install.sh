@@ -7,9 +7,11 @@
 # testing.md: same verbs and files; its wait-for verbs check the stand-in nodes)
 # from the cluster file to "install complete": every target recorded as done, the
 # installer's Ignition wrapped per node, the bootstrap removed after
-# bootstrap-complete, workers started after it. Then the same again, killed with
-# -9 during `infra` and during the bootstrap-complete wait: the rerun completes
-# with no duplicated libvirt objects.
+# bootstrap-complete, workers started after it. The installer and the CoreOS
+# image come from a loopback mirror: verified, cached, downloaded once; a
+# corrupted tarball is a clear error that caches nothing. Then the same again,
+# killed with -9 during `infra` and during the bootstrap-complete wait: the rerun
+# completes with no duplicated libvirt objects.
 set -euo pipefail
 
 NAME=install
@@ -29,24 +31,59 @@ fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
 [[ -x $bin ]] || fail "no shiftlab binary at $bin (cargo build first)"
 
 work=$(mktemp -d /tmp/shiftlab-e2e-install.XXXXXX)
-export SHIFTLAB_HOME=$work/state
+export SHIFTLAB_HOME=$work/state SHIFTLAB_CACHE=$work/cache
+mirror_pid=""
 cleanup() {
-	for c in inst1 inst2; do "$bin" destroy cluster "$c" --purge-images >/dev/null 2>&1 || true; done
+	for c in inst1 inst2 inst3; do "$bin" destroy cluster "$c" --purge-images >/dev/null 2>&1 || true; done
 	pkill -f "$fake" 2>/dev/null || true
+	pkill -f "$work/cache" 2>/dev/null || true
+	[[ -n $mirror_pid ]] && kill "$mirror_pid" 2>/dev/null
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
-cluster_file() { # name cidr
+# A release mirror on loopback (inside the sandbox's own network namespace), laid
+# out as OKD's release assets: <base>/<version>/{release.txt,sha256sum.txt,tarballs}.
+V=4.17.0-okd-scos.0
+port=$((20000 + RANDOM % 20000))
+base=http://127.0.0.1:$port
+make_release() { # version [corrupt]
+	local v=$1 d=$work/mirror/$1 t=$work/tar-$1
+	mkdir -p "$d" "$t/i" "$t/c"
+	cp "$fake" "$t/i/openshift-install"
+	# Each release's installer differs (else the cache, keyed by digest, serves it).
+	echo "# release $v" >>"$t/i/openshift-install"
+	printf '#!/bin/sh\necho "Client Version: %s"\n' "$v" >"$t/c/oc"
+	chmod +x "$t/c/oc"
+	tar -C "$t/i" -czf "$d/openshift-install-linux-$v.tar.gz" openshift-install
+	tar -C "$t/c" -czf "$d/openshift-client-linux-$v.tar.gz" oc
+	printf 'Name:      %s\n\nPull From: quay.io/okd/scos-release:%s\n\nRelease Metadata:\n  Version:  %s\n' "$v" "$v" "$v" >"$d/release.txt"
+	(cd "$d" && sha256sum openshift-*.tar.gz >sha256sum.txt)
+	if [[ ${2:-} == corrupt ]]; then echo garbage >>"$d/openshift-install-linux-$v.tar.gz"; fi
+}
+make_release "$V"
+make_release 4.17.0-okd-scos.1 corrupt
+gzip -c "$IMAGE" >"$work/mirror/coreos-qemu.x86_64.qcow2.gz"
+jq -n --arg loc "$base/coreos-qemu.x86_64.qcow2.gz" \
+	--arg gz "$(sha256sum <"$work/mirror/coreos-qemu.x86_64.qcow2.gz" | cut -d' ' -f1)" \
+	--arg raw "$(sha256sum <"$IMAGE" | cut -d' ' -f1)" \
+	'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{qemu:{formats:{"qcow2.gz":{disk:{location:$loc,sha256:$gz,"uncompressed-sha256":$raw}}}}}}}}' \
+	>"$work/stream.json"
+export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$work/mirror.log" 2>&1 &
+mirror_pid=$!
+for _ in $(seq 50); do curl -fs "$base/$V/release.txt" >/dev/null && break; sleep 0.2; done
+downloads() { grep -c "GET /$1" "$work/mirror.log" || true; }
+
+cluster_file() { # name cidr [version]
 	cat >"$work/$1.yaml" <<EOF
 cluster: $1
 domain: lab.test
 distribution: okd
-version: 4.17.0-okd-scos.0
+version: ${3:-$V}
+mirror: $base
 method: upi
 rehearsal: true
-image: $IMAGE
-openshift_install: $fake
 ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2eTestKeyOnly e2e@shiftlab']
 ctlplanes: 3
 workers: 1
@@ -62,7 +99,7 @@ target_status() { # cluster target
 
 check_finished() { # cluster
 	local c=$1 t
-	for t in install-config manifests ignition infra bootstrap-complete bootstrap-removal workers csr-approval install-complete; do
+	for t in release install-config manifests ignition infra bootstrap-complete bootstrap-removal workers csr-approval install-complete; do
 		[[ $(target_status "$c" "$t") == done ]] || fail "$c: target $t is $(target_status "$c" "$t"), not done"
 	done
 	[[ -z $(virsh list --all --name | grep "^$c-bootstrap" || true) ]] || fail "$c: the bootstrap domain is still there"
@@ -93,11 +130,27 @@ jq -r '.ignition.config.merge[0].source' "$ign" | sed 's/^data:[^,]*,//' | base6
 [[ $(stat -c %a "$SHIFTLAB_HOME/clusters/inst1/install-config.backup.yaml") == 600 ]] || fail "the backup is not 0600"
 grep -q 'Install complete' "$SHIFTLAB_HOME/clusters/inst1/openshift-install.log" || fail "the installer log is not kept"
 
+[[ $(downloads "$V/openshift-install-linux") == 1 ]] || fail "the installer was not downloaded exactly once"
+[[ $(downloads coreos-qemu) == 1 ]] || fail "the CoreOS image was not downloaded exactly once"
+grep -q "release $V (quay.io/okd/scos-release:$V)" "$work/run1.out" || fail "the release is not named"
+[[ $(virsh vol-list shiftlab | grep -c shiftlab-base-) == 1 ]] || fail "the base image is not the mirror's"
+
 step "running it again does nothing"
 "$bin" create cluster -f "$f1" 2>&1 | tee "$work/run2.out"
 if grep -q '^==> ' "$work/run2.out"; then fail "a finished install ran targets again"; fi
 check_finished inst1
 "$bin" destroy cluster inst1 >/dev/null
+
+step "a corrupted tarball is a clear error and nothing is cached"
+f3=$(cluster_file inst3 192.168.182.0/24 4.17.0-okd-scos.1)
+if "$bin" create cluster -f "$f3" >"$work/corrupt.out" 2>&1; then cat "$work/corrupt.out"; fail "a corrupted tarball was accepted"; fi
+cat "$work/corrupt.out"
+grep -q 'sha256 mismatch for .*openshift-install-linux-4.17.0-okd-scos.1.tar.gz' "$work/corrupt.out" || fail "the error does not name the corrupted file"
+bad=$(sha256sum <"$work/mirror/4.17.0-okd-scos.1/openshift-install-linux-4.17.0-okd-scos.1.tar.gz" | cut -d' ' -f1)
+want=$(awk '/openshift-install/ {print $1}' "$work/mirror/4.17.0-okd-scos.1/sha256sum.txt")
+[[ ! -e $SHIFTLAB_CACHE/blobs/sha256/$bad && ! -e $SHIFTLAB_CACHE/blobs/sha256/$want ]] || fail "the corrupted tarball was cached"
+[[ -z $(virsh list --all --name | grep '^inst3-' || true) ]] || fail "a failed release created domains"
+"$bin" destroy cluster inst3 >/dev/null
 
 step "kill -9 during infra, then during the bootstrap-complete wait; reruns complete"
 f2=$(cluster_file inst2 192.168.181.0/24)
@@ -122,5 +175,8 @@ kill_during bootstrap-complete
 "$bin" create cluster -f "$f2" 2>&1 | tee "$work/resume.out" | tail -3
 check_finished inst2
 if grep -q '^==> infra' "$work/resume.out"; then fail "the rerun repeated infra"; fi
+# Three installs from one mirror: every artifact was downloaded once, then cached.
+[[ $(downloads "$V/openshift-install-linux") == 1 ]] || fail "the installer was downloaded again"
+[[ $(downloads coreos-qemu) == 1 ]] || fail "the CoreOS image was downloaded again"
 
 echo "PASS $NAME"
