@@ -278,7 +278,9 @@ if ("kcli", 6) in t:
     print()
     print(f"kcli create plan, 6 VMs + network: {kc}")
     print(f"shiftlab create infra, 6 nodes:     {sc}")
-    print(f"kcli/shiftlab = {km / sm:.2f}")
+    sh6 = {r: float(s) for w, n, r, s, _ in rows if w == "shiftlab" and n == "6"}
+    per = [float(s) / sh6[r] for w, n, r, s, _ in rows if w == "kcli" and r in sh6]
+    print(f"kcli/shiftlab = {km / sm:.2f} (ratio of medians); per repetition: " + ", ".join(f"{x:.2f}" for x in per))
 import json
 ph = {}
 for l in open(sys.argv[2]):
