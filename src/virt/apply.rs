@@ -97,6 +97,38 @@ fn sha256_file(path: &Path) -> Result<String> {
     Ok(hex::encode(h.finalize()))
 }
 
+/// The image's sha256, remembered per (path, size, mtime) so that a multi-GB CoreOS
+/// image is hashed once, not on every `create infra`.
+fn image_digest(state_root: &Path, image: &Path) -> Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(image).with_context(|| format!("reading {}", image.display()))?;
+    let key = format!(
+        "{}|{}|{}.{}",
+        image
+            .canonicalize()
+            .unwrap_or_else(|_| image.to_path_buf())
+            .display(),
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec()
+    );
+    let path = state_root.join("image-digests.json");
+    let mut known: std::collections::BTreeMap<String, String> = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    if let Some(d) = known.get(&key) {
+        return Ok(d.clone());
+    }
+    let digest = sha256_file(image)?;
+    known.insert(key, digest.clone());
+    crate::files::write_atomic(
+        &path,
+        (serde_json::to_string_pretty(&known)? + "\n").as_bytes(),
+    )?;
+    Ok(digest)
+}
+
 /// Stream bytes into a volume through libvirt, so a remote host works the same.
 fn upload(host: &Host, vol: &StorageVol, mut src: impl Read, len: u64) -> Result<()> {
     let stream = Stream::new(&host.conn, 0).context("opening an upload stream")?;
@@ -178,7 +210,7 @@ fn ensure_base(
 ) -> Result<(StorageVol, u64)> {
     let (cluster_dir, state_root) = dirs;
     let virtual_size = qcow2_virtual_size(image)?;
-    let digest = sha256_file(image)?;
+    let digest = image_digest(state_root, image)?;
     let name = format!("shiftlab-base-{}.qcow2", &digest[..16]);
     if !ledger.base_volumes.contains(&name) {
         ledger.base_volumes.push(name.clone());
@@ -668,14 +700,16 @@ pub fn apply(
         bail!("creating nodes failed:\n  - {}", errors.join("\n  - "));
     }
 
-    // Start in the order the install needs: bootstrap, then control planes, then the rest.
+    // Which nodes start now is the plan's (Start); they start together: libvirt returns
+    // once QEMU runs, long before a guest boots, so a wave per role would only add
+    // a sequential start without ordering anything that matters.
     let to_start: Vec<&Node> = plan
         .nodes
         .iter()
         .filter(|n| n.start == Start::Infra || (opts.start_all && n.start == Start::AfterBootstrap))
         .collect();
-    for wave in [vec![Role::Bootstrap], vec![Role::Ctlplane, Role::Worker]] {
-        let nodes: Vec<&&Node> = to_start.iter().filter(|n| wave.contains(&n.role)).collect();
+    {
+        let nodes: Vec<&&Node> = to_start.iter().collect();
         let started: Vec<Result<Option<String>>> = std::thread::scope(|s| {
             let hs: Vec<_> = nodes
                 .iter()
