@@ -119,6 +119,11 @@ pub fn apply_infra(
         _ => base_image(spec, state)?,
     };
     let ignition = node_ignition(spec, plan, state)?;
+    // The same configs on the cluster's HTTP server (shiftlab serve), for nodes
+    // that fetch theirs (coreos-installer --ignition-url).
+    for (node, bytes) in &ignition {
+        crate::files::write_private(&dir.join("http").join(format!("{node}.ign")), bytes)?;
+    }
     let opts = apply::ApplyOptions {
         base_image: &image,
         ignition,
