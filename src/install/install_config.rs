@@ -28,12 +28,18 @@ pub fn read_pull_secret(spec: &ClusterSpec) -> Result<String> {
 }
 
 /// The lab's BMC password: the cluster file's, else the one stored for this cluster,
-/// else a new random one stored 0600.
+/// else a new random one; stored 0600 in the cluster's directory, where the lab's
+/// BMC in `shiftlab serve` reads it.
 pub fn bmc_password(spec: &ClusterSpec, state: &StateDir) -> Result<String> {
+    let path = state.cluster(&spec.cluster).join("bmc-password");
     if let Some(p) = &spec.bmc.password {
+        // `shiftlab serve` runs the lab's BMC from this file: keep it the user's.
+        if std::fs::read_to_string(&path).ok().as_deref().map(str::trim) != Some(p.as_str()) {
+            write_private(&path, p.as_bytes())
+                .with_context(|| format!("storing the BMC password in {}", path.display()))?;
+        }
         return Ok(p.clone());
     }
-    let path = state.cluster(&spec.cluster).join("bmc-password");
     match std::fs::read_to_string(&path) {
         Ok(p) if !p.trim().is_empty() => Ok(p.trim().to_string()),
         _ => {

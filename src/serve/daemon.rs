@@ -48,6 +48,9 @@ struct Served {
     http: Option<http::Listener>,
     http_error: Option<String>,
     dns: Option<Record>,
+    /// The lab's Redfish BMC (method ipi).
+    bmc: Option<crate::redfish::Server>,
+    bmc_error: Option<String>,
 }
 
 struct Daemon {
@@ -242,6 +245,8 @@ impl Daemon {
                     http: None,
                     http_error: None,
                     dns: None,
+                    bmc: None,
+                    bmc_error: None,
                 });
             served.identity = identity;
             served.plan = plan.clone();
@@ -303,7 +308,74 @@ impl Daemon {
             }
         }
         self.ensure_http(name, &files).await?;
+        self.ensure_bmc(name, &files).await;
         result
+    }
+
+    /// Serve the lab's Redfish BMC for an ipi cluster: its own domains only, on the
+    /// plan's BMC address (the gateway), TLS with the lab CA, the lab password.
+    /// Retried every scan while the address is not on the host yet.
+    async fn ensure_bmc(&mut self, name: &str, files: &ClusterFiles) {
+        let Some(served) = self.clusters.get_mut(name) else {
+            return;
+        };
+        let Some(b) = served.plan.bmc.clone() else {
+            if let Some(s) = served.bmc.take() {
+                s.shutdown().await;
+            }
+            return;
+        };
+        let want = SocketAddr::from((b.address, b.port));
+        if served.bmc.as_ref().is_some_and(|s| s.local_addr() == want) {
+            return;
+        }
+        if let Some(s) = served.bmc.take() {
+            s.shutdown().await;
+        }
+        let plan = served.plan.clone();
+        let dir = files.dir.join("bmc");
+        // The same password file `create install-config` puts into install-config.yaml.
+        let password_file = files.dir.join("bmc-password");
+        let setup = tokio::task::spawn_blocking(move || -> Result<_> {
+            use crate::redfish::{auth::Auth, libvirt, tls, Service};
+            let password = crate::redfish::cli::load_or_create_password(&password_file)?;
+            let machine = libvirt::LibvirtMachine::open(&libvirt::LibvirtConfig {
+                uri: plan.libvirt.uri.clone(),
+                scope: libvirt::Scope::Cluster(plan.cluster.clone()),
+                pool: plan.libvirt.pool.clone(),
+                state_dir: dir.clone(),
+                max_image_bytes: 8 << 30,
+            })?;
+            let auth = Auth::new(&b.username, &password, Duration::from_secs(1800));
+            let service = Arc::new(Service::new(
+                Arc::new(machine),
+                auth,
+                &crate::redfish::cli::derived_uuid(&format!("bmc/{}", plan.cluster)),
+            ));
+            let material = tls::ensure(&dir.join("tls"), &[std::net::IpAddr::V4(b.address)], &[])?;
+            Ok((service, tls::server_config(&material)?))
+        })
+        .await
+        .map_err(|e| anyhow!("bmc setup task: {e}"))
+        .and_then(|r| r);
+        let started = match setup {
+            Ok((service, tls)) => crate::redfish::Server::start(want, Some(tls), service).await,
+            Err(e) => Err(e),
+        };
+        match started {
+            Ok(server) => {
+                tracing::info!(cluster = %name, addr = %want, "redfish bmc serving the lab's domains");
+                served.bmc = Some(server);
+                served.bmc_error = None;
+            }
+            Err(e) => {
+                let msg = format!("{e:#}");
+                if served.bmc_error.as_deref() != Some(msg.as_str()) {
+                    tracing::warn!(cluster = %name, error = %msg, "bmc not served yet (retrying)");
+                }
+                served.bmc_error = Some(msg);
+            }
+        }
     }
 
     /// Bind (or rebind) the cluster's artifact listener; retried every scan
@@ -357,6 +429,9 @@ impl Daemon {
         }
         if let Some(l) = s.http {
             l.stop().await;
+        }
+        if let Some(b) = s.bmc {
+            b.shutdown().await;
         }
         if forget {
             let files = ClusterFiles::new(&self.opts.state, name);

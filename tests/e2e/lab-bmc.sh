@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# tests/e2e/lab-bmc.sh IMAGE — the lab's Redfish BMC inside `shiftlab serve`, in
+# the sandbox: an ipi cluster's domains, addressed by the UUIDs install-config
+# names, behind TLS (the lab CA) and the lab password; power through Redfish is
+# seen by libvirt; domains of other clusters are not exposed.
+set -euo pipefail
+NAME=lab-bmc
+fail() { echo "FAIL $NAME: $*"; tail -20 "$work/serve.log" 2>/dev/null; exit 1; }
+[[ ${SHIFTLAB_SANDBOX:-} == 1 && $# == 1 ]] || { echo "FAIL $NAME: scripts/sandbox run -- $0 IMAGE"; exit 1; }
+IMAGE=$(readlink -f "$1")
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${SHIFTLAB_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/shiftlab}
+work=$(mktemp -d /tmp/shiftlab-e2e-bmc.XXXXXX)
+export SHIFTLAB_HOME=$work/state
+serve=""
+cleanup() {
+	"$bin" destroy cluster bmc --purge-images >/dev/null 2>&1 || true
+	[[ -n $serve ]] && { kill "$serve" 2>/dev/null; wait "$serve" 2>/dev/null || true; }
+	rm -rf "$work"
+}
+trap cleanup EXIT
+cat >"$work/bmc.yaml" <<EOF2
+cluster: bmc
+domain: lab.test
+distribution: okd
+method: ipi
+rehearsal: true
+image: $IMAGE
+ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2eTestKeyOnly e2e@shiftlab']
+ctlplanes: 3
+workers: 1
+network:
+  cidr: 192.168.195.0/24
+EOF2
+SHIFTLAB_LOG=info "$bin" serve --host-dns off --scan-interval 1 >"$work/serve.log" 2>&1 &
+serve=$!
+"$bin" create install-config -f "$work/bmc.yaml" --dir "$work/ic" >/dev/null
+"$bin" create infra -f "$work/bmc.yaml" >/dev/null
+pw=$(cat "$SHIFTLAB_HOME/clusters/bmc/bmc-password")
+ca=$SHIFTLAB_HOME/clusters/bmc/bmc/tls/ca.crt
+for _ in $(seq 60); do [[ -f $ca ]] && curl -sf --cacert "$ca" https://192.168.195.1:8443/redfish/v1/ >/dev/null && break; sleep 0.5; done
+curl -sf --cacert "$ca" https://192.168.195.1:8443/redfish/v1/ >/dev/null || fail "the BMC does not answer with the lab CA"
+[[ $(curl -s -o /dev/null -w '%{http_code}' --cacert "$ca" https://192.168.195.1:8443/redfish/v1/Systems) == 401 ]] || fail "no auth required"
+members=$(curl -sf --cacert "$ca" -u "admin:$pw" https://192.168.195.1:8443/redfish/v1/Systems | jq -r '.Members[]."@odata.id"' | sort)
+want=$(grep -o 'redfish/v1/Systems/[0-9a-f-]*' "$work/ic/install-config.yaml" | sed 's|^|/|' | sort)
+[[ $members == "$want" ]] || fail "systems $members, install-config names $want"
+sys=$(grep -o 'redfish/v1/Systems/[0-9a-f-]*' "$work/ic/install-config.yaml" | head -1)
+uuid=${sys##*/}
+dom=$(virsh domname "$uuid")
+[[ $(virsh domstate "$dom") == "shut off" ]] || fail "$dom should start off (the installer powers it)"
+curl -sf --cacert "$ca" -u "admin:$pw" -H 'Content-Type: application/json' \
+	-d '{"ResetType":"On"}' "https://192.168.195.1:8443/$sys/Actions/ComputerSystem.Reset" >/dev/null || fail "power on"
+[[ $(virsh domstate "$dom") == running ]] || fail "$dom did not start"
+[[ $(curl -sf --cacert "$ca" -u "admin:$pw" "https://192.168.195.1:8443/$sys" | jq -r .PowerState) == On ]] || fail "PowerState"
+curl -sf --cacert "$ca" -u "admin:$pw" -H 'Content-Type: application/json' \
+	-d '{"ResetType":"ForceOff"}' "https://192.168.195.1:8443/$sys/Actions/ComputerSystem.Reset" >/dev/null || fail "power off"
+[[ $(virsh domstate "$dom") == "shut off" ]] || fail "$dom did not stop"
+echo "PASS $NAME"
