@@ -34,7 +34,12 @@ pub fn bmc_password(spec: &ClusterSpec, state: &StateDir) -> Result<String> {
     let path = state.cluster(&spec.cluster).join("bmc-password");
     if let Some(p) = &spec.bmc.password {
         // `shiftlab serve` runs the lab's BMC from this file: keep it the user's.
-        if std::fs::read_to_string(&path).ok().as_deref().map(str::trim) != Some(p.as_str()) {
+        if std::fs::read_to_string(&path)
+            .ok()
+            .as_deref()
+            .map(str::trim)
+            != Some(p.as_str())
+        {
             write_private(&path, p.as_bytes())
                 .with_context(|| format!("storing the BMC password in {}", path.display()))?;
         }

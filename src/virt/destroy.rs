@@ -9,6 +9,22 @@ use anyhow::{Context, Result};
 use super::ledger;
 use super::{domain_storage, Host};
 
+/// Stop a domain and undefine it with its NVRAM, managed save and snapshot metadata.
+fn stop_and_undefine(d: &virt::domain::Domain, name: &str) -> Result<()> {
+    if d.is_active()? {
+        d.destroy().with_context(|| format!("stopping {name}"))?;
+    }
+    // A driver that knows no NVRAM (and so has none to keep) refuses the flag;
+    // a plain undefine is then the same thing.
+    let flags = virt::sys::VIR_DOMAIN_UNDEFINE_NVRAM
+        | virt::sys::VIR_DOMAIN_UNDEFINE_MANAGED_SAVE
+        | virt::sys::VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA;
+    if d.undefine_flags(flags).is_err() {
+        d.undefine().with_context(|| format!("undefining {name}"))?;
+    }
+    Ok(())
+}
+
 /// Remove the cluster's objects; returns what was removed, in order.
 pub fn destroy(
     host: &Host,
@@ -29,17 +45,7 @@ pub fn destroy(
     for (d, o) in owned.iter().filter(|(_, o)| o.cluster == cluster) {
         let name = d.name()?;
         let storage = domain_storage(&d.xml_desc(0)?);
-        if d.is_active()? {
-            d.destroy().with_context(|| format!("stopping {name}"))?;
-        }
-        // NVRAM goes with the domain; a driver that knows no NVRAM (and so has
-        // none to keep) refuses the flag, and then a plain undefine is the same.
-        let flags = virt::sys::VIR_DOMAIN_UNDEFINE_NVRAM
-            | virt::sys::VIR_DOMAIN_UNDEFINE_MANAGED_SAVE
-            | virt::sys::VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA;
-        if d.undefine_flags(flags).is_err() {
-            d.undefine().with_context(|| format!("undefining {name}"))?;
-        }
+        stop_and_undefine(d, &name)?;
         removed.push(format!("domain {name} ({})", o.role));
         volumes.extend(storage.volumes);
         files.extend(storage.files);
@@ -195,17 +201,7 @@ pub fn remove_node(
             Some(o) if o.cluster == cluster => {}
             _ => anyhow::bail!("domain {} is not shiftlab's for {cluster}", node.name),
         }
-        if d.is_active()? {
-            d.destroy()
-                .with_context(|| format!("stopping {}", node.name))?;
-        }
-        let flags = virt::sys::VIR_DOMAIN_UNDEFINE_NVRAM
-            | virt::sys::VIR_DOMAIN_UNDEFINE_MANAGED_SAVE
-            | virt::sys::VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA;
-        if d.undefine_flags(flags).is_err() {
-            d.undefine()
-                .with_context(|| format!("undefining {}", node.name))?;
-        }
+        stop_and_undefine(&d, &node.name)?;
         removed.push(format!("domain {}", node.name));
     }
     let names: Vec<String> = node

@@ -17,26 +17,23 @@ pub struct ClusterSummary {
 
 pub fn list(host: &Host) -> Result<Vec<ClusterSummary>> {
     let mut by: BTreeMap<String, ClusterSummary> = BTreeMap::new();
-    for (n, o) in host.owned_networks()? {
-        let e = by
-            .entry(o.cluster.clone())
+    fn entry<'a>(
+        by: &'a mut BTreeMap<String, ClusterSummary>,
+        cluster: &str,
+    ) -> &'a mut ClusterSummary {
+        by.entry(cluster.to_string())
             .or_insert_with(|| ClusterSummary {
-                cluster: o.cluster.clone(),
+                cluster: cluster.to_string(),
                 network: None,
                 nodes: 0,
                 running: 0,
-            });
-        e.network = Some(n.name()?);
+            })
+    }
+    for (n, o) in host.owned_networks()? {
+        entry(&mut by, &o.cluster).network = Some(n.name()?);
     }
     for (d, o) in host.owned_domains()? {
-        let e = by
-            .entry(o.cluster.clone())
-            .or_insert_with(|| ClusterSummary {
-                cluster: o.cluster.clone(),
-                network: None,
-                nodes: 0,
-                running: 0,
-            });
+        let e = entry(&mut by, &o.cluster);
         e.nodes += 1;
         if d.is_active()? {
             e.running += 1;
