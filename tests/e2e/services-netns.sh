@@ -115,7 +115,7 @@ HOME=$work sl plan -f "$work/cluster.yaml" -o json >"$state/clusters/svc/plan.js
 
 SHIFTLAB_LOG=info sl serve --host-dns hosts --scan-interval 1 >"$work/serve.log" 2>&1 &
 serve=$!
-trap 'kill $serve 2>/dev/null; wait $serve 2>/dev/null; umount /etc/hosts; rm -rf "$work"' EXIT
+trap 'kill $serve 2>/dev/null; wait $serve 2>/dev/null || true; umount /etc/hosts || true; rm -rf "$work"' EXIT
 wait_for 10 "serve's control socket" test -S "$state/serve.sock"
 sl serve notify svc || fail "serve notify"
 
