@@ -70,6 +70,24 @@ pub fn random_secret(len: usize) -> Result<String> {
     Ok(out)
 }
 
+/// A file's digest (sha256, sha512, …) as lowercase hex, read in chunks.
+pub fn hash_file<D: sha2::Digest>(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let mut f = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut h = D::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 use super::cache::Cache;
 use super::parse::check_sha256;
@@ -127,19 +127,7 @@ pub(crate) fn agent() -> ureq::Agent {
 
 /// The sha256 of a file, as lowercase hex.
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 18];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex::encode(h.finalize()))
+    crate::files::hash_file::<Sha256>(path)
 }
 
 /// Make `src` (an `http(s)://` URL, a `file://` URL or a local path) available in the

@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::io::Read as _;
 use std::net::SocketAddr;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
@@ -24,7 +23,7 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::header::{HeaderValue, ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use sha2::{Digest as _, Sha512};
+use sha2::Sha512;
 use tokio::io::{AsyncRead, AsyncSeekExt as _, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -178,20 +177,7 @@ impl Digests {
                 return Ok(v);
             }
         }
-        let mut f =
-            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-        let mut h = Sha512::new();
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = f
-                .read(&mut buf)
-                .with_context(|| format!("reading {}", path.display()))?;
-            if n == 0 {
-                break;
-            }
-            h.update(&buf[..n]);
-        }
-        let hex = hex::encode(h.finalize());
+        let hex = crate::files::hash_file::<Sha512>(path)?;
         if let Ok(mut c) = self.cache.lock() {
             c.insert(path.to_path_buf(), (key, hex.clone()));
         }

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 use virt::domain::Domain;
 use virt::network::Network;
 use virt::storage_pool::StoragePool;
@@ -83,20 +83,6 @@ pub fn qcow2_virtual_size(path: &Path) -> Result<u64> {
     Ok(u64::from_be_bytes(h[24..32].try_into().unwrap_or_default()))
 }
 
-fn sha256_file(path: &Path) -> Result<String> {
-    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex::encode(h.finalize()))
-}
-
 /// The image's sha256, remembered per (path, size, mtime) so that a multi-GB CoreOS
 /// image is hashed once, not on every `create infra`.
 fn image_digest(state_root: &Path, image: &Path) -> Result<String> {
@@ -120,7 +106,7 @@ fn image_digest(state_root: &Path, image: &Path) -> Result<String> {
     if let Some(d) = known.get(&key) {
         return Ok(d.clone());
     }
-    let digest = sha256_file(image)?;
+    let digest = crate::files::hash_file::<Sha256>(image)?;
     known.insert(key, digest.clone());
     crate::files::write_atomic(
         &path,
