@@ -31,29 +31,27 @@ pub fn read_pull_secret(spec: &ClusterSpec) -> Result<String> {
 /// else a new random one; stored 0600 in the cluster's directory, where the lab's
 /// BMC in `shiftlab serve` reads it.
 pub fn bmc_password(spec: &ClusterSpec, state: &StateDir) -> Result<String> {
-    let path = state.cluster(&spec.cluster).join("bmc-password");
-    if let Some(p) = &spec.bmc.password {
-        // `shiftlab serve` runs the lab's BMC from this file: keep it the user's.
-        if std::fs::read_to_string(&path)
-            .ok()
-            .as_deref()
-            .map(str::trim)
-            != Some(p.as_str())
-        {
-            write_private(&path, p.as_bytes())
-                .with_context(|| format!("storing the BMC password in {}", path.display()))?;
-        }
-        return Ok(p.clone());
-    }
-    match std::fs::read_to_string(&path) {
-        Ok(p) if !p.trim().is_empty() => Ok(p.trim().to_string()),
-        _ => {
-            let p = random_secret(24)?;
-            write_private(&path, p.as_bytes())
-                .with_context(|| format!("storing the BMC password in {}", path.display()))?;
-            Ok(p)
-        }
-    }
+    lab_bmc_password(&state.cluster(&spec.cluster), spec.bmc.password.as_deref())
+}
+
+/// The one reader and writer of `<cluster dir>/bmc-password`: `create
+/// install-config` puts it into install-config.yaml, and the lab's BMC in `shiftlab
+/// serve` authenticates with it (`configured` is None there: the plan holds no secret).
+pub fn lab_bmc_password(cluster_dir: &Path, configured: Option<&str>) -> Result<String> {
+    let path = cluster_dir.join("bmc-password");
+    let stored = std::fs::read_to_string(&path)
+        .ok()
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty());
+    let password = match (configured, stored) {
+        (Some(p), Some(s)) if p == s => return Ok(s),
+        (None, Some(s)) => return Ok(s),
+        (Some(p), _) => p.to_string(),
+        (None, None) => random_secret(24)?,
+    };
+    write_private(&path, password.as_bytes())
+        .with_context(|| format!("storing the BMC password in {}", path.display()))?;
+    Ok(password)
 }
 
 /// Write the install configs into `dir`; returns the files written.

@@ -334,11 +334,11 @@ impl Daemon {
         }
         let plan = served.plan.clone();
         let dir = files.dir.join("bmc");
-        // The same password file `create install-config` puts into install-config.yaml.
-        let password_file = files.dir.join("bmc-password");
+        let cluster_dir = files.dir.clone();
         let setup = tokio::task::spawn_blocking(move || -> Result<_> {
             use crate::redfish::{auth::Auth, libvirt, tls, Service};
-            let password = crate::redfish::cli::load_or_create_password(&password_file)?;
+            // The password `create install-config` put into install-config.yaml.
+            let password = crate::install::install_config::lab_bmc_password(&cluster_dir, None)?;
             let machine = libvirt::LibvirtMachine::open(&libvirt::LibvirtConfig {
                 uri: plan.libvirt.uri.clone(),
                 scope: libvirt::Scope::Cluster(plan.cluster.clone()),
