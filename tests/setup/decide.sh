@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# scripts/setup's install decisions on recorded `apt-cache policy` output: the
+# machines CI and newcomers use differ in what they carry (backports' qemu-utils).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. scripts/lib/setup-decide.sh
+rec=tests/setup/apt-cache
+failed=0
+check() { # name fixture expected-args...
+  local name=$1 fixture=$2 got want
+  shift 2
+  got=$(qemu_pin_args <"$rec/$fixture" | paste -sd' ')
+  want="$*"
+  if [[ $got == "$want" ]]; then
+    echo "ok: $name"
+  else
+    echo "FAILED: $name: got [$got], want [$want]"
+    failed=1
+  fi
+}
+
+# Recorded on a fresh CI-image machine: qemu-utils 10.0 from backports, no qemu-system.
+check "backports qemu-utils is downgraded to Debian 12's, with qemu-system-x86 matching" \
+  backports-qemu-utils.txt \
+  --allow-downgrades qemu-utils=1:7.2+dfsg-7+deb12u18+b3 qemu-system-x86=1:7.2+dfsg-7+deb12u18+b3
+# Recorded after scripts/setup ran on that machine: both from Debian 12.
+check "matching Debian 12 builds are left alone" bookworm-installed.txt
+# A plain Debian 12 machine with no QEMU (the recorded lists, nothing installed).
+check "a machine without QEMU installs Debian 12's as is" bookworm-none.txt
+# Both from backports with backports in the sources (a deliberate choice): they match.
+check "matching backports builds are left alone" backports-both.txt
+
+# The parser itself, on the recorded file.
+v=$(bookworm_version qemu-utils <"$rec/backports-qemu-utils.txt")
+[[ $v == 1:7.2+dfsg-7+deb12u18+b3 ]] || { echo "FAILED: bookworm_version qemu-utils: $v"; failed=1; }
+i=$(apt_policy_field qemu-system-x86 Installed <"$rec/backports-qemu-utils.txt")
+[[ -z $i ]] || { echo "FAILED: qemu-system-x86 is not installed, got $i"; failed=1; }
+
+# No lists (apt-get update never ran): a clear failure, not a silent no-pin.
+if out=$(printf 'qemu-utils:\n  Installed: 1:10.0.2+ds-2+deb13u1~bpo12+1\n  Candidate: 1:10.0.2+ds-2+deb13u1~bpo12+1\n  Version table:\n *** 1:10.0.2+ds-2+deb13u1~bpo12+1 100\n        100 /var/lib/dpkg/status\n' | qemu_pin_args 2>&1); then
+  echo "FAILED: no bookworm version must fail, got [$out]"; failed=1
+else
+  echo "ok: no Debian 12 version in the lists is an error ($out)"
+fi
+
+# The pattern this replaced: under pipefail `cmd | grep -q` (or `| head`) is false
+# when cmd dies of SIGPIPE. No script of ours may use either.
+lint=$(grep -rnE '\|[[:space:]]*(grep[[:space:]]+(-[a-zA-Z]*q|--quiet)|head\b)' \
+  scripts tests/e2e tests/setup bench .ci | grep -v '^tests/setup/decide.sh:' || true)
+if [[ -n $lint ]]; then
+  echo "$lint"
+  echo "FAILED: a pipe into \`grep -q\` or \`head\` (SIGPIPE under pipefail): read the whole input instead"
+  failed=1
+else
+  echo "ok: no pipe into \`grep -q\` or \`head\` in scripts"
+fi
+[ "$failed" -eq 0 ]
