@@ -1,5 +1,6 @@
 //! Writing files the way shiftlab always does: atomically (temp file, fsync, rename),
-//! and with mode 0600 when they hold a secret.
+//! and with mode 0600 when they hold a secret; and the one way shiftlab takes a
+//! lock (flock on a file that names the holder).
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -7,6 +8,28 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+
+/// Rename `from` over `to` and fsync the directory, so that the rename itself
+/// survives a crash (a renamed file whose directory entry was not synced may come
+/// back as the old file, or as nothing).
+pub fn rename_durably(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::rename(from, to)?;
+    sync_dir(to)
+}
+
+/// fsync the directory holding `path`.
+pub fn sync_dir(path: &Path) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::File::open(dir)?.sync_all()
+}
+
+/// Atomic write with the given mode (0600 for secrets, 0644 for the rest).
+pub fn write_atomic_mode(path: &Path, data: &[u8], mode: u32) -> Result<()> {
+    write_with_mode(path, data, mode)
+}
 
 fn write_with_mode(path: &Path, data: &[u8], mode: u32) -> Result<()> {
     let dir = path
@@ -31,7 +54,7 @@ fn write_with_mode(path: &Path, data: &[u8], mode: u32) -> Result<()> {
             .with_context(|| format!("writing {}", tmp.display()))?;
         f.sync_all()
             .with_context(|| format!("syncing {}", tmp.display()))?;
-        fs::rename(&tmp, path).with_context(|| format!("renaming into {}", path.display()))
+        rename_durably(&tmp, path).with_context(|| format!("renaming into {}", path.display()))
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
@@ -49,13 +72,99 @@ pub fn write_private(path: &Path, data: &[u8]) -> Result<()> {
     write_with_mode(path, data, 0o600)
 }
 
-/// A random secret of `len` URL-safe characters from the kernel's CSPRNG.
-pub fn random_secret(len: usize) -> Result<String> {
-    const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
-    let mut buf = vec![0u8; len * 2];
+/// An exclusive flock, released when dropped (or when the process dies).
+#[derive(Debug)]
+pub struct FileLock {
+    _file: fs::File,
+}
+
+fn open_lock(path: &Path) -> Result<fs::File> {
+    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))
+}
+
+fn flock_nb(f: &fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a file descriptor we own.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+fn claim(mut f: fs::File) -> Result<FileLock> {
+    // Say who holds it, for the message of the next one who tries.
+    f.set_len(0)?;
+    write!(f, "{}", std::process::id())?;
+    Ok(FileLock { _file: f })
+}
+
+/// Take the lock at `path` now, or `Ok(None)` with the holder's pid when another
+/// process holds it.
+pub fn try_lock(path: &Path) -> Result<Result<FileLock, String>> {
+    let f = open_lock(path)?;
+    if flock_nb(&f) {
+        return Ok(Ok(claim(f)?));
+    }
+    let holder = fs::read_to_string(path).unwrap_or_default();
+    Ok(Err(holder.trim().to_string()))
+}
+
+/// Take the lock at `path`, waiting as long as its holder keeps it (locks held
+/// for one short operation: a cache blob's download, a hosts-file edit).
+pub fn lock_blocking(path: &Path) -> Result<FileLock> {
+    use std::os::fd::AsRawFd;
+    let f = open_lock(path)?;
+    // SAFETY: flock on a file descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("locking {}", path.display()));
+    }
+    claim(f)
+}
+
+/// Take the lock at `path`, waiting up to `wait` for its holder (`what` names the
+/// lock in the message when the wait runs out).
+pub fn lock_waiting(path: &Path, wait: std::time::Duration, what: &str) -> Result<FileLock> {
+    let deadline = std::time::Instant::now() + wait;
+    let mut said = false;
+    loop {
+        match try_lock(path)? {
+            Ok(l) => return Ok(l),
+            Err(holder) if std::time::Instant::now() >= deadline => anyhow::bail!(
+                "{what} is still held by pid {holder} after {}s; wait for it or stop it",
+                wait.as_secs()
+            ),
+            Err(holder) => {
+                if !said {
+                    tracing::info!("waiting for {what} (held by pid {holder})");
+                    said = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+/// `n` bytes from the kernel's CSPRNG.
+pub fn random_bytes(n: usize) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; n];
     fs::File::open("/dev/urandom")
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut buf))
         .context("reading /dev/urandom")?;
+    Ok(buf)
+}
+
+/// A random secret of `len` URL-safe characters from the kernel's CSPRNG.
+pub fn random_secret(len: usize) -> Result<String> {
+    const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
+    let buf = random_bytes(len * 2)?;
     // Rejection sampling keeps the distribution uniform.
     let limit = 256 - (256 % ALPHABET.len());
     let out: String = buf
@@ -102,6 +211,44 @@ mod tests {
         assert_eq!(mode, 0o600);
         assert_eq!(fs::read(&p).unwrap(), b"x");
         assert_eq!(fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn locks_exclude_and_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sub/.lock");
+        let held = try_lock(&p).unwrap().unwrap();
+        let pid = std::process::id().to_string();
+        // flock conflicts between two open file descriptions, even in one process.
+        assert_eq!(try_lock(&p).unwrap().unwrap_err(), pid);
+        let e =
+            lock_waiting(&p, std::time::Duration::from_millis(300), "the host lock").unwrap_err();
+        assert!(
+            e.to_string().contains("the host lock is still held by pid"),
+            "{e}"
+        );
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(held);
+        });
+        lock_waiting(&p, std::time::Duration::from_secs(30), "the host lock").unwrap();
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn durable_renames_move_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        fs::write(&a, "x").unwrap();
+        rename_durably(&a, &b).unwrap();
+        assert!(!a.exists());
+        assert_eq!(fs::read(&b).unwrap(), b"x");
+        assert!(
+            rename_durably(&a, &b).is_err(),
+            "a missing source is an error"
+        );
+        // relative names sync the current directory
+        sync_dir(Path::new("x")).unwrap();
     }
 
     #[test]

@@ -4,8 +4,8 @@ use clap::Parser;
 
 use shiftlab::cli::{completion, Cli, Command};
 use shiftlab::commands;
-use shiftlab::install::dirs::StateDir;
 use shiftlab::spec::InvalidSpec;
+use shiftlab::state::StateDir;
 
 fn init_logging(verbose: u8) {
     let default = match verbose {

@@ -804,3 +804,173 @@ fn qcow2_gz_is_checked_compressed_and_uncompressed() {
     );
     assert_eq!(mirror.requests(), vec![]);
 }
+
+/// A throwaway OpenPGP key made by GnuPG in a private home: (GNUPGHOME, armored
+/// public key file).
+fn test_key(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let home = dir.join(format!("gnupg-{name}"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let gpg = |args: &[&str]| {
+        let out = Command::new("gpg")
+            .env("GNUPGHOME", &home)
+            .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
+            .args(args)
+            .output()
+            .expect("gpg (Debian package gnupg)");
+        assert!(
+            out.status.success(),
+            "gpg {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    gpg(&[
+        "--quick-gen-key",
+        &format!("{name} <{name}@test>"),
+        "ed25519",
+        "sign",
+        "never",
+    ]);
+    let key = dir.join(format!("{name}.asc"));
+    std::fs::write(&key, gpg(&["--armor", "--export"])).unwrap();
+    (home, key)
+}
+
+fn detach_sign(home: &Path, data: &[u8], dir: &Path) -> Vec<u8> {
+    let input = dir.join("to-sign");
+    std::fs::write(&input, data).unwrap();
+    let sig = dir.join("to-sign.gpg");
+    let _ = std::fs::remove_file(&sig);
+    let out = Command::new("gpg")
+        .env("GNUPGHOME", home)
+        .args([
+            "--batch",
+            "--pinentry-mode",
+            "loopback",
+            "--passphrase",
+            "",
+            "--detach-sign",
+            "-o",
+        ])
+        .arg(&sig)
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read(&sig).unwrap()
+}
+
+#[test]
+fn a_configured_release_key_must_have_signed_the_digest_list() {
+    let work = tempfile::tempdir().unwrap();
+    let (mirror, fx) = ocp_mirror(work.path());
+    let src = Source::parse(&mirror.url());
+    let (home, key) = test_key(work.path(), "release");
+    let (other_home, _) = test_key(work.path(), "someone-else");
+    let sums_path = format!("{OCP_DIR}/{V}/sha256sum.txt");
+    let sums = fx.get(&sums_path).to_vec();
+    let verified = |n: u32| {
+        let cache = Cache::new(work.path().join(format!("cache-{n}")));
+        let p = Progress::quiet();
+        let r =
+            release::resolve_verified(Distribution::Ocp, &exact(V), &src, &cache, &p, Some(&key));
+        (r, p.notes())
+    };
+
+    // No signature published: a configured key means nothing is trusted.
+    let (r, _) = verified(1);
+    let e = format!("{:#}", r.unwrap_err());
+    assert!(e.contains("publishes no signature of sha256sum.txt"), "{e}");
+
+    // A good signature (sha256sum.txt.gpg, as the mirror publishes it).
+    mirror.put(
+        &format!("{sums_path}.gpg"),
+        detach_sign(&home, &sums, work.path()),
+    );
+    let (r, notes) = verified(2);
+    assert_eq!(r.unwrap().version, V);
+    assert!(
+        notes.iter().any(|n| n.contains("good signature")),
+        "{notes:?}"
+    );
+
+    // Signed by another key.
+    mirror.put(
+        &format!("{sums_path}.gpg"),
+        detach_sign(&other_home, &sums, work.path()),
+    );
+    let e = format!("{:#}", verified(3).0.unwrap_err());
+    assert!(e.contains("is not signed by the key in"), "{e}");
+
+    // A tampered list under a signature of the original.
+    mirror.put(
+        &format!("{sums_path}.gpg"),
+        detach_sign(&home, &sums, work.path()),
+    );
+    let mut tampered = String::from_utf8(sums.clone()).unwrap();
+    let first = tampered.find(|c: char| c.is_ascii_hexdigit()).unwrap();
+    let flipped = if &tampered[first..first + 1] == "0" {
+        "1"
+    } else {
+        "0"
+    };
+    tampered.replace_range(first..first + 1, flipped);
+    mirror.put(&sums_path, tampered.into_bytes());
+    let e = format!("{:#}", verified(4).0.unwrap_err());
+    assert!(e.contains("is not signed by the key in"), "{e}");
+
+    // Without a key nothing is checked (and the tampered digest fails later, on the
+    // tarball itself).
+    mirror.put(&sums_path, sums);
+    let cache = Cache::new(work.path().join("cache-5"));
+    assert!(ocp(&exact(V), &src, &cache, &Progress::quiet()).is_ok());
+}
+
+#[test]
+fn oversized_answers_are_refused() {
+    let work = tempfile::tempdir().unwrap();
+    let mirror = Mirror::start(&[]);
+    let big = noise(200_000, 3);
+    mirror.put("big.bin", big.clone());
+    let cache = Cache::new(work.path().join("cache"));
+    let e = release::fetch_limited(
+        &format!("{}/big.bin", mirror.url()),
+        &sha(&big),
+        &cache,
+        &Progress::quiet(),
+        64 * 1024,
+    )
+    .unwrap_err();
+    let too = e.downcast_ref::<release::TooLarge>().expect("TooLarge");
+    assert_eq!(too.limit, 64 * 1024);
+    assert!(e.to_string().contains("larger than the 65536 bytes"), "{e}");
+    // Nothing of it is kept.
+    assert!(cache.blob(&sha(&big)).is_none());
+    // Under the cap it is fetched.
+    release::fetch_limited(
+        &format!("{}/big.bin", mirror.url()),
+        &sha(&big),
+        &cache,
+        &Progress::quiet(),
+        1 << 20,
+    )
+    .unwrap();
+    // A metadata file is at most MAX_TEXT_BYTES.
+    mirror.put(
+        "huge/release.txt",
+        vec![b'a'; (release::MAX_TEXT_BYTES + 10) as usize],
+    );
+    let e = release::fetch_text(
+        &format!("{}/huge/release.txt", mirror.url()),
+        release::Freshness::Mutable,
+        &cache,
+        &Progress::quiet(),
+    )
+    .unwrap_err();
+    assert!(e.downcast_ref::<release::TooLarge>().is_some(), "{e:#}");
+}

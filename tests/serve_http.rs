@@ -50,7 +50,7 @@ fn artifacts_are_served_read_only_with_ranges_and_digests() {
     let listener = rt
         .block_on(Listener::start(
             "127.77.40.1:0".parse().unwrap(),
-            root.clone(),
+            root.clone().into(),
             Arc::new(Digests::default()),
         ))
         .unwrap();
@@ -143,6 +143,108 @@ fn artifacts_are_served_read_only_with_ranges_and_digests() {
         assert!(r.starts_with("HTTP/1.0 405"), "{method}: {r}");
     }
     assert_eq!(std::fs::read(root.join("worker.ign")).unwrap(), b"{}");
+
+    rt.block_on(listener.stop());
+}
+
+/// Secret-bearing artifacts: served only behind the cluster's token, never listed,
+/// withdrawn per node.
+#[test]
+fn private_artifacts_need_the_token_and_are_never_listed() {
+    use shiftlab::serve::ClusterFiles;
+    use shiftlab::state::StateDir;
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir {
+        root: dir.path().into(),
+    };
+    let files = ClusterFiles::new(&state, "c1");
+    std::fs::create_dir_all(files.http_dir()).unwrap();
+    std::fs::write(files.http_dir().join("live.iso"), b"public iso").unwrap();
+    let secret = br#"{"ignition":{"version":"3.4.0"},"pullSecret":"s3cret"}"#;
+    let url = files.publish_private("c1-bootstrap.ign", secret).unwrap();
+    let token = std::fs::read_to_string(files.http_token()).unwrap();
+    let token = token.trim();
+    assert!(token.len() >= 32, "an unguessable token");
+    assert_eq!(url, format!("/{token}/c1-bootstrap.ign"));
+    for f in [
+        files.http_token(),
+        files.http_private_dir().join("c1-bootstrap.ign"),
+    ] {
+        let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", f.display());
+    }
+    // The token is made once and kept.
+    assert_eq!(
+        files.publish_private("c1-master.ign", b"{}").unwrap(),
+        format!("/{token}/c1-master.ign")
+    );
+    assert!(files.publish_private("../x", b"{}").is_err());
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(Listener::start(
+            "127.77.40.2:0".parse().unwrap(),
+            files.http_roots(),
+            Arc::new(Digests::default()),
+        ))
+        .unwrap();
+    let addr = listener.addr;
+
+    let (status, _, body) = get(addr, &url, &[]).unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(body, secret);
+    let (status, _, body) = get(addr, &format!("{url}.sha512"), &[]).unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(
+        String::from_utf8(body).unwrap(),
+        format!("sha512-{}\n", hex::encode(Sha512::digest(secret)))
+    );
+    // Without the token, with a wrong or a partial one: not found, as if absent.
+    // One character off (never the same one: a token ending in `x` once made this
+    // "wrong" token the right one).
+    let last = if token.ends_with('x') { 'y' } else { 'x' };
+    let wrong = format!("{}{last}", &token[..token.len() - 1]);
+    for path in [
+        "/c1-bootstrap.ign".to_string(),
+        "/c1-bootstrap.ign.sha512".to_string(),
+        format!("/{wrong}/c1-bootstrap.ign"),
+        format!("/{}/c1-bootstrap.ign", &token[..16]),
+        format!("/{token}/SHA512SUMS"),
+        format!("/{token}/"),
+        format!("/{token}/../http-token"),
+        "/http-token".to_string(),
+        "/../http-token".to_string(),
+    ] {
+        let (status, _, body) = get(addr, &path, &[]).unwrap();
+        assert_eq!(status, 404, "{path}");
+        assert!(!String::from_utf8_lossy(&body).contains("s3cret"), "{path}");
+    }
+    // The digest list names the public artifacts only.
+    let (_, _, sums) = get(addr, "/SHA512SUMS", &[]).unwrap();
+    let sums = String::from_utf8(sums).unwrap();
+    assert!(sums.contains("  live.iso"), "{sums}");
+    assert!(!sums.contains(".ign") && !sums.contains(token), "{sums}");
+    assert_eq!(
+        shiftlab::serve::http::list_files(&files.http_dir()),
+        vec![std::path::PathBuf::from("live.iso")]
+    );
+    // Log lines never carry the token.
+    assert_eq!(shiftlab::serve::http::loggable(&url), "/…/c1-bootstrap.ign");
+
+    // The bootstrap's files go when it does; the others stay.
+    let removed = files.unpublish_node("c1-bootstrap").unwrap();
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    let (status, _, _) = get(addr, &url, &[]).unwrap();
+    assert_eq!(status, 404);
+    let (status, _, _) = get(addr, &format!("/{token}/c1-master.ign"), &[]).unwrap();
+    assert_eq!(status, 200);
+    assert!(files.unpublish_node("c1-bootstrap").unwrap().is_empty());
 
     rt.block_on(listener.stop());
 }

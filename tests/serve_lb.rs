@@ -16,8 +16,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use services::*;
-use shiftlab::install::dirs::StateDir;
 use shiftlab::serve;
+use shiftlab::state::StateDir;
 
 struct Serve(Child);
 

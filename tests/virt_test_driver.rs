@@ -3,10 +3,11 @@
 //! that shiftlab does not own. The fake host is shared by every connection of the
 //! process, so the scenarios run in one test, one after the other.
 
+use shiftlab::libvirt::{destroy, inspect, ledger, ledger::Ledger, preflight, Host};
 use shiftlab::plan;
 use shiftlab::render::libvirt::{domain_xml, Accel, NodePaths};
 use shiftlab::spec::{self, Env};
-use shiftlab::virt::{destroy, inspect, ledger::Ledger, preflight, Host};
+use shiftlab::state::{ClusterName, StateDir};
 
 fn plan_of(extra: &str) -> plan::Plan {
     let text = format!(
@@ -80,10 +81,14 @@ fn destroy_and_list_ignore_what_is_not_ours() {
     assert_eq!(clusters[0].cluster, "lab1");
     assert_eq!(clusters[0].nodes, 1);
 
-    let state = tempfile::tempdir().unwrap();
-    let removed = destroy::destroy(&host, "other", state.path(), false).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir {
+        root: dir.path().into(),
+    };
+    let name = |n: &str| ClusterName::parse(n).unwrap();
+    let removed = destroy::destroy(&host, &name("other"), &state, false).unwrap();
     assert!(removed.is_empty(), "{removed:?}");
-    let removed = destroy::destroy(&host, "lab1", state.path(), false).unwrap();
+    let removed = destroy::destroy(&host, &name("lab1"), &state, false).unwrap();
     assert_eq!(removed, vec!["domain lab1-worker-0 (worker)".to_string()]);
     let names: Vec<String> = host
         .conn
@@ -93,13 +98,97 @@ fn destroy_and_list_ignore_what_is_not_ours() {
         .map(|d| d.name().unwrap())
         .collect();
     assert_eq!(names, vec!["test".to_string()]);
-    assert!(destroy::destroy(&host, "lab1", state.path(), false)
+    assert!(destroy::destroy(&host, &name("lab1"), &state, false)
         .unwrap()
         .is_empty());
+}
+
+/// A volume in an owned domain's CD-ROM goes only when shiftlab's ledger owns it
+/// (or shiftlab's BMC streamed it in): the user's ISO stays.
+fn destroy_takes_only_ledger_volumes() {
+    let host = Host::open("test:///default").unwrap();
+    let pool = host.pool("default-pool").unwrap().unwrap();
+    let vol = |n: &str| {
+        virt::storage_vol::StorageVol::create_xml(
+            &pool,
+            &format!("<volume><name>{n}</name><capacity>1048576</capacity></volume>"),
+            0,
+        )
+        .unwrap();
+    };
+    for n in ["lab1-worker-0.qcow2", "user.iso", "shiftlab-media-0123.iso"] {
+        vol(n);
+    }
+    let p = plan_of("");
+    let node = p.node("lab1-worker-0").unwrap();
+    let cdrom = |v: &str, dev: &str| {
+        format!("<disk type='volume' device='cdrom'><source pool='default-pool' volume='{v}'/><target dev='{dev}' bus='sata'/><readonly/></disk>")
+    };
+    let xml = domain_xml(
+        &p,
+        node,
+        Accel::Tcg,
+        &NodePaths {
+            ignition: None,
+            console_log: "/tmp/x.log",
+        },
+    )
+    .replace("pool='shiftlab'", "pool='default-pool'")
+    .replace(
+        "</devices>",
+        &format!(
+            "{}{}</devices>",
+            cdrom("user.iso", "sdb"),
+            cdrom("shiftlab-media-0123.iso", "sdc")
+        ),
+    );
+    host.conn.define_domain_xml(&xml).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir {
+        root: dir.path().into(),
+    };
+    ledger::save(
+        &state.cluster("lab1"),
+        &Ledger {
+            format: ledger::LEDGER_FORMAT,
+            uri: "test:///default".into(),
+            pool: "default-pool".into(),
+            volumes: vec!["lab1-worker-0.qcow2".into()],
+            base_volumes: vec![],
+        },
+    )
+    .unwrap();
+    let removed =
+        destroy::destroy(&host, &ClusterName::parse("lab1").unwrap(), &state, false).unwrap();
+    let text = removed.join("\n");
+    assert!(text.contains("volume lab1-worker-0.qcow2"), "{text}");
+    assert!(text.contains("volume shiftlab-media-0123.iso"), "{text}");
+    assert!(
+        text.contains("volume default-pool/user.iso left: not shiftlab's"),
+        "{text}"
+    );
+    let left: Vec<String> = pool
+        .list_all_volumes(0)
+        .unwrap()
+        .iter()
+        .map(|v| v.name().unwrap())
+        .collect();
+    assert!(left.contains(&"user.iso".to_string()), "{left:?}");
+    assert!(
+        !left.contains(&"lab1-worker-0.qcow2".to_string()),
+        "{left:?}"
+    );
+    assert!(!state.cluster("lab1").exists());
+    Host::volume(&pool, "user.iso")
+        .unwrap()
+        .unwrap()
+        .delete(0)
+        .unwrap();
 }
 
 #[test]
 fn test_driver_scenarios() {
     preflight_names_every_conflict_and_creates_nothing();
     destroy_and_list_ignore_what_is_not_ours();
+    destroy_takes_only_ledger_volumes();
 }

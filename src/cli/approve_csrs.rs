@@ -8,7 +8,7 @@ use super::OutputFormat;
 #[derive(Debug, Args)]
 pub struct ApproveCsrsArgs {
     /// The cluster's name
-    pub name: String,
+    pub name: crate::state::ClusterName,
 
     /// Keep approving until every node's client and serving CSRs are approved
     #[arg(long)]

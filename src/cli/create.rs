@@ -2,6 +2,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+use crate::install::target::Target;
+
 /// Targets: each is reached with every target before it that is not done yet, and
 /// recorded in the cluster's state, so a run can be stopped and resumed anywhere.
 #[derive(Debug, Subcommand)]
@@ -31,15 +33,15 @@ pub enum CreateCommand {
 
 impl CreateCommand {
     /// The install driver's target name and arguments, for the driver's targets.
-    pub fn target(&self) -> Option<(&'static str, &TargetArgs)> {
+    pub fn target(&self) -> Option<(Target, &TargetArgs)> {
         match self {
-            CreateCommand::Manifests(a) => Some(("manifests", a)),
-            CreateCommand::Ignition(a) => Some(("ignition", a)),
-            CreateCommand::BootstrapComplete(a) => Some(("bootstrap-complete", a)),
-            CreateCommand::BootstrapRemoval(a) => Some(("bootstrap-removal", a)),
-            CreateCommand::Workers(a) => Some(("workers", a)),
-            CreateCommand::CsrApproval(a) => Some(("csr-approval", a)),
-            CreateCommand::InstallComplete(a) => Some(("install-complete", a)),
+            CreateCommand::Manifests(a) => Some((Target::Manifests, a)),
+            CreateCommand::Ignition(a) => Some((Target::Ignition, a)),
+            CreateCommand::BootstrapComplete(a) => Some((Target::BootstrapComplete, a)),
+            CreateCommand::BootstrapRemoval(a) => Some((Target::BootstrapRemoval, a)),
+            CreateCommand::Workers(a) => Some((Target::Workers, a)),
+            CreateCommand::CsrApproval(a) => Some((Target::CsrApproval, a)),
+            CreateCommand::InstallComplete(a) => Some((Target::InstallComplete, a)),
             _ => None,
         }
     }

@@ -25,7 +25,7 @@ pub struct ListArgs {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The cluster's name
-    pub name: String,
+    pub name: crate::state::ClusterName,
 
     #[command(flatten)]
     pub connect: ConnectArgs,
@@ -45,7 +45,7 @@ pub enum DestroyCommand {
 pub struct DestroyArgs {
     /// The cluster's name (or give its cluster file with -f)
     #[arg(required_unless_present = "file", conflicts_with = "file")]
-    pub name: Option<String>,
+    pub name: Option<crate::state::ClusterName>,
 
     /// The cluster file
     #[arg(short = 'f', long = "file", value_name = "FILE")]

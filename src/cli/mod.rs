@@ -11,7 +11,7 @@ pub mod serve;
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -67,11 +67,4 @@ pub enum Command {
     Man(completion::ManArgs),
 }
 
-/// How a command prints what it shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum OutputFormat {
-    #[default]
-    Table,
-    Json,
-    Yaml,
-}
+pub use crate::output::OutputFormat;

@@ -58,11 +58,11 @@ pub enum ServeAction {
     /// Ask a running serve to look at the state now
     Notify {
         /// Only this cluster
-        cluster: Option<String>,
+        cluster: Option<crate::state::ClusterName>,
     },
     /// Show a cluster's load balancer, HTTP endpoint and host DNS
     Status {
-        cluster: String,
+        cluster: crate::state::ClusterName,
         #[arg(short, long, value_enum, default_value_t)]
         output: OutputFormat,
     },
@@ -71,5 +71,5 @@ pub enum ServeAction {
 #[derive(Debug, Args)]
 pub struct ClusterArg {
     /// The cluster's name
-    pub cluster: String,
+    pub cluster: crate::state::ClusterName,
 }

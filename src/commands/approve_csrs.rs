@@ -6,10 +6,10 @@ use anyhow::{Context, Result};
 
 use crate::cli::approve_csrs::ApproveCsrsArgs;
 use crate::cli::OutputFormat;
-use crate::install::dirs::StateDir;
 use crate::kube::approve::{self, Entry, Report, Until, WatchOptions, WatchReport};
 use crate::kube::csr::NodeIdentity;
 use crate::plan::render_table_rows;
+use crate::state::StateDir;
 
 pub fn run(args: &ApproveCsrsArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
     let dir = state.cluster(&args.name);
@@ -45,6 +45,7 @@ pub fn run(args: &ApproveCsrsArgs, state: &StateDir, out: &mut dyn Write) -> Res
             },
             interval: Duration::from_secs(args.interval),
             nodes: args.nodes.clone(),
+            deadline: None,
         };
         let table = args.output == OutputFormat::Table;
         let mut failed = None;
@@ -104,12 +105,7 @@ pub fn render_report(report: &Report) -> String {
 }
 
 fn print_report(out: &mut dyn Write, format: OutputFormat, report: &Report) -> Result<()> {
-    let text = match format {
-        OutputFormat::Table => render_report(report),
-        OutputFormat::Json => serde_json::to_string_pretty(report)? + "\n",
-        OutputFormat::Yaml => serde_yaml::to_string(report)?,
-    };
-    out.write_all(text.as_bytes()).context("writing the report")
+    crate::output::emit(out, format, report, || render_report(report))
 }
 
 /// During a watch: one line per approval and per refusal, as they happen.
@@ -132,23 +128,18 @@ fn print_events(out: &mut dyn Write, pass: &Report) -> Result<()> {
 }
 
 fn print_watch(out: &mut dyn Write, format: OutputFormat, report: &WatchReport) -> Result<()> {
-    let text = match format {
-        OutputFormat::Table => {
-            let mut s = String::new();
-            if report.missing.is_empty() {
-                s.push_str("every awaited node has its client and serving certificates approved\n");
-            } else {
-                let m: Vec<String> = report
-                    .missing
-                    .iter()
-                    .map(|m| format!("{} {}", m.node, m.kind))
-                    .collect();
-                s.push_str(&format!("not seen approved: {}\n", m.join(", ")));
-            }
-            s
+    crate::output::emit(out, format, report, || {
+        let mut s = String::new();
+        if report.missing.is_empty() {
+            s.push_str("every awaited node has its client and serving certificates approved\n");
+        } else {
+            let m: Vec<String> = report
+                .missing
+                .iter()
+                .map(|m| format!("{} {}", m.node, m.kind))
+                .collect();
+            s.push_str(&format!("not seen approved: {}\n", m.join(", ")));
         }
-        OutputFormat::Json => serde_json::to_string_pretty(report)? + "\n",
-        OutputFormat::Yaml => serde_yaml::to_string(report)?,
-    };
-    out.write_all(text.as_bytes()).context("writing the report")
+        s
+    })
 }

@@ -1,40 +1,29 @@
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+//! `create <target>`: glue from the arguments to the install module.
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 
-use crate::cli::create::{CreateCommand, InfraArgs, InstallConfigArgs, TargetArgs};
-use crate::files::write_atomic;
-use crate::install::dirs::StateDir;
-use crate::install::{driver, install_config};
-use crate::plan::{self, Boot, Plan};
-use crate::spec::{ClusterSpec, Role};
-use crate::virt::{apply, Host};
+use std::path::Path;
+
+use crate::cli::create::{CreateCommand, InfraArgs, InstallConfigArgs};
+use crate::install::target::Target;
+use crate::install::{driver, infra, install_config};
+use crate::libvirt::Host;
+use crate::plan;
+use crate::state::StateDir;
 
 pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
     match cmd {
         CreateCommand::InstallConfig(args) if args.dir.is_some() => {
             install_config_target(args, state)
         }
-        CreateCommand::InstallConfig(args) => driver_target(
-            &TargetArgs {
-                file: args.file.clone(),
-            },
-            "install-config",
-            state,
-        ),
-        CreateCommand::Infra(args) => infra_target(args, state),
-        CreateCommand::Cluster(args) => {
-            let loaded = super::load_spec(&args.file)?;
-            let last = driver::targets(loaded.spec.method)?
-                .last()
-                .copied()
-                .unwrap_or("install-complete");
-            driver_target(args, last, state)
+        CreateCommand::InstallConfig(args) => {
+            driver_target(&args.file, Some(Target::InstallConfig), state)
         }
+        CreateCommand::Infra(args) => infra_target(args, state),
+        CreateCommand::Cluster(args) => driver_target(&args.file, None, state),
         other => {
-            let (name, args) = other.target().expect("a driver target");
-            driver_target(args, name, state)
+            let (target, args) = other.target().expect("a driver target");
+            driver_target(&args.file, Some(target), state)
         }
     }
 }
@@ -42,6 +31,8 @@ pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
 fn install_config_target(args: &InstallConfigArgs, state: &StateDir) -> Result<()> {
     let loaded = super::load_spec(&args.file)?;
     let plan = plan::derive(&loaded.spec);
+    // It writes the cluster's secrets (BMC password) into the state: one at a time.
+    let _lock = crate::install::state::lock(&state.cluster(&plan.cluster), &plan.cluster)?;
     let dir = args.dir.as_deref().unwrap_or(std::path::Path::new("."));
     let written = install_config::write(&loaded.spec, &plan, dir, state)?;
     for p in written {
@@ -50,142 +41,27 @@ fn install_config_target(args: &InstallConfigArgs, state: &StateDir) -> Result<(
     Ok(())
 }
 
-/// Each fw_cfg node's Ignition: the installer's config for its role (from the
-/// cluster's asset directory) wrapped with the node's own settings. In rehearsal
-/// there is no installer: the node gets shiftlab's part alone.
-fn node_ignition(
-    spec: &ClusterSpec,
-    plan: &Plan,
-    state: &StateDir,
-) -> Result<BTreeMap<String, Vec<u8>>> {
-    let assets = state.cluster(&spec.cluster).join("assets");
-    let keys: Vec<String> = spec.ssh_keys.iter().map(|k| k.key.clone()).collect();
-    let mut out = BTreeMap::new();
-    for node in plan.nodes.iter().filter(|n| n.boot == Boot::DiskFwCfg) {
-        let file = assets.join(format!(
-            "{}.ign",
-            match node.role {
-                Role::Bootstrap => "bootstrap",
-                Role::Ctlplane => "master",
-                Role::Worker => "worker",
-            }
-        ));
-        // A rehearsal without installer configs gives the stand-ins shiftlab's part alone.
-        let installer = match std::fs::read(&file) {
-            Ok(bytes) => Some(bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && spec.rehearsal => None,
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "reading {} (the installer's Ignition; run `shiftlab create ignition` first, or use rehearsal: true)",
-                        file.display()
-                    )
-                })
-            }
-        };
-        let cfg = crate::ignition::node_config(plan, node, &keys, installer.as_deref())?;
-        out.insert(node.name.clone(), cfg.into_bytes());
-    }
-    Ok(out)
-}
-
-fn base_image(spec: &ClusterSpec, state: &StateDir) -> Result<PathBuf> {
-    if let Some(p) = &spec.image {
-        return Ok(p.clone());
-    }
-    if spec.rehearsal {
-        let path = state.root.join("images/standin.qcow2");
-        if !path.exists() {
-            eprintln!("building the stand-in node image {}", path.display());
-            crate::image::standin::build(&path).context("building the stand-in image")?;
-        }
-        return Ok(path);
-    }
-    bail!("image: no base image given; set `image:` to a local CoreOS qcow2 (or `rehearsal: true`)")
-}
-
-/// Apply the plan to libvirt and record the plan for the host services.
-pub fn apply_infra(
-    spec: &ClusterSpec,
-    plan: &Plan,
-    state: &StateDir,
-    host: &Host,
-    start_workers: bool,
-    image: Option<&std::path::Path>,
-) -> Result<apply::Report> {
-    let dir = state.cluster(&spec.cluster);
-    let image = match image {
-        Some(p) if spec.image.is_none() => p.to_path_buf(),
-        _ => base_image(spec, state)?,
-    };
-    let ignition = node_ignition(spec, plan, state)?;
-    // The same configs on the cluster's HTTP server (shiftlab serve), for nodes
-    // that fetch theirs (coreos-installer --ignition-url).
-    for (node, bytes) in &ignition {
-        crate::files::write_private(&dir.join("http").join(format!("{node}.ign")), bytes)?;
-    }
-    let opts = apply::ApplyOptions {
-        base_image: &image,
-        ignition,
-        start_all: start_workers,
-    };
-    let (report, accel, why) = apply::apply(host, plan, &state.root, &opts)?;
-    // The services (load balancer, HTTP, DNS) read the plan from here.
-    write_atomic(
-        &dir.join("plan.json"),
-        (serde_json::to_string_pretty(plan)? + "\n").as_bytes(),
-    )?;
-    // Tell a running `shiftlab serve` at once; it also rescans on its own.
-    match crate::serve::notify(state, Some(&spec.cluster)) {
-        Ok(true) => println!("shiftlab serve picked up {}", spec.cluster),
-        Ok(false) if plan.load_balancer.is_some() => println!(
-            "note: shiftlab serve is not running: start it for the load balancer, HTTP server and host DNS (see docs/serve.md)"
-        ),
-        Ok(false) => {}
-        Err(e) => tracing::warn!("notifying shiftlab serve: {e:#}"),
-    }
-    println!(
-        "domains run with {} ({why})",
-        match accel {
-            crate::render::libvirt::Accel::Kvm => "KVM",
-            crate::render::libvirt::Accel::Tcg => "QEMU TCG",
-        }
-    );
-    for c in &report.created {
-        println!("created {c}");
-    }
-    for s in &report.started {
-        println!("started {s}");
-    }
-    if report.created.is_empty() && report.started.is_empty() && report.drift.is_empty() {
-        println!(
-            "nothing to do: {} matches its plan ({} objects unchanged)",
-            spec.cluster,
-            report.unchanged.len()
-        );
-    }
-    if !report.drift.is_empty() {
-        bail!(
-            "{} differs from its plan in ways shiftlab did not change:\n  - {}",
-            spec.cluster,
-            report.drift.join("\n  - ")
-        );
-    }
-    Ok(report)
-}
-
 fn infra_target(args: &InfraArgs, state: &StateDir) -> Result<()> {
     let loaded = super::load_spec(&args.file)?;
     let spec = &loaded.spec;
     let plan = plan::derive(spec);
+    let mut locked = crate::install::state::lock(&state.cluster(&plan.cluster), &plan.cluster)?;
+    locked.check_plan(&plan)?;
     let host = Host::open(&plan.libvirt.uri)?;
-    apply_infra(spec, &plan, state, &host, args.start_workers, None)?;
+    infra::apply_infra(spec, &plan, state, &host, args.start_workers, None)?;
     Ok(())
 }
 
-fn driver_target(args: &TargetArgs, target: &str, state: &StateDir) -> Result<()> {
-    let loaded = super::load_spec(&args.file)?;
+/// Reach `goal` (the method's last target when none), the spec loaded once.
+fn driver_target(file: &Path, goal: Option<Target>, state: &StateDir) -> Result<()> {
+    let loaded = super::load_spec(file)?;
     let plan = plan::derive(&loaded.spec);
+    let goal = match goal {
+        Some(t) => t,
+        None => *driver::targets(loaded.spec.method)?
+            .last()
+            .expect("every method has targets"),
+    };
     let ctx = driver::Ctx::new(&loaded.spec, &plan, state);
-    driver::reach(&ctx, target)
+    driver::reach(&ctx, goal)
 }

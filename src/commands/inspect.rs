@@ -3,10 +3,10 @@ use std::io::Write;
 use anyhow::{bail, Context, Result};
 
 use crate::cli::inspect::{ConnectArgs, DestroyArgs, DestroyCommand, ListArgs, StatusArgs};
-use crate::cli::OutputFormat;
-use crate::install::dirs::StateDir;
+use crate::libvirt::{destroy, inspect, ledger, Host};
+use crate::output::emit;
 use crate::plan::render_table_rows;
-use crate::virt::{destroy, inspect, ledger, Host};
+use crate::state::{ClusterName, StateDir};
 
 fn uri(connect: &ConnectArgs, recorded: Option<String>) -> String {
     connect
@@ -21,25 +21,10 @@ fn uri(connect: &ConnectArgs, recorded: Option<String>) -> String {
         .unwrap_or_else(|| "qemu:///system".into())
 }
 
-fn print(
-    out: &mut dyn Write,
-    format: OutputFormat,
-    value: &impl serde::Serialize,
-    table: impl FnOnce() -> String,
-) -> Result<()> {
-    let text = match format {
-        OutputFormat::Table => table(),
-        OutputFormat::Json => serde_json::to_string_pretty(value)? + "\n",
-        OutputFormat::Yaml => serde_yaml::to_string(value)?,
-    };
-    out.write_all(text.as_bytes())?;
-    Ok(())
-}
-
 pub fn list(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
     let host = Host::open(&uri(&args.connect, None))?;
     let clusters = inspect::list(&host)?;
-    print(out, args.output, &clusters, || {
+    emit(out, args.output, &clusters, || {
         let rows: Vec<Vec<String>> = clusters
             .iter()
             .map(|c| {
@@ -68,7 +53,7 @@ pub fn status(args: &StatusArgs, state: &StateDir, out: &mut dyn Write) -> Resul
         None
     };
     let status = FullStatus { libvirt, services };
-    print(out, args.output, &status, || {
+    emit(out, args.output, &status, || {
         let st = &status.libvirt;
         let mut s = format!(
             "cluster {}: network {} ({})\n\n",
@@ -126,19 +111,21 @@ fn destroy_cluster(args: &DestroyArgs, state: &StateDir) -> Result<()> {
         (None, Some(f)) => {
             let loaded = super::load_spec(f)?;
             (
-                loaded.spec.cluster.clone(),
+                ClusterName::parse(&loaded.spec.cluster)?,
                 Some(loaded.spec.libvirt.uri.clone()),
             )
         }
         (None, None) => bail!("name the cluster or give its file with -f"),
     };
+    // Not under a running install or create: they hold the cluster's lock.
+    let _lock = super::lock_if_exists(state, &name)?;
     let dir = state.cluster(&name);
     let recorded = ledger::load(&dir)?.map(|l| l.uri);
     let host = Host::open(&uri(&args.connect, spec_uri.or(recorded)))?;
     // The host services first: HAProxy stopped, host DNS entries removed.
-    let had_services = state.cluster(&name).join("plan.json").exists();
+    let had_services = dir.join("plan.json").exists();
     crate::serve::forget_cluster(state, &name).context("stopping the cluster's host services")?;
-    let mut removed = destroy::destroy(&host, &name, &state.root, args.purge_images)?;
+    let mut removed = destroy::destroy(&host, &name, state, args.purge_images)?;
     if had_services {
         removed.insert(
             0,
@@ -223,5 +210,8 @@ fn services_table(sv: &crate::serve::ServicesStatus) -> String {
             .map(|m| format!(" via {m:?}"))
             .unwrap_or_default()
     ));
+    if let Some(n) = &sv.host_dns.note {
+        s.push_str(&format!("  ({n})\n"));
+    }
     s
 }

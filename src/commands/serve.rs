@@ -1,22 +1,24 @@
-use std::io::Write as _;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use crate::cli::serve::{HostDnsArg, ServeAction, ServeArgs};
-use crate::cli::OutputFormat;
 use crate::host::dns::Mechanism;
-use crate::install::dirs::StateDir;
 use crate::serve::{self, daemon};
+use crate::state::StateDir;
 
 pub fn run(args: &ServeArgs, state: &StateDir) -> Result<()> {
     match &args.action {
         Some(ServeAction::RemoveBootstrap(c)) => {
+            let _lock = super::lock_if_exists(state, &c.cluster)?;
             serve::remove_bootstrap(state, &c.cluster)?;
             println!("bootstrap removed from the load balancer of {}", c.cluster);
             Ok(())
         }
-        Some(ServeAction::Forget(c)) => serve::forget_cluster(state, &c.cluster),
+        Some(ServeAction::Forget(c)) => {
+            let _lock = super::lock_if_exists(state, &c.cluster)?;
+            serve::forget_cluster(state, &c.cluster)
+        }
         Some(ServeAction::Notify { cluster }) => {
             if !serve::notify(state, cluster.as_deref())? {
                 eprintln!("serve is not running");
@@ -25,15 +27,9 @@ pub fn run(args: &ServeArgs, state: &StateDir) -> Result<()> {
         }
         Some(ServeAction::Status { cluster, output }) => {
             let s = serve::services_status(state, cluster)?;
-            let text = match output {
-                OutputFormat::Json => serde_json::to_string_pretty(&s)? + "\n",
-                OutputFormat::Yaml => serde_yaml::to_string(&s)?,
-                OutputFormat::Table => status_table(&s),
-            };
-            std::io::stdout()
-                .lock()
-                .write_all(text.as_bytes())
-                .context("writing the status")
+            crate::output::emit(&mut std::io::stdout().lock(), *output, &s, || {
+                status_table(&s)
+            })
         }
         None if args.install_unit => {
             let exe = std::env::current_exe().context("locating the shiftlab executable")?;

@@ -11,6 +11,11 @@
 //!   ~<cluster>.<domain>`), undone by `resolvectl revert <bridge>`; no file;
 //! - neither: a marked block in `/etc/hosts` naming api and the usual routes.
 //!
+//! The first two change how the host resolves through a link (the bridge, the
+//! DNS server on it). shiftlab does that only on the bridge of a NAT network it
+//! created: in `mode: bridge` the bridge is the user's LAN and no cluster DNS runs
+//! at its gateway, so [`choose`] always picks the hosts file there.
+//!
 //! Every file change is atomic (temporary file, fsync, rename; the original
 //! mode and owner kept) and serialized by a lock file; removing a block gives
 //! back the rest of the file byte for byte.
@@ -75,6 +80,10 @@ pub struct ClusterDns {
     pub link: String,
     pub api: Ipv4Addr,
     pub ingress: Ipv4Addr,
+    /// Whether `link` is a bridge shiftlab's libvirt network created (NAT mode),
+    /// with the cluster's dnsmasq at `server`. A user's bridge is never touched.
+    #[serde(default)]
+    pub link_owned: bool,
 }
 
 impl ClusterDns {
@@ -86,6 +95,7 @@ impl ClusterDns {
             link: plan.network.bridge.clone(),
             api: plan.vips.api,
             ingress: plan.vips.ingress,
+            link_owned: plan.network.mode == crate::spec::NetworkMode::Nat,
         }
     }
 
@@ -110,6 +120,37 @@ pub struct Record {
     pub file: Option<PathBuf>,
     /// The link configured (systemd-resolved).
     pub link: Option<String>,
+    /// Whether that link was shiftlab's own bridge. Only then is it reverted:
+    /// a record without it (older shiftlab) never reverts a link.
+    #[serde(default)]
+    pub link_owned: bool,
+    /// Why the mechanism differs from the host's best one, for `status`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The mechanism for a cluster: the one asked for (`requested`), else the host's
+/// best (`detect`); but on a link shiftlab did not create, only the hosts file —
+/// NetworkManager's split DNS and resolved's per-link DNS would send the host's
+/// queries (or replace a LAN link's settings) towards an address where no
+/// cluster DNS runs. Returns the note to show when that overrode the choice.
+pub fn choose(
+    requested: Option<Mechanism>,
+    detect: impl FnOnce() -> Mechanism,
+    link_owned: bool,
+    link: &str,
+) -> (Mechanism, Option<String>) {
+    let wanted = requested.unwrap_or_else(detect);
+    if link_owned || wanted == Mechanism::HostsFile {
+        return (wanted, None);
+    }
+    (
+        Mechanism::HostsFile,
+        Some(format!(
+            "{link} is not a bridge shiftlab created (mode: bridge): host DNS uses the hosts file, never {}",
+            wanted.as_str()
+        )),
+    )
 }
 
 /// Where the host's DNS configuration lives; every path injectable for tests.
@@ -169,6 +210,13 @@ impl HostDns {
 
     /// Configure the host for the cluster with `mechanism`. Idempotent.
     pub fn apply(&self, c: &ClusterDns, mechanism: Mechanism) -> Result<Record> {
+        if mechanism != Mechanism::HostsFile && !c.link_owned {
+            bail!(
+                "{} is not a bridge shiftlab created: refusing to change its DNS with {}",
+                c.link,
+                mechanism.as_str()
+            );
+        }
         let _lock = Lock::take(&self.lock_file)?;
         match mechanism {
             Mechanism::HostsFile => {
@@ -182,6 +230,8 @@ impl HostDns {
                     cluster_domain: c.cluster_domain.clone(),
                     file: Some(self.hosts_file.clone()),
                     link: None,
+                    link_owned: c.link_owned,
+                    note: None,
                 })
             }
             Mechanism::NetworkManagerDnsmasq => {
@@ -196,6 +246,8 @@ impl HostDns {
                     cluster_domain: c.cluster_domain.clone(),
                     file: Some(path),
                     link: None,
+                    link_owned: c.link_owned,
+                    note: None,
                 })
             }
             Mechanism::SystemdResolved => {
@@ -211,6 +263,8 @@ impl HostDns {
                     cluster_domain: c.cluster_domain.clone(),
                     file: None,
                     link: Some(c.link.clone()),
+                    link_owned: c.link_owned,
+                    note: None,
                 })
             }
         }
@@ -240,8 +294,9 @@ impl HostDns {
                 }
             }
             Mechanism::SystemdResolved => {
-                if let Some(link) = &record.link {
+                if let Some(link) = record.link.as_ref().filter(|_| record.link_owned) {
                     // The link may be gone with its network already: nothing to revert.
+                    // `revert` drops every per-link setting: only ever on our bridge.
                     if Path::new("/sys/class/net").join(link).exists() {
                         self.run(&["resolvectl", "revert", link])?;
                     }
@@ -463,7 +518,7 @@ pub fn replace_file(path: &Path, data: &[u8]) -> Result<()> {
         let _ = fs::remove_file(&tmp);
         return Err(e);
     }
-    match fs::rename(&tmp, path) {
+    match crate::files::rename_durably(&tmp, path) {
         Ok(()) => Ok(()),
         Err(e)
             if e.raw_os_error() == Some(libc::EBUSY) || e.raw_os_error() == Some(libc::EXDEV) =>
@@ -488,33 +543,11 @@ pub fn replace_file(path: &Path, data: &[u8]) -> Result<()> {
 }
 
 /// An exclusive `flock` held until dropped.
-struct Lock(fs::File);
+struct Lock;
 
 impl Lock {
-    fn take(path: &Path) -> Result<Lock> {
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        let f = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        // SAFETY: flock on a file descriptor we own.
-        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) } != 0 {
-            return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("locking {}", path.display()));
-        }
-        Ok(Lock(f))
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        // SAFETY: unlocking the descriptor locked in `take`.
-        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&self.0), libc::LOCK_UN) };
+    fn take(path: &Path) -> Result<crate::files::FileLock> {
+        crate::files::lock_blocking(path)
     }
 }
 
@@ -530,7 +563,77 @@ mod tests {
             link: format!("sl-{name}"),
             api: Ipv4Addr::new(192, 168, third, 2),
             ingress: Ipv4Addr::new(192, 168, third, 3),
+            link_owned: true,
         }
+    }
+
+    #[test]
+    fn a_bridge_shiftlab_did_not_create_gets_the_hosts_file_only() {
+        use Mechanism::*;
+        for requested in [
+            None,
+            Some(NetworkManagerDnsmasq),
+            Some(SystemdResolved),
+            Some(HostsFile),
+        ] {
+            for detected in [NetworkManagerDnsmasq, SystemdResolved, HostsFile] {
+                let (m, note) = choose(requested, || detected, false, "br0");
+                assert_eq!(m, HostsFile, "{requested:?}/{detected:?}");
+                let wanted = requested.unwrap_or(detected);
+                assert_eq!(
+                    note.is_some(),
+                    wanted != HostsFile,
+                    "{requested:?}/{detected:?}"
+                );
+                if let Some(n) = note {
+                    assert!(n.contains("br0 is not a bridge shiftlab created"), "{n}");
+                }
+                // Our own NAT bridge: what was asked for, else the host's best.
+                let (m, note) = choose(requested, || detected, true, "sl-lab1");
+                assert_eq!(m, wanted);
+                assert!(note.is_none());
+            }
+        }
+    }
+
+    #[test]
+    fn link_mechanisms_are_refused_on_a_foreign_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = env(dir.path());
+        let c = ClusterDns {
+            link: "br0".into(),
+            link_owned: false,
+            ..cluster("lab1", 50)
+        };
+        for m in [Mechanism::SystemdResolved, Mechanism::NetworkManagerDnsmasq] {
+            let e = h.apply(&c, m).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("br0 is not a bridge shiftlab created"),
+                "{e}"
+            );
+        }
+        assert!(!h.nm_dropin("lab1").exists());
+        // The hosts file is fine.
+        h.apply(&c, Mechanism::HostsFile).unwrap();
+    }
+
+    #[test]
+    fn only_an_owned_link_is_reverted() {
+        // A record of an older shiftlab (no `link_owned`) must never revert a link.
+        let old: Record = serde_json::from_str(
+            r#"{"mechanism":"systemd-resolved","cluster_domain":"lab1.lab.test","file":null,"link":"lo"}"#,
+        )
+        .unwrap();
+        assert!(!old.link_owned);
+        let dir = tempfile::tempdir().unwrap();
+        let h = HostDns {
+            run_commands: true,
+            ..env(dir.path())
+        };
+        // `lo` exists: were it reverted, `resolvectl` would run (and fail here, where
+        // resolved does not run); not running it is the point.
+        h.remove(&old).unwrap();
     }
 
     const ORIGINALS: &[&str] = &[

@@ -13,33 +13,15 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use super::dirs::StateDir;
 use super::state::{self, Locked};
+use super::target::{order, Target};
 use crate::plan::{Plan, Start};
 use crate::spec::{ClusterSpec, Method, Role};
+use crate::state::StateDir;
 
-/// The targets of a UPI install, in order.
-pub const UPI_TARGETS: &[&str] = &[
-    "release",
-    "install-config",
-    "manifests",
-    "ignition",
-    "infra",
-    "bootstrap-complete",
-    "bootstrap-removal",
-    "workers",
-    "csr-approval",
-    "install-complete",
-];
-
-/// The targets of `method`, in order.
-pub fn targets(method: Method) -> Result<&'static [&'static str]> {
-    match method {
-        Method::Upi => Ok(UPI_TARGETS),
-        other => bail!(
-            "method {other}: the install driver drives upi so far; `shiftlab create install-config` writes its configs and `create infra` its VMs"
-        ),
-    }
+/// The targets of `method`, in order (see [`super::target`]).
+pub fn targets(method: Method) -> Result<&'static [Target]> {
+    Ok(order(method)?)
 }
 
 /// Everything a target needs.
@@ -72,8 +54,8 @@ pub fn installer(ctx: &Ctx, locked: &Locked) -> Result<PathBuf> {
     if let Some(p) = &ctx.spec.openshift_install {
         return Ok(p.clone());
     }
-    if let Some(p) = locked.fact("openshift_install") {
-        return Ok(PathBuf::from(p));
+    if let Some(p) = &locked.facts().openshift_install {
+        return Ok(p.clone());
     }
     let local = ctx.dir.join("bin/openshift-install");
     if local.is_file() {
@@ -101,15 +83,23 @@ pub fn run_installer(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
         .open(&ctx.log)
         .with_context(|| format!("opening {}", ctx.log.display()))?;
     writeln!(log, "### {} {}", bin.display(), args.join(" "))?;
-    let mut child = Command::new(&bin)
-        .args(args)
-        .arg("--dir")
-        .arg(&ctx.assets)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("running {}", bin.display()))?;
+    // One killed with an earlier shiftlab (kill -9 leaves no chance to stop it)
+    // must not race this one over the asset directory.
+    let record = ctx.dir.join("openshift-install.pid");
+    if let Some(pid) = super::process::stop_leftover(&record, std::time::Duration::from_secs(30))? {
+        eprintln!("    stopped openshift-install (pid {pid}) left running by an earlier shiftlab");
+    }
+    let mut child = super::process::spawn_tied(
+        Command::new(&bin)
+            .args(args)
+            .arg("--dir")
+            .arg(&ctx.assets)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .with_context(|| format!("running {}", bin.display()))?;
+    super::process::record(&record, &child)?;
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_style(
         indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
@@ -138,6 +128,7 @@ pub fn run_installer(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
     }
     let _ = err_thread.join();
     let status = child.wait()?;
+    let _ = std::fs::remove_file(&record);
     bar.finish_and_clear();
     if !status.success() {
         bail!(
@@ -159,39 +150,45 @@ fn short(line: &str) -> String {
 }
 
 /// Reach `goal`, running every target before it that is not done yet.
-pub fn reach(ctx: &Ctx, goal: &str) -> Result<()> {
+pub fn reach(ctx: &Ctx, goal: Target) -> Result<()> {
     let order = targets(ctx.spec.method)?;
     let Some(pos) = order.iter().position(|t| *t == goal) else {
         bail!(
-            "unknown target {goal}; the targets are: {}",
-            order.join(", ")
+            "{goal} is not a target of method {}; its targets are: {}",
+            ctx.spec.method,
+            order
+                .iter()
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     };
     let mut locked = state::lock(&ctx.dir, &ctx.spec.cluster)?;
+    locked.check_plan(ctx.plan)?;
     for target in &order[..=pos] {
-        if locked.is_done(target) {
+        if locked.is_done(*target) {
             continue;
         }
         eprintln!("==> {target}");
-        locked.start(target, None)?;
+        locked.start(ctx.spec.method, *target, None)?;
         let note =
-            run_target(ctx, &mut locked, target).with_context(|| format!("target {target}"))?;
+            run_target(ctx, &mut locked, *target).with_context(|| format!("target {target}"))?;
         if let Some(n) = &note {
             eprintln!("    {n}");
         }
-        locked.done(target, note)?;
+        locked.done(*target, note)?;
     }
     Ok(())
 }
 
-fn run_target(ctx: &Ctx, locked: &mut Locked, target: &str) -> Result<Option<String>> {
+fn run_target(ctx: &Ctx, locked: &mut Locked, target: Target) -> Result<Option<String>> {
     match target {
-        "release" => release(ctx, locked),
-        "install-config" => install_config(ctx),
-        "manifests" => manifests(ctx, locked),
-        "ignition" => ignition(ctx, locked),
-        "infra" => infra(ctx, locked),
-        "bootstrap-complete" => {
+        Target::Release => release(ctx, locked),
+        Target::InstallConfig => install_config(ctx),
+        Target::Manifests => manifests(ctx, locked),
+        Target::Ignition => ignition(ctx, locked),
+        Target::Infra => infra(ctx, locked),
+        Target::BootstrapComplete => {
             run_installer(
                 ctx,
                 locked,
@@ -199,11 +196,10 @@ fn run_target(ctx: &Ctx, locked: &mut Locked, target: &str) -> Result<Option<Str
             )?;
             Ok(Some("the control plane runs on its own".into()))
         }
-        "bootstrap-removal" => bootstrap_removal(ctx),
-        "workers" => workers(ctx),
-        "csr-approval" => csr_approval(ctx),
-        "install-complete" => install_complete(ctx, locked),
-        other => bail!("no such target {other}"),
+        Target::BootstrapRemoval => bootstrap_removal(ctx),
+        Target::Workers => workers(ctx),
+        Target::CsrApproval => csr_approval(ctx),
+        Target::InstallComplete => install_complete(ctx, locked),
     }
 }
 
@@ -231,23 +227,28 @@ fn release(ctx: &Ctx, locked: &mut Locked) -> Result<Option<String>> {
                 .as_deref()
                 .map(Source::parse)
                 .unwrap_or_else(|| Source::default_for(spec.distribution));
-            let rel =
-                release::resolve(spec.distribution, &spec.version, &source, &cache, &progress)?;
-            let tools = rel.tools(&cache)?;
-            locked.set_fact("release_version", &rel.version)?;
-            locked.set_fact("release_image", &rel.release_image)?;
-            locked.set_fact(
-                "openshift_install",
-                &tools.openshift_install.display().to_string(),
+            let rel = release::resolve_verified(
+                spec.distribution,
+                &spec.version,
+                &source,
+                &cache,
+                &progress,
+                spec.release_key.as_deref(),
             )?;
-            locked.set_fact("oc", &tools.oc.display().to_string())?;
+            let tools = rel.tools(&cache)?;
+            locked.update_facts(|f| {
+                f.release_version = Some(rel.version.clone());
+                f.release_image = Some(rel.release_image.clone());
+                f.openshift_install = Some(tools.openshift_install.clone());
+                f.oc = Some(tools.oc.clone());
+            })?;
             notes.push(format!("release {} ({})", rel.version, rel.release_image));
             tools.openshift_install
         }
     };
     if spec.image.is_none() {
         let image = release::coreos_image(&installer, CoreosKind::Qemu, &cache, &progress)?;
-        locked.set_fact("coreos_image", &image.display().to_string())?;
+        locked.update_facts(|f| f.coreos_image = Some(image.clone()))?;
         notes.push(format!("CoreOS image {}", image.display()));
     }
     for n in progress.notes() {
@@ -357,9 +358,9 @@ fn ignition(ctx: &Ctx, locked: &Locked) -> Result<Option<String>> {
 }
 
 fn infra(ctx: &Ctx, locked: &Locked) -> Result<Option<String>> {
-    let host = crate::virt::Host::open(&ctx.plan.libvirt.uri)?;
-    let image = locked.fact("coreos_image").map(PathBuf::from);
-    let report = crate::commands::create::apply_infra(
+    let host = crate::libvirt::Host::open(&ctx.plan.libvirt.uri)?;
+    let image = locked.facts().coreos_image.clone();
+    let report = super::infra::apply_infra(
         ctx.spec,
         ctx.plan,
         ctx.state,
@@ -380,10 +381,18 @@ fn bootstrap_removal(ctx: &Ctx) -> Result<Option<String>> {
         crate::serve::remove_bootstrap(ctx.state, &ctx.plan.cluster)
             .context("removing the bootstrap from the load balancer")?;
     }
-    let host = crate::virt::Host::open(&ctx.plan.libvirt.uri)?;
+    let host = crate::libvirt::Host::open(&ctx.plan.libvirt.uri)?;
     let mut removed = Vec::new();
+    // Whatever was published for the bootstrap (its config holds the admin
+    // kubeconfig, CA keys and pull secret) goes with it.
+    let files = crate::serve::ClusterFiles::new(ctx.state, &ctx.plan.cluster);
     for node in ctx.plan.nodes_with_role(Role::Bootstrap) {
-        removed.extend(crate::virt::destroy::remove_node(
+        for f in files.unpublish_node(&node.name)? {
+            removed.push(format!("published {}", f.display()));
+        }
+    }
+    for node in ctx.plan.nodes_with_role(Role::Bootstrap) {
+        removed.extend(crate::libvirt::destroy::remove_node(
             &host,
             &ctx.plan.cluster,
             node,
@@ -399,7 +408,7 @@ fn bootstrap_removal(ctx: &Ctx) -> Result<Option<String>> {
 }
 
 fn workers(ctx: &Ctx) -> Result<Option<String>> {
-    let host = crate::virt::Host::open(&ctx.plan.libvirt.uri)?;
+    let host = crate::libvirt::Host::open(&ctx.plan.libvirt.uri)?;
     let later: Vec<Role> = ctx
         .plan
         .nodes
@@ -407,7 +416,7 @@ fn workers(ctx: &Ctx) -> Result<Option<String>> {
         .filter(|n| n.start == Start::AfterBootstrap)
         .map(|n| n.role)
         .collect();
-    let started = crate::virt::apply::start_nodes(&host, ctx.plan, &later)?;
+    let started = crate::libvirt::apply::start_nodes(&host, ctx.plan, &later)?;
     Ok(Some(if started.is_empty() {
         "every worker already runs".into()
     } else {
@@ -428,13 +437,8 @@ fn csr_approval(ctx: &Ctx) -> Result<Option<String>> {
     let kubeconfig = ctx.assets.join("auth/kubeconfig");
     let nodes = NodeIdentity::from_plan(ctx.plan);
     let opts = WatchOptions {
-        nodes: ctx
-            .plan
-            .nodes
-            .iter()
-            .filter(|n| n.start == Start::AfterBootstrap)
-            .map(|n| n.name.clone())
-            .collect(),
+        nodes: csr_awaited(ctx.plan),
+        deadline: Some(CSR_DEADLINE),
         ..WatchOptions::default()
     };
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -444,6 +448,9 @@ fn csr_approval(ctx: &Ctx) -> Result<Option<String>> {
         let client = approve::client_from_kubeconfig(&kubeconfig).await?;
         approve::watch(&client, &nodes, &opts, |_| {}).await
     })?;
+    if done.timed_out && !done.missing.is_empty() {
+        bail!("{}", csr_timeout_message(&done.missing, &ctx.log));
+    }
     if done.interrupted || !done.missing.is_empty() {
         bail!(
             "stopped before every worker's certificates were approved ({} missing); run again to continue",
@@ -456,6 +463,51 @@ fn csr_approval(ctx: &Ctx) -> Result<Option<String>> {
     )))
 }
 
+/// How long the csr-approval target waits for every awaited node's two CSRs. A
+/// worker started after bootstrap-complete installs CoreOS from its Ignition, reboots
+/// and joins in minutes on KVM; under TCG or on slow disks it can take much longer.
+pub const CSR_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60 * 60);
+
+/// The nodes whose certificates the target waits for, named explicitly: the nodes
+/// started after bootstrap (workers), or in a compact cluster (no workers) the
+/// control planes, which then run the workloads.
+pub fn csr_awaited(plan: &Plan) -> Vec<String> {
+    let later: Vec<String> = plan
+        .nodes
+        .iter()
+        .filter(|n| n.start == Start::AfterBootstrap)
+        .map(|n| n.name.clone())
+        .collect();
+    if !later.is_empty() {
+        return later;
+    }
+    plan.nodes_with_role(Role::Ctlplane)
+        .map(|n| n.name.clone())
+        .collect()
+}
+
+/// What to tell the user when the deadline passed with certificates missing.
+pub fn csr_timeout_message(
+    missing: &[crate::kube::approve::Missing],
+    log: &std::path::Path,
+) -> String {
+    let list: Vec<String> = missing
+        .iter()
+        .map(|m| format!("{} ({})", m.node, m.kind))
+        .collect();
+    format!(
+        "no approvable CSR came within {} min for: {}\n\
+         likely causes: the node did not boot or install (see its console log: shiftlab status), \
+         it named itself wrongly (its DHCP hostname or PTR record: a node called localhost raises \
+         CSRs no rule approves), or its kubelet cannot reach api-int:6443 (DNS, load balancer); \
+         refused CSRs and why are in `shiftlab approve-csrs <cluster>`; the installer's log is {}\n\
+         run the same command again to go on waiting",
+        CSR_DEADLINE.as_secs() / 60,
+        list.join(", "),
+        log.display()
+    )
+}
+
 fn install_complete(ctx: &Ctx, locked: &mut Locked) -> Result<Option<String>> {
     run_installer(
         ctx,
@@ -466,7 +518,7 @@ fn install_complete(ctx: &Ctx, locked: &mut Locked) -> Result<Option<String>> {
         "https://console-openshift-console.apps.{}",
         ctx.plan.cluster_domain
     );
-    locked.set_fact("console", &console)?;
+    locked.update_facts(|f| f.console = Some(console.clone()))?;
     let kubeconfig = ctx.assets.join("auth/kubeconfig");
     let password = ctx.assets.join("auth/kubeadmin-password");
     println!("The cluster is installed.");

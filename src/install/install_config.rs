@@ -10,13 +10,13 @@ use crate::plan::Plan;
 use crate::render::install_config::{self, Secrets, OKD_FAKE_PULL_SECRET};
 use crate::spec::{ClusterSpec, Distribution, Method};
 
-use super::dirs::StateDir;
+use crate::state::StateDir;
 
 /// Read the pull secret as compact JSON (the fake one for OKD without a file).
 pub fn read_pull_secret(spec: &ClusterSpec) -> Result<String> {
     match &spec.pull_secret {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
+            let text = crate::spec::read_input(p)
                 .with_context(|| format!("reading pull secret {}", p.display()))?;
             let v: serde_json::Value = serde_json::from_str(&text)
                 .with_context(|| format!("parsing pull secret {}", p.display()))?;
@@ -71,7 +71,7 @@ pub fn write(
     };
     let bundle = match &spec.additional_trust_bundle {
         Some(p) => Some(
-            std::fs::read_to_string(p)
+            crate::spec::read_input(p)
                 .with_context(|| format!("reading trust bundle {}", p.display()))?,
         ),
         None => None,

@@ -18,10 +18,14 @@ use anyhow::{Context, Result};
 use k8s_openapi::api::certificates::v1::{
     CertificateSigningRequest, CertificateSigningRequestCondition,
 };
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::Serialize;
 
-use super::csr::{decide, parse_request, CsrFacts, CsrKind, CsrState, Decision, NodeIdentity};
+use super::csr::{
+    decide, decide_by_plan, parse_request, ApiNode, ClusterFacts, CsrFacts, CsrKind, CsrState,
+    Decision, NodeIdentity,
+};
 use crate::plan::Plan;
 use crate::spec::Role;
 
@@ -119,38 +123,78 @@ pub async fn approve_pending(client: &Client, plan: &Plan) -> Result<Report> {
 
 /// [`approve_pending`] for nodes read from elsewhere (a persisted plan).
 pub async fn approve_pending_for(client: &Client, nodes: &[NodeIdentity]) -> Result<Report> {
-    reconcile(&Api::all(client.clone()), nodes, &mut Memory::default()).await
+    reconcile(client, nodes, &mut Memory::default()).await
+}
+
+/// The Nodes that exist, with their addresses.
+async fn api_nodes(client: &Client) -> Result<Vec<ApiNode>> {
+    let list = Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .context("listing nodes")?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|n| ApiNode {
+            name: n.metadata.name.unwrap_or_default(),
+            addresses: n
+                .status
+                .and_then(|s| s.addresses)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|a| (a.type_, a.address))
+                .collect(),
+        })
+        .collect())
 }
 
 /// The reconcile pass, with memory for [`watch`].
 pub async fn reconcile(
-    api: &Api<CertificateSigningRequest>,
+    client: &Client,
     nodes: &[NodeIdentity],
     memory: &mut Memory,
 ) -> Result<Report> {
+    let api: Api<CertificateSigningRequest> = Api::all(client.clone());
     let list = api
         .list(&ListParams::default())
         .await
         .context("listing certificate signing requests")?;
-    let mut report = Report::default();
-    for csr in list.items {
-        let facts = facts_of(&csr);
-        let decision = decide(&facts, nodes);
+    let mut cluster = ClusterFacts {
+        nodes: api_nodes(client).await?,
+        clients_approved: Default::default(),
+    };
+    // Certificates already approved (by anyone) count before any decision, whatever
+    // the order of the list.
+    for csr in &list.items {
+        let facts = facts_of(csr);
         if facts.state == CsrState::Approved {
-            // Would it have passed our rules? Then that node's certificate is done.
             let pending = CsrFacts {
                 state: CsrState::Pending,
-                ..facts.clone()
+                ..facts
             };
-            if let Decision::Approve { node, kind, .. } = decide(&pending, nodes) {
+            if let Decision::Approve { node, kind, .. } = decide_by_plan(&pending, nodes) {
                 memory.approved.insert((node, kind));
             }
         }
+    }
+    cluster.clients_approved = memory
+        .approved
+        .iter()
+        .filter(|(_, k)| *k == CsrKind::Client)
+        .map(|(n, _)| n.clone())
+        .collect();
+    let mut report = Report::default();
+    for csr in list.items {
+        let facts = facts_of(&csr);
+        let decision = decide(&facts, nodes, &cluster);
         match decision {
-            Decision::Approve { node, kind, rule } => match approve(api, csr, &rule).await {
+            Decision::Approve { node, kind, rule } => match approve(&api, csr, &rule).await {
                 Ok(()) => {
                     tracing::info!(csr = %facts.name, %node, %kind, "approved: {rule}");
                     memory.approved.insert((node.clone(), kind));
+                    if kind == CsrKind::Client {
+                        cluster.clients_approved.insert(node.clone());
+                    }
                     report.approved.push(Entry {
                         csr: facts.name,
                         node: Some(node),
@@ -245,6 +289,8 @@ pub struct WatchOptions {
     /// Nodes to wait for with [`Until::AllApproved`]; empty means every plan node but
     /// the bootstrap.
     pub nodes: Vec<String>,
+    /// Give up after this long (the report says `timed_out` and what is missing).
+    pub deadline: Option<Duration>,
 }
 
 impl Default for WatchOptions {
@@ -253,6 +299,7 @@ impl Default for WatchOptions {
             until: Until::AllApproved,
             interval: Duration::from_secs(10),
             nodes: Vec::new(),
+            deadline: None,
         }
     }
 }
@@ -266,6 +313,9 @@ pub struct WatchReport {
     /// Awaited node certificates not seen approved when the watch stopped.
     pub missing: Vec<Missing>,
     pub interrupted: bool,
+    /// Stopped by [`WatchOptions::deadline`].
+    #[serde(default)]
+    pub timed_out: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -300,19 +350,20 @@ pub async fn watch_until(
     mut on_pass: impl FnMut(&Report),
     interrupt: impl std::future::Future<Output = ()>,
 ) -> Result<WatchReport> {
-    let api: Api<CertificateSigningRequest> = Api::all(client.clone());
     let awaited = awaited(nodes, &opts.nodes)?;
     let interval = opts.interval.clamp(MIN_INTERVAL, MAX_INTERVAL);
     let mut memory = Memory::default();
     let mut approved = Vec::new();
     let mut latest: BTreeMap<String, (bool, Entry)> = BTreeMap::new();
+    let give_up = opts.deadline.map(|d| tokio::time::Instant::now() + d);
+    let mut timed_out = false;
     tokio::pin!(interrupt);
     let interrupted = loop {
         let pass = tokio::select! {
-            r = reconcile(&api, nodes, &mut memory) => r,
+            r = reconcile(client, nodes, &mut memory) => r,
             () = &mut interrupt => break true,
         };
-        let delay = match pass {
+        let mut delay = match pass {
             Ok(report) => {
                 on_pass(&report);
                 let busy = !report.approved.is_empty();
@@ -340,6 +391,14 @@ pub async fn watch_until(
                 interval
             }
         };
+        if let Some(at) = give_up {
+            let now = tokio::time::Instant::now();
+            if now >= at {
+                timed_out = true;
+                break false;
+            }
+            delay = delay.min(at - now);
+        }
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
             () = &mut interrupt => break true,
@@ -360,6 +419,7 @@ pub async fn watch_until(
         report,
         missing: missing(&awaited, &memory),
         interrupted,
+        timed_out,
     })
 }
 

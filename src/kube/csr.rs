@@ -20,6 +20,18 @@
 //!   and its usages include `server auth` and stay within digital signature, key
 //!   encipherment, server auth.
 //!
+//! Beside the plan, the cluster itself is asked, as openshift/cluster-machine-approver
+//! does (`pkg/controller/csr_check.go`: `authorizeNodeClientCSR`,
+//! `authorizeServingCertWithMachine`), with the Node objects standing in for the
+//! Machines that UPI does not have:
+//!
+//! - a client CSR is refused when a Node of that name already exists (a kubelet
+//!   that joined renews with its own credentials, never the bootstrapper's), and
+//!   when a client CSR for that node was already approved (one identity per node);
+//! - a serving CSR is approved only for an existing Node, and only when every DNS
+//!   SAN is one of its `Hostname`/`InternalDNS`/`ExternalDNS` addresses and every IP
+//!   SAN one of its `InternalIP`/`ExternalIP` addresses.
+//!
 //! A CSR that looks like a node's (a kubelet signer, a node or node-bootstrapper
 //! requestor, or a `system:node:` CN) and fails a rule is **refused**: logged and
 //! reported, never denied in the API. Anything else is **skipped**: CSRs already
@@ -112,6 +124,29 @@ pub struct CsrFacts {
     pub state: CsrState,
     /// The decoded request, or why it could not be decoded.
     pub request: Result<RequestSubject, String>,
+}
+
+/// A Node as the API shows it: its name and `status.addresses` as (type, address).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApiNode {
+    pub name: String,
+    pub addresses: Vec<(String, String)>,
+}
+
+/// What the cluster says besides the CSR itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterFacts {
+    /// The Nodes that exist.
+    pub nodes: Vec<ApiNode>,
+    /// Plan nodes whose client CSR is approved already (seen approved in the API,
+    /// or approved earlier in this pass or watch).
+    pub clients_approved: std::collections::BTreeSet<String>,
+}
+
+impl ClusterFacts {
+    fn node(&self, name: &str) -> Option<&ApiNode> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
 }
 
 /// A plan node as CSRs may name it.
@@ -304,8 +339,22 @@ fn node_looking(facts: &CsrFacts) -> bool {
         })
 }
 
-/// Decide what to do with one CSR, given the plan's nodes.
-pub fn decide(facts: &CsrFacts, nodes: &[NodeIdentity]) -> Decision {
+/// Decide what to do with one CSR, given the plan's nodes and what the cluster says.
+pub fn decide(facts: &CsrFacts, nodes: &[NodeIdentity], cluster: &ClusterFacts) -> Decision {
+    decide_inner(facts, nodes, Some(cluster))
+}
+
+/// Which plan node and kind a CSR is for, by the plan's rules alone: how an
+/// already approved CSR is recognised as a node's certificate being done.
+pub fn decide_by_plan(facts: &CsrFacts, nodes: &[NodeIdentity]) -> Decision {
+    decide_inner(facts, nodes, None)
+}
+
+fn decide_inner(
+    facts: &CsrFacts,
+    nodes: &[NodeIdentity],
+    cluster: Option<&ClusterFacts>,
+) -> Decision {
     match facts.state {
         CsrState::Pending => {}
         CsrState::Approved => {
@@ -342,7 +391,11 @@ pub fn decide(facts: &CsrFacts, nodes: &[NodeIdentity]) -> Decision {
             )
         }
     };
-    match check(facts, kind, nodes) {
+    let checked = check(facts, kind, nodes).and_then(|node| match cluster {
+        Some(c) => check_cluster(facts, kind, node, c),
+        None => Ok(node),
+    });
+    match checked {
         Ok(node) => Decision::Approve {
             node: node.name.clone(),
             kind,
@@ -484,6 +537,91 @@ fn check<'n>(
                         "IP SAN {ip} is not {}'s planned address {}",
                         node.name, node.ip
                     ),
+                ));
+            }
+        }
+    }
+    Ok(node)
+}
+
+/// The checks against the cluster's own objects, after the plan's.
+fn check_cluster<'n>(
+    facts: &CsrFacts,
+    kind: CsrKind,
+    node: &'n NodeIdentity,
+    cluster: &ClusterFacts,
+) -> Result<&'n NodeIdentity, Refusal> {
+    let named = Some(node.name.clone());
+    // The name the kubelet registers (and requests for) is the CN's.
+    let asked = facts
+        .request
+        .as_ref()
+        .ok()
+        .and_then(cn_node_name)
+        .unwrap_or_else(|| node.name.clone());
+    match kind {
+        CsrKind::Client => {
+            if let Some(n) = cluster
+                .nodes
+                .iter()
+                .find(|n| node.answers_to(&n.name) || n.name == asked)
+            {
+                return Err((
+                    named,
+                    format!(
+                        "Node {} already exists: a joined kubelet renews its client certificate with its own credentials, not the node bootstrapper's",
+                        n.name
+                    ),
+                ));
+            }
+            if cluster.clients_approved.contains(&node.name) {
+                return Err((
+                    named,
+                    format!(
+                        "a client CSR for {} is approved already: a second one would give the node a second identity",
+                        node.name
+                    ),
+                ));
+            }
+        }
+        CsrKind::Serving => {
+            let Some(api) = cluster.node(&asked) else {
+                return Err((
+                    named,
+                    format!(
+                        "no Node {asked} is registered (yet): its serving CSR waits until it is"
+                    ),
+                ));
+            };
+            let has = |types: &[&str], value: &str| {
+                api.addresses.iter().any(|(t, a)| {
+                    types.contains(&t.as_str())
+                        && a.trim_end_matches('.')
+                            .eq_ignore_ascii_case(value.trim_end_matches('.'))
+                })
+            };
+            let request = facts
+                .request
+                .as_ref()
+                .map_err(|e| (named.clone(), e.clone()))?;
+            if let Some(d) = request
+                .dns_names
+                .iter()
+                .find(|d| !has(&["Hostname", "InternalDNS", "ExternalDNS"], d))
+            {
+                return Err((
+                    named,
+                    format!("DNS SAN {d:?} is not among Node {asked}'s host names"),
+                ));
+            }
+            if let Some(ip) = request
+                .ips
+                .iter()
+                .find(|ip| !has(&["InternalIP", "ExternalIP"], &ip.to_string()))
+            {
+                return Err((
+                    named,
+                    format!("IP SAN {ip} is not among Node {asked}'s addresses"),
                 ));
             }
         }

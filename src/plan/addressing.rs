@@ -88,7 +88,13 @@ pub fn bridge_name(cluster: &str) -> String {
         return candidate;
     }
     let digest = crate::plan::stable_hash(&["bridge", cluster]);
-    format!("sl-{}-{}", &cluster[..6], &digest[..4])
+    // Cluster names are ASCII; anything else (an invalid name still being
+    // reported) gets a name from the digest alone rather than a split character.
+    let head = cluster
+        .get(..6)
+        .filter(|h| h.is_ascii())
+        .unwrap_or(&digest[4..10]);
+    format!("sl-{head}-{}", &digest[..4])
 }
 
 /// `d.c.b.a.in-addr.arpa` for an address.
@@ -115,6 +121,19 @@ mod tests {
             reverse_name("192.168.126.11".parse().unwrap()),
             "11.126.168.192.in-addr.arpa"
         );
+    }
+
+    #[test]
+    fn bridge_names_of_any_text_fit_linux() {
+        for c in [
+            "aaaaaé-bbbbbbbbbb",
+            "😀😀😀😀😀",
+            "ééééééééééé",
+            "abcdefghijklmnopq",
+        ] {
+            let b = bridge_name(c);
+            assert!(b.len() <= 15 && b.is_ascii(), "{c}: {b}");
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! host. Same spec in, byte-identical plan out.
 
 pub mod addressing;
+pub mod diff;
 mod table;
 
 use std::net::Ipv4Addr;

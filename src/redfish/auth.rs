@@ -82,15 +82,11 @@ fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 }
 
 /// `n` random bytes from the operating system.
-pub fn random_bytes(n: usize) -> anyhow::Result<Vec<u8>> {
-    let mut buf = vec![0u8; n];
-    getrandom::getrandom(&mut buf).map_err(|e| anyhow::anyhow!("reading random bytes: {e}"))?;
-    Ok(buf)
-}
+pub use crate::files::random_bytes;
 
-/// A random password of 24 URL-safe characters (144 bits).
+/// A random password of 24 URL-safe characters (the one generator of secrets).
 pub fn generate_password() -> anyhow::Result<String> {
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random_bytes(18)?))
+    crate::files::random_secret(24)
 }
 
 impl Auth {

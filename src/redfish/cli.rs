@@ -47,7 +47,7 @@ pub struct Args {
     pub connect: String,
     /// Expose the domains whose shiftlab ownership metadata names this cluster.
     #[arg(long, conflicts_with = "allow")]
-    pub cluster: Option<String>,
+    pub cluster: Option<crate::state::ClusterName>,
     /// Expose this domain (name or UUID); repeat for more.
     #[arg(long, value_name = "DOMAIN")]
     pub allow: Vec<String>,
@@ -143,7 +143,7 @@ pub fn run(args: Args, shiftlab_state: &std::path::Path) -> Result<()> {
         ))
     } else {
         let scope = match (&args.cluster, args.allow.is_empty()) {
-            (Some(c), _) => Scope::Cluster(c.clone()),
+            (Some(c), _) => Scope::Cluster(c.to_string()),
             (None, false) => Scope::Allow(args.allow.clone()),
             (None, true) => bail!("choose the domains to expose: --cluster NAME or --allow DOMAIN"),
         };

@@ -4,9 +4,7 @@
 //! the BMC.
 
 use std::fs;
-use std::io::Write as _;
 use std::net::IpAddr;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -36,18 +34,7 @@ pub fn write_private(path: &Path, contents: &[u8]) -> Result<()> {
 }
 
 fn write_mode(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    let _ = fs::remove_file(&tmp);
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(&tmp)
-        .with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(contents)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    f.sync_all().ok();
-    fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+    crate::files::write_atomic_mode(path, contents, mode)
 }
 
 fn current_year() -> i32 {

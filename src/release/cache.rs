@@ -11,7 +11,6 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -128,26 +127,10 @@ impl Cache {
 
     /// Hold an exclusive lock for writing the blob with this digest (released on drop),
     /// so two shiftlab runs never write the same partial file.
-    pub(crate) fn lock(&self, sha256: &str) -> Result<Lock> {
+    pub(crate) fn lock(&self, sha256: &str) -> Result<crate::files::FileLock> {
         self.ensure_dirs()?;
-        let path = self.tmp_dir().join(format!("{sha256}.lock"));
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        // SAFETY: flock on a file descriptor we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("locking {}", path.display()));
-        }
-        Ok(Lock { _file: file })
+        crate::files::lock_blocking(&self.tmp_dir().join(format!("{sha256}.lock")))
     }
-}
-
-pub(crate) struct Lock {
-    _file: fs::File,
 }
 
 #[cfg(test)]

@@ -100,7 +100,7 @@ pub fn coreos_image_from_stream(
             );
         }
         let dest = cache.blob_path(&uncompressed);
-        fs::rename(&tmp, &dest)
+        crate::files::rename_durably(&tmp, &dest)
             .with_context(|| format!("moving {} into the cache", tmp.display()))?;
         Ok(dest)
     })();

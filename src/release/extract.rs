@@ -36,7 +36,8 @@ pub fn extract_binary(tarball: &Path, name: &str, dest_dir: &Path) -> Result<Pat
             io::copy(&mut entry, &mut out)
                 .with_context(|| format!("extracting {name} from {}", tarball.display()))?;
             out.sync_all()?;
-            fs::rename(&tmp, &dest).with_context(|| format!("renaming into {}", dest.display()))
+            crate::files::rename_durably(&tmp, &dest)
+                .with_context(|| format!("renaming into {}", dest.display()))
         })();
         if result.is_err() {
             let _ = fs::remove_file(&tmp);

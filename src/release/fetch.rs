@@ -20,6 +20,22 @@ const READ_TIMEOUT: Duration = Duration::from_secs(120);
 /// Attempts per download when the connection drops mid-transfer (each resumes).
 const ATTEMPTS: u32 = 4;
 
+/// Largest artifact shiftlab downloads (installer and client tarballs are a few
+/// hundred MB, CoreOS images and ISOs one to two GB): a mirror that sends more is
+/// refused rather than allowed to fill the disk.
+pub const MAX_DOWNLOAD_BYTES: u64 = 8 << 30;
+/// Largest metadata file (`release.txt`, `sha256sum.txt`, a signature).
+pub const MAX_TEXT_BYTES: u64 = 1 << 20;
+
+/// A mirror's answer larger than the cap for its kind.
+#[derive(Debug, thiserror::Error)]
+#[error("{url} is larger than the {limit} bytes shiftlab accepts for it ({what}); refusing it")]
+pub struct TooLarge {
+    pub url: String,
+    pub limit: u64,
+    pub what: String,
+}
+
 /// A downloaded or copied file whose digest is not the expected one.
 #[derive(Debug, thiserror::Error)]
 #[error(
@@ -139,6 +155,17 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 /// resume from `tmp/<sha256>.partial` with a `Range` request (after a dropped
 /// connection within this call, or left by an earlier run).
 pub fn fetch(src: &str, sha256: &str, cache: &Cache, progress: &Progress) -> Result<PathBuf> {
+    fetch_limited(src, sha256, cache, progress, MAX_DOWNLOAD_BYTES)
+}
+
+/// [`fetch`] refusing more than `limit` bytes.
+pub fn fetch_limited(
+    src: &str,
+    sha256: &str,
+    cache: &Cache,
+    progress: &Progress,
+    limit: u64,
+) -> Result<PathBuf> {
     let sha256 = check_sha256(sha256).with_context(|| format!("expected digest for {src}"))?;
     if let Some(p) = cache.blob(&sha256) {
         return Ok(p);
@@ -149,13 +176,14 @@ pub fn fetch(src: &str, sha256: &str, cache: &Cache, progress: &Progress) -> Res
     }
     match origin(src) {
         Origin::Path(p) => copy_in(&p, src, &sha256, cache, progress),
-        Origin::Http(url) => download(&url, &sha256, cache, progress),
+        Origin::Http(url) => download(&url, &sha256, cache, progress, limit),
     }
 }
 
 fn land(tmp: &Path, sha256: &str, cache: &Cache) -> Result<PathBuf> {
     let dest = cache.blob_path(sha256);
-    fs::rename(tmp, &dest).with_context(|| format!("moving {} into the cache", tmp.display()))?;
+    crate::files::rename_durably(tmp, &dest)
+        .with_context(|| format!("moving {} into the cache", tmp.display()))?;
     if let Ok(dir) = File::open(dest.parent().unwrap_or(Path::new("."))) {
         let _ = dir.sync_all();
     }
@@ -218,7 +246,13 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
-fn download(url: &str, sha256: &str, cache: &Cache, progress: &Progress) -> Result<PathBuf> {
+fn download(
+    url: &str,
+    sha256: &str,
+    cache: &Cache,
+    progress: &Progress,
+    limit: u64,
+) -> Result<PathBuf> {
     let partial = cache.partial_path(sha256);
     let mut stale = partial.exists();
     if stale {
@@ -227,7 +261,7 @@ fn download(url: &str, sha256: &str, cache: &Cache, progress: &Progress) -> Resu
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match download_attempt(url, &partial, progress) {
+        match download_attempt(url, &partial, progress, limit) {
             Ok(()) => {}
             Err(Failure::Fatal(e)) => return Err(e),
             Err(Failure::Interrupted(why)) if attempt < ATTEMPTS => {
@@ -259,7 +293,12 @@ fn download(url: &str, sha256: &str, cache: &Cache, progress: &Progress) -> Resu
     }
 }
 
-fn download_attempt(url: &str, partial: &Path, progress: &Progress) -> Result<(), Failure> {
+fn download_attempt(
+    url: &str,
+    partial: &Path,
+    progress: &Progress,
+    limit: u64,
+) -> Result<(), Failure> {
     let offset = fs::metadata(partial).map(|m| m.len()).unwrap_or(0);
     let mut req = agent().get(url);
     if offset > 0 {
@@ -303,6 +342,17 @@ fn download_attempt(url: &str, partial: &Path, progress: &Progress) -> Result<()
         .header("Content-Length")
         .and_then(|l| l.trim().parse::<u64>().ok());
     let total = body_len.map(|l| l + start);
+    let too_large = |what: String| {
+        let _ = fs::remove_file(partial);
+        Failure::Fatal(anyhow::Error::new(TooLarge {
+            url: url.to_string(),
+            limit,
+            what,
+        }))
+    };
+    if let Some(t) = total.filter(|t| *t > limit) {
+        return Err(too_large(format!("it announces {t} bytes")));
+    }
     let mut file = if resumed {
         OpenOptions::new().append(true).open(partial)
     } else {
@@ -319,6 +369,10 @@ fn download_attempt(url: &str, partial: &Path, progress: &Progress) -> Result<()
         match reader.read(&mut buf) {
             Ok(0) => break Ok(()),
             Ok(n) => {
+                if start + got + n as u64 > limit {
+                    bar.finish_and_clear();
+                    return Err(too_large(format!("more than {limit} bytes arrived")));
+                }
                 file.write_all(&buf[..n])
                     .with_context(|| format!("writing {}", partial.display()))?;
                 got += n as u64;
@@ -342,6 +396,53 @@ fn download_attempt(url: &str, partial: &Path, progress: &Progress) -> Result<()
         }
     }
     Ok(())
+}
+
+/// A response body of at most `limit` bytes.
+fn read_bounded(resp: ureq::Response, url: &str, limit: u64) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    resp.into_reader()
+        .take(limit + 1)
+        .read_to_end(&mut out)
+        .with_context(|| format!("reading {url}"))?;
+    if out.len() as u64 > limit {
+        return Err(TooLarge {
+            url: url.to_string(),
+            limit,
+            what: "a metadata file".into(),
+        }
+        .into());
+    }
+    Ok(out)
+}
+
+/// A small file that may be absent (a signature beside `sha256sum.txt`): its
+/// bytes, or `None` when the mirror has no such file. Never cached: it is checked
+/// against the text it signs every time.
+pub fn fetch_optional(src: &str) -> Result<Option<Vec<u8>>> {
+    match origin(src) {
+        Origin::Path(p) => match fs::metadata(&p) {
+            Ok(m) if m.len() > MAX_TEXT_BYTES => Err(TooLarge {
+                url: p.display().to_string(),
+                limit: MAX_TEXT_BYTES,
+                what: "a metadata file".into(),
+            }
+            .into()),
+            Ok(_) => Ok(Some(
+                fs::read(&p).with_context(|| format!("reading {}", p.display()))?,
+            )),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
+        },
+        Origin::Http(url) => match agent().get(&url).call() {
+            Ok(resp) => Ok(Some(read_bounded(resp, &url, MAX_TEXT_BYTES)?)),
+            Err(ureq::Error::Status(404, _)) => Ok(None),
+            Err(ureq::Error::Status(code, r)) => {
+                bail!("GET {url}: HTTP {code} {}", r.status_text())
+            }
+            Err(ureq::Error::Transport(t)) => bail!("cannot reach {url}: {t}"),
+        },
+    }
 }
 
 /// Whether a metadata file may change behind the same URL (channel directories do).
@@ -379,9 +480,8 @@ pub fn fetch_text(
     }
     match agent().get(&url).call() {
         Ok(resp) => {
-            let text = resp
-                .into_string()
-                .with_context(|| format!("reading {url}"))?;
+            let text = read_bounded(resp, &url, MAX_TEXT_BYTES)?;
+            let text = String::from_utf8(text).with_context(|| format!("{url} is not text"))?;
             crate::files::write_atomic(&meta, text.as_bytes())?;
             Ok(text)
         }

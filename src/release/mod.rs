@@ -19,6 +19,7 @@ mod coreos;
 mod extract;
 mod fetch;
 mod parse;
+mod signature;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -30,11 +31,15 @@ use crate::spec::{Distribution, Version};
 pub use cache::{default_cache_root, Cache, CACHE_ENV};
 pub use coreos::{coreos_image, coreos_image_from_stream, coreos_stream_json};
 pub use extract::extract_binary;
-pub use fetch::{fetch, fetch_text, sha256_file, DigestMismatch, Freshness, Progress};
+pub use fetch::{
+    fetch, fetch_limited, fetch_optional, fetch_text, sha256_file, DigestMismatch, Freshness,
+    Progress, TooLarge, MAX_DOWNLOAD_BYTES, MAX_TEXT_BYTES,
+};
 pub use parse::{
     check_sha256, parse_release_txt, parse_sha256sum, parse_stream, version_dir, CoreosKind,
     ReleaseTxt, StreamArtifact, STREAM_ARCH,
 };
+pub use signature::verify_detached;
 
 /// The default OCP client mirror.
 pub const OCP_MIRROR: &str = "https://mirror.openshift.com";
@@ -157,6 +162,20 @@ pub fn resolve(
     cache: &Cache,
     progress: &Progress,
 ) -> Result<Release> {
+    resolve_verified(dist, version, source, cache, progress, None)
+}
+
+/// [`resolve`], and when `release_key` is given, `sha256sum.txt` must carry a good
+/// detached signature by that key (`sha256sum.txt.gpg` or `.sig` beside it) before
+/// any digest in it is trusted.
+pub fn resolve_verified(
+    dist: Distribution,
+    version: &Version,
+    source: &Source,
+    cache: &Cache,
+    progress: &Progress,
+    release_key: Option<&Path>,
+) -> Result<Release> {
     let dir = version_dir(dist, version)?;
     let base = source.release_dir(dist, &dir);
     let freshness = match version {
@@ -176,6 +195,26 @@ pub fn resolve(
     }
     let sums_at = join(&base, "sha256sum.txt");
     let sums = fetch_text(&sums_at, freshness, cache, progress)?;
+    if let Some(key) = release_key {
+        let mut found = None;
+        for name in signature::SIGNATURE_NAMES {
+            if let Some(sig) = fetch_optional(&join(&base, name))? {
+                found = Some((name, sig));
+                break;
+            }
+        }
+        let Some((name, sig)) = found else {
+            bail!(
+                "release_key is set, but {base} publishes no signature of sha256sum.txt ({}); nothing from it is trusted",
+                signature::SIGNATURE_NAMES.join(" or ")
+            );
+        };
+        verify_detached(key, sums.as_bytes(), &sig, &sums_at)?;
+        progress.note(format!(
+            "{sums_at}: good signature ({name}) by {}",
+            key.display()
+        ));
+    }
     let sums = parse_sha256sum(&sums).with_context(|| format!("parsing {sums_at}"))?;
     let (installer, client) = tarball_names(&rt.version);
     let get = |name: &str| -> Result<(PathBuf, String)> {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::install::dirs::StateDir;
+use crate::state::{ClusterName, StateDir};
 
 /// How long a client waits for serve's answer (a reload waits for HAProxy).
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -22,11 +22,11 @@ pub enum Request {
     Ping,
     /// Look at the state now: one cluster, or all.
     Reconcile {
-        cluster: Option<String>,
+        cluster: Option<ClusterName>,
     },
     /// Stop serving a cluster and remove its host DNS entries.
     Forget {
-        cluster: String,
+        cluster: ClusterName,
     },
 }
 
@@ -98,7 +98,7 @@ mod tests {
     #[test]
     fn wire_format() {
         let r = Request::Reconcile {
-            cluster: Some("lab1".into()),
+            cluster: Some(ClusterName::parse("lab1").unwrap()),
         };
         let t = serde_json::to_string(&r).unwrap();
         assert_eq!(t, r#"{"op":"reconcile","cluster":"lab1"}"#);
@@ -108,6 +108,19 @@ mod tests {
             Request::Ping
         );
         assert!(serde_json::from_str::<Request>(r#"{"op":"rm -rf"}"#).is_err());
+        // Names are checked before anything reaches the state directory.
+        for bad in ["", ".", "..", "/tmp/x", "a/../b", "a/b", "é"] {
+            for req in [
+                format!(r#"{{"op":"forget","cluster":{bad:?}}}"#),
+                format!(r#"{{"op":"reconcile","cluster":{bad:?}}}"#),
+            ] {
+                let e = serde_json::from_str::<Request>(&req).unwrap_err();
+                assert!(
+                    e.to_string().contains("not a valid cluster name"),
+                    "{req}: {e}"
+                );
+            }
+        }
     }
 
     #[test]

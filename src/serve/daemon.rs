@@ -21,8 +21,8 @@ use super::haproxy::{self, Applied, Supervisor};
 use super::http::{self, Digests};
 use super::{cluster_names, http_address, ClusterFiles, Endpoints};
 use crate::host::dns::{ClusterDns, HostDns, Mechanism, Record};
-use crate::install::dirs::StateDir;
 use crate::plan::Plan;
+use crate::state::StateDir;
 
 /// How serve configures host DNS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -278,11 +278,17 @@ impl Daemon {
                 let host = self.host.clone();
                 let c = ClusterDns::from_plan(&plan);
                 let applied = tokio::task::spawn_blocking(move || {
-                    let mech = match mode {
-                        HostDnsMode::Use(m) => m,
-                        _ => host.detect(),
+                    let requested = match mode {
+                        HostDnsMode::Use(m) => Some(m),
+                        _ => None,
                     };
-                    host.apply(&c, mech)
+                    let (mech, note) = crate::host::dns::choose(
+                        requested,
+                        || host.detect(),
+                        c.link_owned,
+                        &c.link,
+                    );
+                    host.apply(&c, mech).map(|r| Record { note, ..r })
                 })
                 .await
                 .map_err(|e| anyhow!("host dns task: {e}"))
@@ -291,6 +297,9 @@ impl Daemon {
                     Ok(record) => {
                         if served.dns.as_ref() != Some(&record) {
                             tracing::info!(cluster = %name, mechanism = record.mechanism.as_str(), "host dns configured");
+                            if let Some(n) = &record.note {
+                                tracing::warn!(cluster = %name, "{n}");
+                            }
                         }
                         crate::files::write_atomic(
                             &files.host_dns(),
@@ -394,9 +403,9 @@ impl Daemon {
         }
         if served.http.is_none() {
             if let Some(addr) = want {
-                let root = files.http_dir();
-                std::fs::create_dir_all(&root)
-                    .with_context(|| format!("creating {}", root.display()))?;
+                let root = files.http_roots();
+                std::fs::create_dir_all(&root.public)
+                    .with_context(|| format!("creating {}", root.public.display()))?;
                 match http::Listener::start(addr, root, digests).await {
                     Ok(l) => {
                         served.http = Some(l);

@@ -68,7 +68,7 @@ pub fn install_config(bin: &Path, files: &ClusterFiles, text: &str) -> Result<()
         let _ = std::fs::remove_file(&candidate);
         return Err(e);
     }
-    std::fs::rename(&candidate, files.haproxy_cfg())
+    crate::files::rename_durably(&candidate, &files.haproxy_cfg())
         .with_context(|| format!("renaming into {}", files.haproxy_cfg().display()))
 }
 

@@ -5,6 +5,12 @@
 //! --ignition-hash` takes) and `GET /SHA512SUMS` lists every file in
 //! `sha512sum -c` format. No directory listing, no hidden files, no path
 //! leaving the directory (symbolic links included).
+//!
+//! Artifacts that carry secrets (an Ignition config, an ISO with one embedded)
+//! live in a second, private directory, served only under `/<token>/` where the
+//! token is the cluster's unguessable `http-token`: never listed, not in
+//! `SHA512SUMS`, a wrong or missing token is a plain 404, and the token never
+//! reaches a log line.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -79,6 +85,66 @@ pub fn safe_relative(path: &str) -> Option<PathBuf> {
         out.push(seg);
     }
     Some(out)
+}
+
+/// What a listener serves: the public directory, and the private one behind the
+/// token read from `token_file` (absent file: no private route).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Roots {
+    pub public: PathBuf,
+    pub private: Option<Private>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Private {
+    pub dir: PathBuf,
+    pub token_file: PathBuf,
+}
+
+impl From<PathBuf> for Roots {
+    fn from(public: PathBuf) -> Self {
+        Roots {
+            public,
+            private: None,
+        }
+    }
+}
+
+/// Shortest token the private route accepts (a shorter file is not a token).
+pub const MIN_TOKEN_LEN: usize = 32;
+
+/// Equal without an early exit, so the time taken says nothing about the token.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Map a request path onto the public root or, behind the token, the private one.
+pub fn resolve_in(roots: &Roots, path: &str) -> Target {
+    if let Some(private) = &roots.private {
+        let rest = path.strip_prefix('/').unwrap_or_default();
+        if let Some((first, tail)) = rest.split_once('/') {
+            let token = std::fs::read_to_string(&private.token_file).unwrap_or_default();
+            let token = token.trim();
+            if token.len() >= MIN_TOKEN_LEN && same_secret(first.as_bytes(), token.as_bytes()) {
+                let tail = format!("/{tail}");
+                // The private side has no digest list: nothing of it is listed.
+                if tail == format!("/{SUMS}") {
+                    return Target::NotFound;
+                }
+                return resolve(&private.dir, &tail);
+            }
+        }
+    }
+    resolve(&roots.public, path)
+}
+
+/// A request path fit for a log line: a leading segment (possibly the token) is
+/// not shown.
+pub fn loggable(path: &str) -> String {
+    match path.strip_prefix('/').and_then(|r| r.split_once('/')) {
+        Some((_, tail)) => format!("/…/{tail}"),
+        None => path.to_string(),
+    }
 }
 
 /// Map a request path onto `root`. Pure but for `stat`/`canonicalize`.
@@ -283,9 +349,9 @@ fn full(status: StatusCode, body: impl Into<Bytes>) -> Response<HttpBody> {
     r
 }
 
-/// Answer one request for the directory `root`.
+/// Answer one request for the directories `roots`.
 pub async fn respond(
-    root: &Path,
+    roots: &Roots,
     digests: &Arc<Digests>,
     req: &Request<Incoming>,
 ) -> Response<HttpBody> {
@@ -296,8 +362,8 @@ pub async fn respond(
             .insert(hyper::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         return r;
     }
-    let (root2, path) = (root.to_path_buf(), req.uri().path().to_string());
-    let target = tokio::task::spawn_blocking(move || resolve(&root2, &path))
+    let (roots2, path) = (roots.clone(), req.uri().path().to_string());
+    let target = tokio::task::spawn_blocking(move || resolve_in(&roots2, &path))
         .await
         .unwrap_or(Target::NotFound);
     let text = |status, body: String| {
@@ -316,7 +382,7 @@ pub async fn respond(
             }
         }
         Target::Sums => {
-            let (d, root) = (digests.clone(), root.to_path_buf());
+            let (d, root) = (digests.clone(), roots.public.clone());
             let sums = tokio::task::spawn_blocking(move || -> Result<String> {
                 let mut out = String::new();
                 for rel in list_files(&root) {
@@ -400,19 +466,19 @@ async fn serve_file(
 /// A running artifact listener of one cluster.
 pub struct Listener {
     pub addr: SocketAddr,
-    pub root: PathBuf,
+    pub roots: Roots,
     shutdown: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Listener {
-    pub async fn start(addr: SocketAddr, root: PathBuf, digests: Arc<Digests>) -> Result<Listener> {
+    pub async fn start(addr: SocketAddr, roots: Roots, digests: Arc<Digests>) -> Result<Listener> {
         let listener = TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding {addr}"))?;
         let addr = listener.local_addr().context("reading the bound address")?;
         let (tx, mut rx) = watch::channel(false);
-        let r = root.clone();
+        let r = roots.clone();
         let task = tokio::spawn(async move {
             loop {
                 let (stream, _) = tokio::select! {
@@ -426,13 +492,13 @@ impl Listener {
                     },
                     _ = rx.changed() => return,
                 };
-                let (root, digests) = (r.clone(), digests.clone());
+                let (roots, digests) = (r.clone(), digests.clone());
                 tokio::spawn(async move {
                     let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
-                        let (root, digests) = (root.clone(), digests.clone());
+                        let (roots, digests) = (roots.clone(), digests.clone());
                         async move {
-                            let resp = respond(&root, &digests, &req).await;
-                            tracing::debug!(method = %req.method(), path = %req.uri().path(), status = resp.status().as_u16(), "http");
+                            let resp = respond(&roots, &digests, &req).await;
+                            tracing::debug!(method = %req.method(), path = %loggable(req.uri().path()), status = resp.status().as_u16(), "http");
                             Ok::<_, Infallible>(resp)
                         }
                     });
@@ -443,10 +509,10 @@ impl Listener {
                 });
             }
         });
-        tracing::info!(%addr, root = %root.display(), "http artifacts listening");
+        tracing::info!(%addr, root = %roots.public.display(), "http artifacts listening");
         Ok(Listener {
             addr,
-            root,
+            roots,
             shutdown: tx,
             task,
         })

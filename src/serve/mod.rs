@@ -33,10 +33,10 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::host::dns::{self, HostDns, Mechanism};
-use crate::install::dirs::StateDir;
 use crate::plan::Plan;
 use crate::render;
 use crate::spec::NetworkMode;
+use crate::state::{ClusterName, StateDir};
 
 /// Default port of the HTTP artifact server on each cluster's address.
 pub const DEFAULT_HTTP_PORT: u16 = 8080;
@@ -72,6 +72,65 @@ impl ClusterFiles {
     }
     pub fn http_dir(&self) -> PathBuf {
         self.dir.join("http")
+    }
+    /// Artifacts that carry secrets, served only under `/<token>/`.
+    pub fn http_private_dir(&self) -> PathBuf {
+        self.dir.join("http-private")
+    }
+    /// The cluster's HTTP token (0600): the first path segment of private URLs.
+    pub fn http_token(&self) -> PathBuf {
+        self.dir.join("http-token")
+    }
+    pub fn http_roots(&self) -> http::Roots {
+        http::Roots {
+            public: self.http_dir(),
+            private: Some(http::Private {
+                dir: self.http_private_dir(),
+                token_file: self.http_token(),
+            }),
+        }
+    }
+
+    /// Publish an artifact that carries secrets: written 0600 into the private
+    /// directory, served at the returned path (`/<token>/<name>`) and nowhere
+    /// else. The token is made once per cluster and kept.
+    pub fn publish_private(&self, name: &str, bytes: &[u8]) -> Result<String> {
+        if http::safe_relative(&format!("/{name}")).is_none() || name.contains('/') {
+            bail!("{name:?} is not a file name the HTTP server serves");
+        }
+        let token = match std::fs::read_to_string(self.http_token()) {
+            Ok(t) if t.trim().len() >= http::MIN_TOKEN_LEN => t.trim().to_string(),
+            _ => {
+                let t = crate::files::random_secret(http::MIN_TOKEN_LEN)?;
+                crate::files::write_private(&self.http_token(), format!("{t}\n").as_bytes())?;
+                t
+            }
+        };
+        crate::files::write_private(&self.http_private_dir().join(name), bytes)?;
+        Ok(format!("/{token}/{name}"))
+    }
+
+    /// Withdraw everything published for `node` (`<node>.*`, public or private),
+    /// e.g. the bootstrap's once it is removed. Returns the files removed.
+    pub fn unpublish_node(&self, node: &str) -> Result<Vec<PathBuf>> {
+        let mut removed = Vec::new();
+        for dir in [self.http_dir(), self.http_private_dir()] {
+            let Ok(rd) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().to_string();
+                let is_node = name
+                    .strip_prefix(node)
+                    .is_some_and(|rest| rest.starts_with('.'));
+                if is_node && e.file_type().is_ok_and(|t| t.is_file()) {
+                    std::fs::remove_file(e.path())
+                        .with_context(|| format!("removing {}", e.path().display()))?;
+                    removed.push(e.path());
+                }
+            }
+        }
+        Ok(removed)
     }
     pub fn host_dns(&self) -> PathBuf {
         self.dir.join("host-dns.json")
@@ -170,6 +229,8 @@ pub fn cluster_names(state: &StateDir) -> Vec<String> {
         .flatten()
         .filter(|e| e.path().join("plan.json").is_file())
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        // A directory no shiftlab made (not a cluster name) is not a cluster.
+        .filter(|n| crate::spec::is_cluster_name(n))
         .collect();
     names.sort();
     names
@@ -180,16 +241,12 @@ pub fn cluster_names(state: &StateDir) -> Vec<String> {
 /// directly. Marks the plan so that serve does not start it again before the
 /// directory is gone. Idempotent; fine when nothing runs.
 pub fn forget_cluster(state: &StateDir, name: &str) -> Result<()> {
+    let checked = ClusterName::parse(name)?;
     let files = ClusterFiles::new(state, name);
     if let Some(id) = files.plan_identity() {
         crate::files::write_atomic(&files.stopped_marker(), format!("{id}\n").as_bytes())?;
     }
-    match control::request(
-        state,
-        &control::Request::Forget {
-            cluster: name.into(),
-        },
-    ) {
+    match control::request(state, &control::Request::Forget { cluster: checked }) {
         Ok(Some(r)) if !r.ok => bail!(
             "serve could not stop cluster {name}: {}",
             r.error.unwrap_or_default()
@@ -213,6 +270,7 @@ pub fn forget_cluster(state: &StateDir, name: &str) -> Result<()> {
 /// backend, persistently (`lb-state.json`), validated by `haproxy -c` and
 /// applied by a graceful reload.
 pub fn remove_bootstrap(state: &StateDir, cluster: &str) -> Result<()> {
+    let checked = ClusterName::parse(cluster)?;
     let files = ClusterFiles::new(state, cluster);
     let plan = files.read_plan()?;
     if plan.load_balancer.is_none() {
@@ -227,7 +285,7 @@ pub fn remove_bootstrap(state: &StateDir, cluster: &str) -> Result<()> {
     match control::request(
         state,
         &control::Request::Reconcile {
-            cluster: Some(cluster.into()),
+            cluster: Some(checked),
         },
     )? {
         Some(r) if r.ok => return Ok(()),
@@ -292,6 +350,9 @@ pub struct HttpStatus {
 pub struct DnsStatus {
     pub mechanism: Option<Mechanism>,
     pub configured: bool,
+    /// Why the mechanism is not the host's best one (mode: bridge).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     pub names: Vec<String>,
 }
 
@@ -369,6 +430,7 @@ pub fn services_status(state: &StateDir, cluster: &str) -> Result<ServicesStatus
     let host_dns = DnsStatus {
         mechanism: record.as_ref().map(|r| r.mechanism),
         configured: record.as_ref().is_some_and(|r| host.is_configured(r)),
+        note: record.as_ref().and_then(|r| r.note.clone()),
         names: vec![
             format!("api.{}", plan.cluster_domain),
             format!("*.apps.{}", plan.cluster_domain),
@@ -393,7 +455,7 @@ pub fn notify(state: &StateDir, cluster: Option<&str>) -> Result<bool> {
     match control::request(
         state,
         &control::Request::Reconcile {
-            cluster: cluster.map(str::to_string),
+            cluster: cluster.map(ClusterName::parse).transpose()?,
         },
     )? {
         Some(r) if r.ok => Ok(true),

@@ -9,7 +9,7 @@ mod types;
 use std::path::Path;
 
 pub use diag::{Diagnostic, Diagnostics, InvalidSpec};
-pub use resolve::{is_dns_label, parse_version, Env};
+pub use resolve::{is_cluster_name, is_dns_label, parse_version, Env, CLUSTER_NAME_RULE};
 pub use types::*;
 
 /// A cluster file that passed validation, with the warnings it produced.
@@ -35,10 +35,37 @@ pub fn from_str(text: &str, file: &str, env: &Env) -> Result<Loaded, InvalidSpec
     })
 }
 
+/// Largest file a cluster file (or a file it names: pull secret, keys, trust
+/// bundle) may be: far above any real one.
+pub const MAX_INPUT_BYTES: u64 = 16 << 20;
+
+/// Read a text file the user named: a regular file of at most [`MAX_INPUT_BYTES`]
+/// (`/dev/zero` or a FIFO would otherwise hang or exhaust memory).
+pub fn read_input(path: &Path) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read};
+    let f = std::fs::File::open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{} bytes is larger than the {MAX_INPUT_BYTES} bytes allowed",
+                meta.len()
+            ),
+        ));
+    }
+    let mut text = String::new();
+    f.take(MAX_INPUT_BYTES).read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// Load a cluster file from disk.
 pub fn load(path: &Path) -> Result<Loaded, InvalidSpec> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| InvalidSpec {
+    let text = read_input(path).map_err(|e| InvalidSpec {
         file: file.clone(),
         errors: vec![Diagnostic {
             field: "(file)".into(),

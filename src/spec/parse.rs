@@ -107,6 +107,7 @@ pub struct RawSpec {
     pub manifests: Option<Src<String>>,
     pub openshift_install: Option<Src<String>>,
     pub mirror: Option<Src<String>>,
+    pub release_key: Option<Src<String>>,
     pub bmc: RawBmc,
 }
 
@@ -145,6 +146,7 @@ pub const TOP_KEYS: &[&str] = &[
     "manifests",
     "openshift_install",
     "mirror",
+    "release_key",
     "bmc",
 ];
 
@@ -743,6 +745,9 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     }
     if let Some((f, v)) = top.take("openshift_install") {
         raw.openshift_install = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("release_key") {
+        raw.release_key = string(&f, v, d);
     }
     if let Some((f, v)) = top.take("bmc") {
         if let Some(m) = mapping(&f, v, d) {

@@ -93,10 +93,46 @@ fn default_size(role: Role, method: Method, rehearsal: bool) -> NodeSize {
     }
 }
 
+/// Upper bounds of the numbers a cluster file may hold (documented in
+/// docs/cluster-file.md): far above any lab, low enough that no arithmetic on them
+/// overflows (`memory` in KiB, disk sizes in bytes) and every device gets a name.
+pub const MAX_NUMCPUS: u64 = 256;
+pub const MAX_MEMORY_MIB: u64 = 4 << 20; // 4 TiB
+pub const MAX_DISK_GB: u64 = 64 << 10; // 64 TiB
+/// Extra disks are vdb, vdc, …: 16 keeps them well inside vdb..vdz.
+pub const MAX_EXTRA_DISKS: usize = 16;
+/// One host's lab: more workers than this is a typo.
+pub const MAX_WORKERS: u64 = 500;
+
 /// Below these, a node cannot boot at all: an error, not a warning.
 const BOOT_MIN_MEMORY: u64 = 2048;
 const BOOT_MIN_DISK: u64 = 20;
 const REHEARSAL_MIN_MEMORY: u64 = 128;
+
+/// An armored public key block, or a binary OpenPGP public-key packet (old or new
+/// packet format, tag 6).
+fn looks_like_pgp_key(path: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    if bytes.len() > super::MAX_INPUT_BYTES as usize {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    text.contains("-----BEGIN PGP PUBLIC KEY BLOCK-----")
+        || matches!(bytes.first(), Some(b) if *b == 0xc6 || (*b & 0xfc) == 0x98)
+}
+
+/// What a cluster name may be, for messages.
+pub const CLUSTER_NAME_RULE: &str =
+    "use 1 to 32 lowercase letters, digits and '-', starting with a letter";
+
+/// The one rule for cluster names: a DNS label of at most 32 characters that starts
+/// with a letter. Everything that takes a cluster name (the cluster file, the CLI,
+/// serve's control socket) checks it here; the name also becomes a path component.
+pub fn is_cluster_name(s: &str) -> bool {
+    is_dns_label(s) && s.len() <= 32 && s.as_bytes()[0].is_ascii_lowercase()
+}
 
 pub fn is_dns_label(s: &str) -> bool {
     let b = s.as_bytes();
@@ -213,7 +249,7 @@ pub fn parse_version(s: &str) -> Result<Version, String> {
 }
 
 fn check_pull_secret(field: &str, path: &Path, d: &mut Diagnostics) {
-    let text = match std::fs::read_to_string(path) {
+    let text = match super::read_input(path) {
         Ok(t) => t,
         Err(e) => {
             d.error(field, format!("cannot read {}: {e}", path.display()));
@@ -256,7 +292,7 @@ fn resolve_ssh_keys(raw: &Option<Src<Vec<String>>>, env: &Env, d: &mut Diagnosti
                     continue;
                 }
                 let path = env.path(entry);
-                match std::fs::read_to_string(&path) {
+                match super::read_input(&path) {
                     Ok(t) if t.contains("PRIVATE KEY") => d.error(
                         field,
                         format!(
@@ -297,7 +333,7 @@ fn resolve_ssh_keys(raw: &Option<Src<Vec<String>>>, env: &Env, d: &mut Diagnosti
             }
             found.sort();
             for p in found {
-                if let Ok(t) = std::fs::read_to_string(&p) {
+                if let Ok(t) = super::read_input(&p) {
                     if is_public_key(t.trim()) {
                         out.push(SshKey {
                             source: p.display().to_string(),
@@ -330,16 +366,45 @@ fn size_for(
     let memory = own.memory.as_ref().or(all.memory.as_ref());
     let disk = own.disk_size.as_ref().or(all.disk_size.as_ref());
     let extra = own.extra_disks.as_ref().or(all.extra_disks.as_ref());
-    let size = NodeSize {
-        numcpus: numcpus.map_or(def.numcpus, |s| s.v.min(u32::MAX as u64) as u32),
-        memory: memory.map_or(def.memory, |s| s.v),
-        disk_size: disk.map_or(def.disk_size, |s| s.v),
-        extra_disks: extra.map_or(def.extra_disks, |s| s.v.clone()),
-    };
     let name = |s: Option<&Src<u64>>, key: &str| {
         s.map(|s| s.field.clone())
             .unwrap_or_else(|| format!("{}.{key}", role.as_str()))
     };
+    // A value above its bound is reported and replaced by the default, so that
+    // nothing downstream computes with it while the other checks go on.
+    let mut bounded = |s: Option<&Src<u64>>, key: &str, max: u64, unit: &str, def: u64| match s {
+        Some(s) if s.v > max => {
+            d.error(
+                name(Some(s), key),
+                format!(
+                    "{} {unit} is more than shiftlab supports; use at most {max} {unit}",
+                    s.v
+                ),
+            );
+            def
+        }
+        Some(s) => s.v,
+        None => def,
+    };
+    let mut size = NodeSize {
+        numcpus: bounded(numcpus, "numcpus", MAX_NUMCPUS, "vCPUs", def.numcpus as u64) as u32,
+        memory: bounded(memory, "memory", MAX_MEMORY_MIB, "MiB", def.memory),
+        disk_size: bounded(disk, "disk_size", MAX_DISK_GB, "GB", def.disk_size),
+        extra_disks: extra.map_or(def.extra_disks.clone(), |s| s.v.clone()),
+    };
+    if size.extra_disks.len() > MAX_EXTRA_DISKS {
+        let f = extra
+            .map(|s| s.field.clone())
+            .unwrap_or_else(|| format!("{}.extra_disks", role.as_str()));
+        d.error(
+            f,
+            format!(
+                "{} extra disks is more than shiftlab supports; use at most {MAX_EXTRA_DISKS}",
+                size.extra_disks.len()
+            ),
+        );
+        size.extra_disks.truncate(MAX_EXTRA_DISKS);
+    }
     let (min_cpu, min_mem, min_disk) = documented_minimum(role, method);
     if size.numcpus == 0 {
         d.error(
@@ -412,15 +477,21 @@ fn size_for(
             ),
         );
     }
-    for (i, gb) in size.extra_disks.iter().enumerate() {
+    for (i, gb) in size.extra_disks.iter_mut().enumerate() {
+        let f = extra
+            .map(|s| s.field.clone())
+            .unwrap_or_else(|| format!("{}.extra_disks", role.as_str()));
         if *gb == 0 {
-            let f = extra
-                .map(|s| s.field.clone())
-                .unwrap_or_else(|| format!("{}.extra_disks", role.as_str()));
             d.error(
                 format!("{f}[{i}]"),
                 "0 GB is not a disk size; use 1 or more",
             );
+        } else if *gb > MAX_DISK_GB {
+            d.error(
+                format!("{f}[{i}]"),
+                format!("{gb} GB is more than shiftlab supports; use at most {MAX_DISK_GB} GB"),
+            );
+            *gb = 1;
         }
     }
     size
@@ -444,11 +515,11 @@ fn overlaps(a: &Ipv4Net, b: &Ipv4Net) -> bool {
 pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let cluster = match &raw.cluster {
         Some(c) => {
-            if !is_dns_label(&c.v) || c.v.len() > 32 || !c.v.as_bytes()[0].is_ascii_lowercase() {
+            if !is_cluster_name(&c.v) {
                 d.error(
                     &c.field,
                     format!(
-                        "{:?} is not a valid cluster name: use 1 to 32 lowercase letters, digits and '-', starting with a letter (it becomes a DNS label and part of every node name)",
+                        "{:?} is not a valid cluster name: {CLUSTER_NAME_RULE} (it becomes a DNS label and part of every node name)",
                         c.v
                     ),
                 );
@@ -574,7 +645,13 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
                     format!("method sno has exactly 1 control plane, not {}", c.v),
                 );
             }
-            c.v as u32
+            // An unsupported count is reported above; the rest goes on with a
+            // supported one.
+            if [1, 3, 4, 5].contains(&c.v) {
+                c.v as u32
+            } else {
+                3
+            }
         }
         None if method == Method::Sno => 1,
         None => 3,
@@ -590,7 +667,18 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
                     ),
                 );
             }
-            w.v.min(10_000) as u32
+            if w.v > MAX_WORKERS {
+                d.error(
+                    &w.field,
+                    format!(
+                        "{} workers is more than shiftlab supports on one host; use at most {MAX_WORKERS}",
+                        w.v
+                    ),
+                );
+                0
+            } else {
+                w.v as u32
+            }
         }
         None if single_node => 0,
         None => 2,
@@ -777,7 +865,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
 
     let additional_trust_bundle = raw.additional_trust_bundle.as_ref().map(|s| {
         let path = env.path(&s.v);
-        match std::fs::read_to_string(&path) {
+        match super::read_input(&path) {
             Ok(t) if t.contains("-----BEGIN CERTIFICATE-----") => {}
             Ok(_) => d.error(
                 &s.field,
@@ -915,11 +1003,41 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
                     ),
                 );
             }
+            if v.starts_with("http://") && raw.release_key.is_none() {
+                d.warn(
+                    &s.field,
+                    format!(
+                        "{v} is plain HTTP: the downloads are checked against its sha256sum.txt, which comes over the same plain HTTP, so anyone on the path can replace both; use https://, or set release_key to verify the list's signature"
+                    ),
+                );
+            }
             if url || v.starts_with("file://") {
                 v
             } else {
                 env.path(&v).display().to_string()
             }
+        }),
+        release_key: raw.release_key.as_ref().map(|s| {
+            let path = env.path(&s.v);
+            match super::read_input(&path).map(|_| ()).or_else(|e| {
+                // A binary key is not text: read it as bytes, still bounded.
+                if e.kind() == std::io::ErrorKind::InvalidData {
+                    std::fs::read(&path).map(|_| ())
+                } else {
+                    Err(e)
+                }
+            }) {
+                Ok(()) if looks_like_pgp_key(&path) => {}
+                Ok(()) => d.error(
+                    &s.field,
+                    format!(
+                        "{} is not an OpenPGP public key (armored `-----BEGIN PGP PUBLIC KEY BLOCK-----` or binary)",
+                        path.display()
+                    ),
+                ),
+                Err(e) => d.error(&s.field, format!("cannot read {}: {e}", path.display())),
+            }
+            path
         }),
         bmc,
     }
@@ -1270,6 +1388,60 @@ mod tests {
         assert!(parse_mac_prefix("01:00:5e").is_err());
         assert!(parse_mac_prefix("52:54").is_err());
         assert!(parse_mac_prefix("52:54:zz").is_err());
+    }
+
+    #[test]
+    fn a_plain_http_mirror_is_warned_about_unless_signatures_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key.asc");
+        std::fs::write(
+            &key,
+            "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nAAAA\n-----END PGP PUBLIC KEY BLOCK-----\n",
+        )
+        .unwrap();
+        let env = Env {
+            base_dir: dir.path().into(),
+            ..Env::default()
+        };
+        let load = |extra: &str| {
+            crate::spec::from_str(
+                &format!(
+                    "cluster: lab1\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\n{extra}"
+                ),
+                "t.yaml",
+                &env,
+            )
+            .unwrap()
+            .warnings
+        };
+        let w = load("mirror: http://mirror.lab/pub\n");
+        assert!(
+            w.iter()
+                .any(|d| d.field == "mirror" && d.message.contains("plain HTTP")),
+            "{w:?}"
+        );
+        assert!(!load("mirror: https://mirror.lab/pub\n")
+            .iter()
+            .any(|d| d.field == "mirror"));
+        assert!(
+            !load("mirror: http://mirror.lab/pub\nrelease_key: key.asc\n")
+                .iter()
+                .any(|d| d.field == "mirror")
+        );
+        // A release_key that is not a key is an error naming the field.
+        std::fs::write(dir.path().join("not-a-key"), "hello").unwrap();
+        let e = crate::spec::from_str(
+            "cluster: lab1\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\nrelease_key: not-a-key\n",
+            "t.yaml",
+            &env,
+        )
+        .unwrap_err();
+        assert!(
+            e.errors.iter().any(
+                |d| d.field == "release_key" && d.message.contains("not an OpenPGP public key")
+            ),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -268,6 +268,8 @@ pub struct ClusterSpec {
     pub openshift_install: Option<PathBuf>,
     /// Where releases come from: a mirror URL or a local directory laid out like one.
     pub mirror: Option<String>,
+    /// An OpenPGP public key that must have signed the release's `sha256sum.txt`.
+    pub release_key: Option<PathBuf>,
     pub bmc: BmcSpec,
 }
 

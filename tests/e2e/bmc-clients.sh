@@ -4,18 +4,15 @@
 # must report 0 failures. Backend: BMC_E2E_URI (default test:///default,
 # domain "test"); set BMC_E2E_DOMAIN and BMC_E2E_ISO for a real libvirtd.
 set -euo pipefail
+NAME=bmc-clients
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
+. "$here/lib.sh"
 schemas=${BMC_SCHEMAS:-$repo/../shared/redfish/csdl}
-venv=${BMC_VENV:-${TMPDIR:-/tmp}/shiftlab-bmc-venv}
 uri=${BMC_E2E_URI:-test:///default}
 domain=${BMC_E2E_DOMAIN:-test}
 port=${BMC_E2E_PORT:-18443}
 
-if [ ! -x "$venv/bin/rf_service_validator" ]; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q sushy==5.5.0 redfish-service-validator==3.1.8 requests
-fi
+bmc_venv
 cargo build -q --bin shiftlab
 bin=${CARGO_TARGET_DIR:-$repo/target}/debug/shiftlab
 work=$(mktemp -d)

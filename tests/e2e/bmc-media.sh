@@ -7,16 +7,12 @@
 # and the HTTP server's log (the same image is not downloaded twice).
 # Needs root and scripts/setup's packages; pip-installs sushy into a venv.
 set -euo pipefail
+NAME=bmc-media
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-venv=${BMC_VENV:-${TMPDIR:-/tmp}/shiftlab-bmc-venv}
-bin=${CARGO_TARGET_DIR:-$repo/target}/debug/shiftlab
+. "$here/lib.sh"
 
 if [ "${1:-}" != __inside ]; then
-  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import ssl, sushy, requests' 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q sushy==5.5.0 requests
-  fi
+  bmc_venv
   (cd "$repo" && cargo build -q --bin shiftlab)
   sandbox=$repo/scripts/sandbox
   # bounded: the sandbox stops everything it started when the time is up

@@ -14,23 +14,10 @@
 set -euo pipefail
 
 NAME=infra
-fail() {
-	echo "FAIL $NAME: $*"
-	exit 1
-}
-step() { echo "--- $NAME: $*"; }
-
-[[ ${SHIFTLAB_SANDBOX:-} == 1 ]] ||
-	fail "not inside the sandbox: run it with scripts/sandbox run -- $0 IMAGE"
-[[ $# == 1 && -f $1 ]] || fail "usage: $0 STANDIN-IMAGE.qcow2"
-IMAGE=$(readlink -f "$1")
+. "$(dirname "$0")/lib.sh"
+e2e_sandbox "$@"
 TIMEOUT=${INFRA_BOOT_TIMEOUT:-300}
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-bin=${SHIFTLAB_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/shiftlab}
-[[ -x $bin ]] || fail "no shiftlab binary at $bin (cargo build first)"
-
-work=$(mktemp -d /tmp/shiftlab-e2e-infra.XXXXXX)
-export SHIFTLAB_HOME=$work/state
+e2e_workdir infra
 cleanup() {
 	# Whatever happened, leave the sandbox as we found it.
 	"$bin" destroy cluster e2ea --purge-images >/dev/null 2>&1 || true
@@ -139,7 +126,7 @@ grep -q '^started domain e2ea-worker-1' "$work/create1.out" || fail "workers wer
 "$bin" plan -f "$fa" -o json >"$work/e2ea.plan.json"
 [[ $(virsh list --name | grep -c '^e2ea-') == 6 ]] || fail "not 6 running domains"
 for d in $(virsh list --all --name | grep '^e2ea-'); do
-	# (no `| grep -q`: it would close the pipe early and pipefail would blame virsh)
+	# (grep reads all of virsh's output: an early exit would SIGPIPE virsh under pipefail)
 	[[ $(virsh dumpxml "$d") == *'https://shiftlab.dev/xmlns/libvirt/1'* ]] || fail "$d has no ownership metadata"
 done
 [[ $(virsh net-dumpxml shiftlab-e2ea) == *'https://shiftlab.dev/xmlns/libvirt/1'* ]] || fail "the network has no ownership metadata"
@@ -162,7 +149,7 @@ step "a third worker is added alone"
 fa3=$(cluster_file e2ea 192.168.160.0/24 3 256)
 "$bin" create infra -f "$fa3" --start-workers | tee "$work/create3.out"
 grep -q '^created domain e2ea-worker-2$' "$work/create3.out" || fail "worker-2 was not created"
-if grep '^created domain' "$work/create3.out" | grep -vq 'e2ea-worker-2'; then fail "other domains were touched"; fi
+if grep '^created domain' "$work/create3.out" | grep -v 'e2ea-worker-2' >/dev/null; then fail "other domains were touched"; fi
 "$bin" plan -f "$fa3" -o json >"$work/e2ea3.plan.json"
 check_reports "$work/e2ea3.plan.json"
 
@@ -197,6 +184,8 @@ grep -q 'removed network shiftlab-e2eb' "$work/destroyb.out" || fail "e2eb's net
 "$bin" destroy cluster -f "$fa3" | tee "$work/destroya.out"
 if grep -q '^removed volume shiftlab-base-' "$work/destroya.out"; then fail "the base image went without --purge-images"; fi
 [[ -z $(virsh list --all --name | grep '^e2ea-' || true) ]] || fail "domains left after destroy"
+logs=(/var/log/libvirt/qemu/e2ea-*-console.log)
+[[ ! -e ${logs[0]} ]] || fail "console logs left after destroy: ${logs[*]}"
 "$bin" destroy cluster e2ea --purge-images | tee "$work/destroya2.out"
 snapshot "$work/after"
 diff -u "$work/before" "$work/after" || fail "destroy left something behind (diff above)"

@@ -15,23 +15,11 @@
 set -euo pipefail
 
 NAME=install
-fail() {
-	echo "FAIL $NAME: $*"
-	exit 1
-}
-step() { echo "--- $NAME: $*"; }
-
-[[ ${SHIFTLAB_SANDBOX:-} == 1 ]] ||
-	fail "not inside the sandbox: run it with scripts/sandbox run -- $0 IMAGE"
-[[ $# == 1 && -f $1 ]] || fail "usage: $0 STANDIN-IMAGE.qcow2"
-IMAGE=$(readlink -f "$1")
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-bin=${SHIFTLAB_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/shiftlab}
+. "$(dirname "$0")/lib.sh"
+e2e_sandbox "$@"
 fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
-[[ -x $bin ]] || fail "no shiftlab binary at $bin (cargo build first)"
-
-work=$(mktemp -d /tmp/shiftlab-e2e-install.XXXXXX)
-export SHIFTLAB_HOME=$work/state SHIFTLAB_CACHE=$work/cache
+e2e_workdir install
+export SHIFTLAB_CACHE=$work/cache
 mirror_pid=""
 cleanup() {
 	for c in inst1 inst2 inst3; do "$bin" destroy cluster "$c" --purge-images >/dev/null 2>&1 || true; done
@@ -162,9 +150,22 @@ kill_during() { # target
 		((SECONDS < deadline)) || fail "never reached $1"
 		sleep 0.2
 	done
+	if [[ $1 == bootstrap-complete ]]; then
+		# Kill shiftlab while its openshift-install child runs: the child must not
+		# outlive it (it would race the rerun over the asset directory).
+		until pgrep -f "$work/cache/.*openshift-install wait-for bootstrap-complete" >/dev/null; do
+			((SECONDS < deadline)) || fail "the installer never started its wait"
+			sleep 0.2
+		done
+	fi
 	kill -9 "$pid"
 	wait "$pid" 2>/dev/null || true
 	echo "killed during $1"
+	local gone=$((SECONDS + 15))
+	while pgrep -f "$work/cache/.*openshift-install wait-for" >/dev/null; do
+		((SECONDS < gone)) || fail "openshift-install outlived the shiftlab that ran it"
+		sleep 0.2
+	done
 }
 kill_during infra
 "$bin" create cluster -f "$f2" 2>&1 | tail -3

@@ -5,13 +5,10 @@
 # seen by libvirt; domains of other clusters are not exposed.
 set -euo pipefail
 NAME=lab-bmc
+. "$(dirname "$0")/lib.sh"
+e2e_sandbox "$@"
 fail() { echo "FAIL $NAME: $*"; tail -20 "$work/serve.log" 2>/dev/null; exit 1; }
-[[ ${SHIFTLAB_SANDBOX:-} == 1 && $# == 1 ]] || { echo "FAIL $NAME: scripts/sandbox run -- $0 IMAGE"; exit 1; }
-IMAGE=$(readlink -f "$1")
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-bin=${SHIFTLAB_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/shiftlab}
-work=$(mktemp -d /tmp/shiftlab-e2e-bmc.XXXXXX)
-export SHIFTLAB_HOME=$work/state
+e2e_workdir bmc
 serve=""
 cleanup() {
 	"$bin" destroy cluster bmc --purge-images >/dev/null 2>&1 || true
@@ -44,7 +41,7 @@ curl -sf --cacert "$ca" https://192.168.195.1:8443/redfish/v1/ >/dev/null || fai
 members=$(curl -sf --cacert "$ca" -u "admin:$pw" https://192.168.195.1:8443/redfish/v1/Systems | jq -r '.Members[]."@odata.id"' | sort)
 want=$(grep -o 'redfish/v1/Systems/[0-9a-f-]*' "$work/ic/install-config.yaml" | sed 's|^|/|' | sort)
 [[ $members == "$want" ]] || fail "systems $members, install-config names $want"
-sys=$(grep -o 'redfish/v1/Systems/[0-9a-f-]*' "$work/ic/install-config.yaml" | head -1)
+sys=$(grep -m1 -o 'redfish/v1/Systems/[0-9a-f-]*' "$work/ic/install-config.yaml")
 uuid=${sys##*/}
 dom=$(virsh domname "$uuid")
 [[ $(virsh domstate "$dom") == "shut off" ]] || fail "$dom should start off (the installer powers it)"

@@ -71,6 +71,35 @@ fn serving(node: &str, sans: &[&str]) -> CsrFacts {
     }
 }
 
+/// The plan's nodes registered as a kubelet registers them.
+fn registered() -> ClusterFacts {
+    ClusterFacts {
+        nodes: nodes()
+            .into_iter()
+            .filter(|n| n.role != Role::Bootstrap)
+            .map(|n| ApiNode {
+                name: n.name.clone(),
+                addresses: vec![
+                    ("InternalIP".into(), n.ip.to_string()),
+                    ("Hostname".into(), n.name.clone()),
+                    ("InternalDNS".into(), n.fqdn.clone()),
+                ],
+            })
+            .collect(),
+        clients_approved: Default::default(),
+    }
+}
+
+/// Each kind in its natural situation: a client CSR before its Node exists, a
+/// serving CSR once it does.
+fn decide(f: &CsrFacts, n: &[NodeIdentity]) -> Decision {
+    if f.signer == SERVING_SIGNER {
+        super::decide(f, n, &registered())
+    } else {
+        super::decide(f, n, &ClusterFacts::default())
+    }
+}
+
 fn refused(d: &Decision, needle: &str) {
     match d {
         Decision::Refuse { reason, .. } => {
@@ -368,4 +397,73 @@ fn other_san_kinds_and_subject_attributes_are_refused() {
     let mut f = serving("lab1-worker-0", &[]);
     f.request = parse_request(pem.as_bytes());
     refused(&decide(&f, &nodes()), "attributes besides CN and O");
+}
+
+#[test]
+fn a_client_csr_for_an_existing_node_is_refused() {
+    let d = super::decide(
+        &client("system:node:lab1-worker-0"),
+        &nodes(),
+        &registered(),
+    );
+    refused(&d, "Node lab1-worker-0 already exists");
+}
+
+#[test]
+fn a_second_client_csr_for_a_node_is_refused() {
+    let cluster = ClusterFacts {
+        clients_approved: ["lab1-worker-0".to_string()].into(),
+        ..ClusterFacts::default()
+    };
+    let d = super::decide(&client("system:node:lab1-worker-0"), &nodes(), &cluster);
+    refused(&d, "client CSR for lab1-worker-0 is approved already");
+    // Another node is not affected.
+    approved(
+        &super::decide(&client("system:node:lab1-worker-1"), &nodes(), &cluster),
+        "lab1-worker-1",
+        CsrKind::Client,
+    );
+}
+
+#[test]
+fn a_serving_csr_needs_its_node_with_matching_addresses() {
+    let f = serving("lab1-worker-0", &["lab1-worker-0", "192.168.126.20"]);
+    refused(
+        &super::decide(&f, &nodes(), &ClusterFacts::default()),
+        "no Node lab1-worker-0 is registered",
+    );
+    // The Node reports another address than the plan's: its word counts too.
+    let mut moved = registered();
+    moved
+        .nodes
+        .iter_mut()
+        .find(|n| n.name == "lab1-worker-0")
+        .unwrap()
+        .addresses = vec![
+        ("InternalIP".into(), "192.168.126.99".into()),
+        ("Hostname".into(), "lab1-worker-0".into()),
+    ];
+    refused(
+        &super::decide(&f, &nodes(), &moved),
+        "IP SAN 192.168.126.20 is not among Node lab1-worker-0's addresses",
+    );
+    let mut renamed = registered();
+    renamed
+        .nodes
+        .iter_mut()
+        .find(|n| n.name == "lab1-worker-0")
+        .unwrap()
+        .addresses = vec![
+        ("InternalIP".into(), "192.168.126.20".into()),
+        ("Hostname".into(), "localhost".into()),
+    ];
+    refused(
+        &super::decide(&f, &nodes(), &renamed),
+        "DNS SAN \"lab1-worker-0\" is not among Node lab1-worker-0's host names",
+    );
+    approved(
+        &super::decide(&f, &nodes(), &registered()),
+        "lab1-worker-0",
+        CsrKind::Serving,
+    );
 }

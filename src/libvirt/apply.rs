@@ -607,6 +607,9 @@ pub fn apply(
     let (accel, why) = choose_accel(host, plan.libvirt.domain_type);
     let mut report = Report::default();
 
+    // The pool and the base image are shared with other clusters: one shiftlab at
+    // a time makes them (else two fresh creates race on `pool already exists`).
+    let host_lock = crate::state::lock_host(state_root)?;
     let pool = ensure_pool(host, plan, state_root, &mut report)?;
     let (base, base_size) = ensure_base(
         host,
@@ -616,6 +619,7 @@ pub fn apply(
         (cluster_dir, state_root),
         &mut report,
     )?;
+    drop(host_lock);
     // Intent on disk before the side effects.
     let names: Vec<String> = plan
         .nodes

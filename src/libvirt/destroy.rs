@@ -1,6 +1,7 @@
 //! `destroy`: remove every libvirt object shiftlab created for a cluster, and nothing
 //! else. Domains and networks are found by their ownership metadata; volumes through
-//! the ledger and the owned domains' own XML.
+//! the ledger (never merely because an owned domain uses them: a volume the user put
+//! into a node's CD-ROM is the user's).
 
 use std::path::Path;
 
@@ -8,6 +9,7 @@ use anyhow::{Context, Result};
 
 use super::ledger;
 use super::{domain_storage, Host};
+use crate::state::{ClusterName, StateDir};
 
 /// Stop a domain and undefine it with its NVRAM, managed save and snapshot metadata.
 fn stop_and_undefine(d: &virt::domain::Domain, name: &str) -> Result<()> {
@@ -25,55 +27,116 @@ fn stop_and_undefine(d: &virt::domain::Domain, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The serial console log shiftlab configured for `domain`, if its XML names the one
+/// shiftlab writes (`/var/log/libvirt/qemu/<domain>-console.log`) and nothing else.
+pub fn own_console_log(domain: &str, xml: &str) -> Option<String> {
+    let expected = format!("/var/log/libvirt/qemu/{domain}-console.log");
+    let doc = roxmltree::Document::parse(xml).ok()?;
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "log")
+        .filter(|n| n.parent().is_some_and(|p| p.tag_name().name() == "serial"))
+        .filter_map(|n| n.attribute("file"))
+        .find(|f| *f == expected)
+        .map(str::to_string)
+}
+
+/// Remove console logs of removed domains: only on a local hypervisor (a remote
+/// host's files are out of reach and say so).
+fn remove_console_logs(host: &Host, logs: &[String], removed: &mut Vec<String>) {
+    for log in logs {
+        if !host.is_local() {
+            removed.push(format!(
+                "(console log {log} left on the remote host {})",
+                host.uri
+            ));
+            continue;
+        }
+        match std::fs::remove_file(log) {
+            Ok(()) => removed.push(format!("console log {log}")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!("removing {log}: {e}"),
+        }
+    }
+}
+
+/// Whether `name` is a volume the BMC streamed into the pool (virtual media): ours,
+/// by the prefix only the BMC uses.
+fn is_bmc_media(name: &str) -> bool {
+    name.starts_with(crate::redfish::media::VOLUME_PREFIX)
+}
+
 /// Remove the cluster's objects; returns what was removed, in order.
 pub fn destroy(
     host: &Host,
-    cluster: &str,
-    state_root: &Path,
+    cluster: &ClusterName,
+    state: &StateDir,
     purge_images: bool,
 ) -> Result<Vec<String>> {
-    let cluster_dir = &state_root.join("clusters").join(cluster);
+    let cluster_dir = state.cluster(cluster.as_str());
     let mut removed = Vec::new();
-    let ledger = ledger::load(cluster_dir)?;
+    let ledger = ledger::load(&cluster_dir)?;
+    // Volumes shiftlab created for the cluster: exactly the ledger's.
     let mut volumes: Vec<(String, String)> = Vec::new();
-    let mut files: Vec<String> = Vec::new();
     if let Some(l) = &ledger {
         volumes.extend(l.volumes.iter().map(|v| (l.pool.clone(), v.clone())));
     }
+    // Volumes merely used by the cluster's domains: BMC media may go once unused,
+    // anything else is the user's and stays.
+    let mut used: Vec<(String, String)> = Vec::new();
+    let mut logs = Vec::new();
 
     let owned = host.owned_domains()?;
-    for (d, o) in owned.iter().filter(|(_, o)| o.cluster == cluster) {
+    for (d, o) in owned.iter().filter(|(_, o)| o.cluster == cluster.as_str()) {
         let name = d.name()?;
-        let storage = domain_storage(&d.xml_desc(0)?);
+        let xml = d.xml_desc(0)?;
+        let storage = domain_storage(&xml);
+        logs.extend(own_console_log(&name, &xml));
         stop_and_undefine(d, &name)?;
         removed.push(format!("domain {name} ({})", o.role));
-        volumes.extend(storage.volumes);
-        files.extend(storage.files);
+        used.extend(storage.volumes);
+        for f in &storage.files {
+            if let Ok(v) = host.conn.lookup_storage_vol_by_path(f) {
+                if let Ok(vname) = v.name() {
+                    let pool = v
+                        .lookup_storage_pool()
+                        .and_then(|p| p.name())
+                        .unwrap_or_default();
+                    used.push((pool, vname));
+                }
+            }
+        }
     }
-    // A file (Ignition, an inserted ISO) goes only when no remaining domain uses it.
-    let still_used: Vec<String> = host
-        .owned_domains()?
+    // A volume still used by a remaining domain (anyone's) is never removed.
+    let remaining: Vec<super::DomainStorage> = host
+        .conn
+        .list_all_domains(0)
+        .context("listing domains")?
         .iter()
-        .flat_map(|(d, _)| {
-            d.xml_desc(0)
-                .map(|x| domain_storage(&x).files)
-                .unwrap_or_default()
-        })
+        .filter_map(|d| d.xml_desc(0).ok())
+        .map(|x| domain_storage(&x))
         .collect();
-    for f in files.iter().filter(|f| !still_used.contains(f)) {
-        if let Ok(v) = host.conn.lookup_storage_vol_by_path(f) {
-            if let Ok(name) = v.name() {
-                let pool = v
-                    .lookup_storage_pool()
-                    .and_then(|p| p.name())
-                    .unwrap_or_default();
-                volumes.push((pool, name));
+    let still_used: Vec<(String, String)> =
+        remaining.iter().flat_map(|s| s.volumes.clone()).collect();
+    let still_used_files: Vec<String> = remaining.iter().flat_map(|s| s.files.clone()).collect();
+    let mut left = Vec::new();
+    for (pool, vol) in used {
+        if volumes.contains(&(pool.clone(), vol.clone())) {
+            continue;
+        }
+        if is_bmc_media(&vol) {
+            volumes.push((pool, vol));
+        } else if let Some(p) = host.pool(&pool)? {
+            if Host::volume(&p, &vol).ok().flatten().is_some() {
+                left.push(format!("{pool}/{vol}"));
             }
         }
     }
     volumes.sort();
     volumes.dedup();
     for (pool_name, vol) in &volumes {
+        if still_used.contains(&(pool_name.clone(), vol.clone())) {
+            continue;
+        }
         let Some(pool) = host.pool(pool_name)? else {
             continue;
         };
@@ -82,16 +145,25 @@ pub fn destroy(
         }
         let _ = pool.refresh(0);
         if let Some(v) = Host::volume(&pool, vol)? {
+            if v.path().is_ok_and(|p| still_used_files.contains(&p)) {
+                continue;
+            }
             v.delete(0)
                 .with_context(|| format!("deleting volume {vol}"))?;
             removed.push(format!("volume {vol}"));
         }
     }
+    left.sort();
+    left.dedup();
+    for l in left {
+        removed.push(format!("(volume {l} left: not shiftlab's)"));
+    }
+    remove_console_logs(host, &logs, &mut removed);
 
     for (n, _) in host
         .owned_networks()?
         .iter()
-        .filter(|(_, o)| o.cluster == cluster)
+        .filter(|(_, o)| o.cluster == cluster.as_str())
     {
         let name = n.name()?;
         if n.is_active()? {
@@ -103,13 +175,11 @@ pub fn destroy(
         removed.push(format!("network {name}"));
     }
 
-    if cluster_dir.exists() {
-        std::fs::remove_dir_all(cluster_dir)
-            .with_context(|| format!("removing {}", cluster_dir.display()))?;
-        removed.push(format!("state {}", cluster_dir.display()));
+    if let Some(dir) = state.remove_cluster(cluster)? {
+        removed.push(format!("state {}", dir.display()));
     }
     if purge_images {
-        removed.extend(purge_base_images(host, state_root)?);
+        removed.extend(purge_base_images(host, &state.root)?);
     }
     Ok(removed)
 }
@@ -196,14 +266,17 @@ pub fn remove_node(
     state_root: &Path,
 ) -> Result<Vec<String>> {
     let mut removed = Vec::new();
+    let mut logs = Vec::new();
     if let Some(d) = host.domain(&node.name)? {
         match super::owner_of_domain(&d)? {
             Some(o) if o.cluster == cluster => {}
             _ => anyhow::bail!("domain {} is not shiftlab's for {cluster}", node.name),
         }
+        logs.extend(own_console_log(&node.name, &d.xml_desc(0)?));
         stop_and_undefine(&d, &node.name)?;
         removed.push(format!("domain {}", node.name));
     }
+    remove_console_logs(host, &logs, &mut removed);
     let names: Vec<String> = node
         .disks
         .iter()
@@ -228,4 +301,42 @@ pub fn remove_node(
         ledger::save(&dir, &l)?;
     }
     Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_console_log_shiftlab_configured() {
+        let xml = |f: &str| {
+            format!("<domain><devices><serial type='pty'><log file='{f}' append='on'/></serial></devices></domain>")
+        };
+        assert_eq!(
+            own_console_log(
+                "lab1-worker-0",
+                &xml("/var/log/libvirt/qemu/lab1-worker-0-console.log")
+            ),
+            Some("/var/log/libvirt/qemu/lab1-worker-0-console.log".into())
+        );
+        // A log the user pointed elsewhere, or another domain's, is not ours to delete.
+        assert_eq!(
+            own_console_log("lab1-worker-0", &xml("/home/me/keep.log")),
+            None
+        );
+        assert_eq!(
+            own_console_log(
+                "lab1-worker-0",
+                &xml("/var/log/libvirt/qemu/lab1-worker-1-console.log")
+            ),
+            None
+        );
+        assert_eq!(own_console_log("lab1-worker-0", "not xml"), None);
+    }
+
+    #[test]
+    fn bmc_media_by_prefix() {
+        assert!(is_bmc_media("shiftlab-media-0a1b.iso"));
+        assert!(!is_bmc_media("user.iso"));
+    }
 }

@@ -1,0 +1,316 @@
+//! The stand-in node image: a tiny bootable qcow2 (FAT + syslinux + Debian's
+//! kernel + a busybox initramfs) that behaves, from the network's point of
+//! view, like an OpenShift node. See `docs/standin.md`.
+//!
+//! Everything comes from the host's Debian packages; the build never touches
+//! the network. The guest side is `assets/standin/init`.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+mod cpio;
+mod kernel;
+mod modules;
+
+pub use cpio::{cpio_newc, elf_is_static, CpioEntry};
+pub use kernel::{pick_newest_kernel, version_cmp, Kernel};
+pub use modules::{module_load_order, module_name, module_plan, Compression, Module};
+
+use cpio::{find_busybox, initramfs};
+use kernel::newest_kernel;
+use modules::collect_modules;
+
+/// PID 1 of the initramfs (also the udhcpc script and the HTTP responder).
+pub const INIT_SCRIPT: &str = include_str!("../../../assets/standin/init");
+
+/// Prefix of the machine-readable line the stand-in prints on ttyS0; the rest
+/// of the line is a flat JSON object of strings.
+pub const REPORT_PREFIX: &str = "SHIFTLAB-STANDIN-REPORT ";
+
+/// fw_cfg key the stand-in reads its Ignition from (as on Fedora CoreOS).
+pub const FW_CFG_IGNITION_KEY: &str = "opt/com.coreos/config";
+
+/// Control port (all roles): `GET /fail-readyz`, `/restore-readyz`, `/report`.
+pub const CONTROL_PORT: u16 = 8000;
+
+/// Kernel modules the initramfs loads, in dependency order (dependencies
+/// found in `modules.dep` are added before the module that needs them).
+pub const MODULES: &[&str] = &[
+    "qemu_fw_cfg",
+    "virtio_ring",
+    "virtio",
+    "virtio_pci_modern_dev",
+    "virtio_pci_legacy_dev",
+    "virtio_pci",
+    "failover",
+    "net_failover",
+    "virtio_net",
+    "virtio_blk",
+];
+
+/// Modules loaded when the kernel has them: the ACPI power button and evdev,
+/// so that an ACPI shutdown (`virsh shutdown`, Redfish GracefulShutdown)
+/// powers the stand-in off.
+pub const OPTIONAL_MODULES: &[&str] = &["button", "evdev"];
+
+/// Kernel command line given to the stand-in by syslinux. `no_timer_check`: under
+/// TCG on a loaded host the emulated CPU can be too slow for the kernel's IO-APIC
+/// timer check, which then panics ("IO-APIC + timer doesn't work!") before init;
+/// the check proves nothing about a virtual machine's timer (cloud images set it).
+pub const KERNEL_CMDLINE: &str = "console=ttyS0,115200 quiet loglevel=3 no_timer_check";
+
+/// Host tools the build runs, and the Debian package that ships each.
+const TOOLS: &[(&str, &str)] = &[
+    ("mkfs.vfat", "dosfstools"),
+    ("syslinux", "syslinux"),
+    ("mcopy", "mtools"),
+    ("qemu-img", "qemu-utils"),
+];
+
+/// Build the stand-in image into `out` (qcow2, about 10 MB), atomically:
+/// the file appears complete or not at all.
+pub fn build(out: &Path) -> Result<()> {
+    let tools = Tools::find()?;
+    let kernel = newest_kernel(Path::new("/boot"))?;
+    let busybox = find_busybox()?;
+    let moddir = Path::new("/lib/modules").join(&kernel.version);
+    let modules = collect_modules(&moddir)?;
+    tracing::info!(
+        kernel = %kernel.version,
+        modules = modules.len(),
+        "building stand-in image {}",
+        out.display()
+    );
+
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let work = TempDir::new("shiftlab-standin")?;
+    let initrd = work.path().join("initrd.img");
+    let cpio = initramfs(&busybox, &modules)?;
+    fs::write(&initrd, cpio).context("writing initramfs")?;
+    let cfg = work.path().join("syslinux.cfg");
+    fs::write(&cfg, syslinux_cfg()).context("writing syslinux.cfg")?;
+
+    let kernel_len = fs::metadata(&kernel.path)?.len();
+    let initrd_len = fs::metadata(&initrd)?.len();
+    let raw = work.path().join("standin.raw");
+    let f = fs::File::create(&raw).context("creating raw image")?;
+    f.set_len(fat_image_size(kernel_len + initrd_len))
+        .context("sizing raw image")?;
+    drop(f);
+
+    run(Command::new(&tools.mkfs_vfat)
+        .args(["-n", "STANDIN", "-i", "5348494c"])
+        .arg(&raw))?;
+    run(Command::new(&tools.syslinux).arg("--install").arg(&raw))?;
+    for (src, dst) in [
+        (kernel.path.as_path(), "::vmlinuz"),
+        (initrd.as_path(), "::initrd.img"),
+        (cfg.as_path(), "::syslinux.cfg"),
+    ] {
+        run(Command::new(&tools.mcopy)
+            .env("MTOOLS_SKIP_CHECK", "1")
+            .arg("-o")
+            .arg("-i")
+            .arg(&raw)
+            .arg(src)
+            .arg(dst))?;
+    }
+
+    let dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = out
+        .file_name()
+        .ok_or_else(|| anyhow!("output path {} has no file name", out.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let converted = run(Command::new(&tools.qemu_img)
+        .args(["convert", "-q", "-f", "raw", "-O", "qcow2"])
+        .arg(&raw)
+        .arg(&tmp))
+    .and_then(|_| {
+        fs::File::open(&tmp)?.sync_all()?;
+        crate::files::rename_durably(&tmp, out)
+            .with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))
+    });
+    if converted.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    converted.with_context(|| format!("writing stand-in image {}", out.display()))?;
+    tracing::info!("stand-in image written to {}", out.display());
+    Ok(())
+}
+
+/// The JSON payload of the last report line in a console log, if any.
+pub fn find_report(console: &str) -> Option<&str> {
+    console.lines().rev().find_map(|l| {
+        let l = l.trim_end_matches('\r');
+        let i = l.find(REPORT_PREFIX)?;
+        let json = l[i + REPORT_PREFIX.len()..].trim();
+        (json.starts_with('{') && json.ends_with('}')).then_some(json)
+    })
+}
+
+/// The syslinux configuration: boot the kernel at once, console on ttyS0.
+pub fn syslinux_cfg() -> String {
+    format!(
+        "SERIAL 0 115200\nDEFAULT standin\nPROMPT 0\nTIMEOUT 0\nLABEL standin\n  \
+         KERNEL /vmlinuz\n  INITRD /initrd.img\n  APPEND {KERNEL_CMDLINE}\n"
+    )
+}
+
+/// Size of the FAT image for `payload` bytes of files: the payload plus
+/// 25% and 2 MiB for FAT structures and syslinux, rounded up to a MiB.
+pub fn fat_image_size(payload: u64) -> u64 {
+    const MIB: u64 = 1 << 20;
+    let want = payload + payload / 4 + 2 * MIB;
+    want.div_ceil(MIB) * MIB
+}
+
+struct Tools {
+    mkfs_vfat: PathBuf,
+    syslinux: PathBuf,
+    mcopy: PathBuf,
+    qemu_img: PathBuf,
+}
+
+impl Tools {
+    fn find() -> Result<Tools> {
+        let mut found = Vec::new();
+        for (tool, package) in TOOLS {
+            found.push(find_tool(tool, package)?);
+        }
+        let mut it = found.into_iter();
+        let mut next = || it.next().expect("one path per tool");
+        Ok(Tools {
+            mkfs_vfat: next(),
+            syslinux: next(),
+            mcopy: next(),
+            qemu_img: next(),
+        })
+    }
+}
+
+/// A tool on PATH (plus the sbin directories, which a non-root PATH may
+/// lack), or an error naming the Debian package that ships it.
+pub(super) fn find_tool(tool: &str, package: &str) -> Result<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    search_path(tool, &path)
+        .ok_or_else(|| anyhow!("{tool} not found: install the Debian package {package}"))
+}
+
+fn search_path(tool: &str, path: &OsStr) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(tool))
+        .find(|p| {
+            use std::os::unix::fs::PermissionsExt;
+            fs::metadata(p)
+                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+        })
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let desc = format!("{cmd:?}");
+    tracing::debug!("running {desc}");
+    let out = cmd.output().with_context(|| format!("running {desc}"))?;
+    if !out.status.success() {
+        let mut msg = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        if msg.is_empty() {
+            msg = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        }
+        bail!("{desc} failed ({}): {msg}", out.status);
+    }
+    Ok(())
+}
+
+/// A private directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(prefix: &str) -> Result<TempDir> {
+        let base = std::env::temp_dir();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        for i in 0..100u32 {
+            let p = base.join(format!("{prefix}-{}-{nanos:x}-{i}", std::process::id()));
+            match fs::create_dir(&p) {
+                Ok(()) => return Ok(TempDir(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| format!("creating {}", p.display()));
+                }
+            }
+        }
+        bail!(
+            "could not create a temporary directory in {}",
+            base.display()
+        )
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_is_found_in_a_noisy_console() {
+        let log = "SeaBIOS\r\n[    1.2] random: crng init done\r\n\
+            SHIFTLAB-STANDIN-REPORT {\"hostname\":\"a\"}\r\n\
+            standin: x\r\n\
+            SHIFTLAB-STANDIN-REPORT {\"hostname\":\"b\"}\r\n\
+            SHIFTLAB-STANDIN-REPORT {\"hostname\":\"trunc\r\n";
+        assert_eq!(find_report(log), Some("{\"hostname\":\"b\"}"));
+        assert_eq!(find_report("nothing"), None);
+    }
+
+    #[test]
+    fn init_script_is_embedded() {
+        assert!(INIT_SCRIPT.starts_with("#!/bin/sh\n"));
+        assert!(INIT_SCRIPT.contains(REPORT_PREFIX.trim_end()));
+        assert!(INIT_SCRIPT.contains(FW_CFG_IGNITION_KEY));
+        assert!(INIT_SCRIPT.contains(&format!("{CONTROL_PORT}:/fail-readyz")));
+    }
+
+    #[test]
+    fn image_size_and_config() {
+        assert_eq!(fat_image_size(0), 2 << 20);
+        assert_eq!(fat_image_size(8 << 20), 12 << 20);
+        assert_eq!(fat_image_size(10_000_000) % (1 << 20), 0);
+        let cfg = syslinux_cfg();
+        assert!(cfg.contains("KERNEL /vmlinuz"));
+        assert!(cfg.contains("console=ttyS0"));
+    }
+
+    #[test]
+    fn missing_tool_names_the_package() {
+        assert!(search_path("definitely-not-a-tool-xyz", OsStr::new("/nonexistent")).is_none());
+        let e = find_tool("definitely-not-a-tool-xyz", "some-package").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "definitely-not-a-tool-xyz not found: install the Debian package some-package"
+        );
+    }
+}

@@ -1,0 +1,139 @@
+//! What changed between two plans: a fingerprint to notice, and a readable list to
+//! say what. Pure; the install driver uses it to refuse building a different plan
+//! than the one the installer's assets were made from.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::Plan;
+
+/// sha256 of the plan's JSON: equal plans, equal fingerprints.
+pub fn fingerprint(plan: &Plan) -> String {
+    let json = serde_json::to_vec(plan).expect("a plan serialises");
+    hex::encode(Sha256::digest(json))
+}
+
+/// Every difference from `old` to `new`, one line each, as `path: old → new`,
+/// `path: added` or `path: removed`. Lists of named things (nodes, backends, …)
+/// are compared by name, so adding a worker reads as one added node.
+pub fn diff(old: &Plan, new: &Plan) -> Vec<String> {
+    let (a, b) = (
+        serde_json::to_value(old).expect("a plan serialises"),
+        serde_json::to_value(new).expect("a plan serialises"),
+    );
+    let mut out = Vec::new();
+    walk("", &a, &b, &mut out);
+    out
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if s.chars().count() > 60 {
+        format!("{}…", s.chars().take(60).collect::<String>())
+    } else {
+        s
+    }
+}
+
+fn named(items: &[Value]) -> Option<Vec<(String, &Value)>> {
+    items
+        .iter()
+        .map(|v| Some((v.get("name")?.as_str()?.to_string(), v)))
+        .collect()
+}
+
+fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, va) in x {
+                match y.get(k) {
+                    Some(vb) => walk(&join(path, k), va, vb, out),
+                    None => out.push(format!("{}: removed", join(path, k))),
+                }
+            }
+            for k in y.keys().filter(|k| !x.contains_key(*k)) {
+                out.push(format!("{}: added", join(path, k)));
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => match (named(x), named(y)) {
+            (Some(nx), Some(ny)) if !nx.is_empty() || !ny.is_empty() => {
+                for (name, va) in &nx {
+                    let p = format!("{path}[{name}]");
+                    match ny.iter().find(|(n, _)| n == name) {
+                        Some((_, vb)) => walk(&p, va, vb, out),
+                        None => out.push(format!("{p}: removed")),
+                    }
+                }
+                for (name, _) in ny.iter().filter(|(n, _)| !nx.iter().any(|(m, _)| m == n)) {
+                    out.push(format!("{path}[{name}]: added"));
+                }
+            }
+            _ if x != y => out.push(format!("{path}: {} → {}", short(a), short(b))),
+            _ => {}
+        },
+        _ if a != b => out.push(format!("{path}: {} → {}", short(a), short(b))),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{self, Env};
+
+    fn plan(extra: &str) -> Plan {
+        let text = format!(
+            "cluster: lab1\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\n{extra}"
+        );
+        crate::plan::derive(
+            &spec::from_str(&text, "t.yaml", &Env::default())
+                .unwrap()
+                .spec,
+        )
+    }
+
+    #[test]
+    fn equal_plans_have_equal_fingerprints_and_no_diff() {
+        assert_eq!(fingerprint(&plan("")), fingerprint(&plan("")));
+        assert!(diff(&plan(""), &plan("")).is_empty());
+    }
+
+    #[test]
+    fn an_added_worker_reads_as_one_node() {
+        let (a, b) = (plan("workers: 2\n"), plan("workers: 3\n"));
+        assert_ne!(fingerprint(&a), fingerprint(&b));
+        let d = diff(&a, &b);
+        assert!(
+            d.contains(&"nodes[lab1-worker-2]: added".to_string()),
+            "{d:#?}"
+        );
+        // Existing nodes are unchanged (the plan never renumbers them).
+        assert!(
+            !d.iter().any(|l| l.starts_with("nodes[lab1-worker-0]")),
+            "{d:#?}"
+        );
+    }
+
+    #[test]
+    fn a_changed_value_shows_both_sides() {
+        let d = diff(
+            &plan("network:\n  cidr: 192.168.126.0/24\n"),
+            &plan("network:\n  cidr: 192.168.127.0/24\n"),
+        );
+        assert!(
+            d.contains(&"network.cidr: 192.168.126.0/24 → 192.168.127.0/24".to_string()),
+            "{d:#?}"
+        );
+    }
+}

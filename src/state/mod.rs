@@ -1,0 +1,210 @@
+//! Where shiftlab keeps its state on the host, and the names allowed into it.
+
+mod name;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+pub use name::{ClusterName, InvalidClusterName};
+
+/// How long a command waits for another to finish with the host's shared objects
+/// (importing a multi-GB base image takes minutes).
+pub const HOST_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
+/// Hold the host-wide lock (`<root>/.host.lock`) around the objects clusters share:
+/// the storage pool, base images, the image-digest cache, the stand-in image. Two
+/// clusters created at once then take turns there instead of racing.
+pub fn lock_host(root: &Path) -> Result<crate::files::FileLock> {
+    crate::files::lock_waiting(
+        &root.join(".host.lock"),
+        HOST_LOCK_WAIT,
+        "the host lock (shared pool and base images)",
+    )
+}
+
+/// The root of shiftlab's state: `--state-dir`, else `SHIFTLAB_HOME`, else
+/// `/var/lib/shiftlab` for root and `$XDG_DATA_HOME/shiftlab` (or
+/// `~/.local/share/shiftlab`) for everyone else.
+#[derive(Debug, Clone)]
+pub struct StateDir {
+    pub root: PathBuf,
+}
+
+impl StateDir {
+    pub fn resolve(flag: Option<&Path>) -> Self {
+        if let Some(p) = flag {
+            return StateDir { root: p.into() };
+        }
+        if let Some(p) = std::env::var_os("SHIFTLAB_HOME").filter(|p| !p.is_empty()) {
+            return StateDir { root: p.into() };
+        }
+        // SAFETY-free check for root: the effective uid is what file access uses.
+        let is_root = std::fs::metadata("/proc/self")
+            .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+            .unwrap_or(false);
+        if is_root {
+            return StateDir {
+                root: "/var/lib/shiftlab".into(),
+            };
+        }
+        let data = std::env::var_os("XDG_DATA_HOME")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+            .unwrap_or_else(|| PathBuf::from("."));
+        StateDir {
+            root: data.join("shiftlab"),
+        }
+    }
+
+    /// `<root>/clusters`: one directory per cluster.
+    pub fn clusters(&self) -> PathBuf {
+        self.root.join("clusters")
+    }
+
+    /// `<root>/clusters/<name>`: the cluster's state, secrets and logs. `name` is
+    /// a cluster name already checked (a loaded cluster file's, or a [`ClusterName`]).
+    pub fn cluster(&self, name: &str) -> PathBuf {
+        debug_assert!(
+            crate::spec::is_cluster_name(name),
+            "unchecked cluster name {name:?}"
+        );
+        self.clusters().join(name)
+    }
+
+    /// Remove a cluster's state directory, and nothing else: the entry must be a
+    /// direct child of `<root>/clusters/`, checked after resolving every link. A
+    /// symbolic link in its place is removed itself; what it points to is not
+    /// shiftlab's and stays. Returns what was removed, if anything.
+    pub fn remove_cluster(&self, name: &ClusterName) -> Result<Option<PathBuf>> {
+        let clusters = self.clusters();
+        let parent = match clusters.canonicalize() {
+            Ok(p) => p,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("resolving {}", clusters.display())),
+        };
+        let entry = parent.join(name.as_str());
+        let meta = match std::fs::symlink_metadata(&entry) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("inspecting {}", entry.display())),
+        };
+        if meta.file_type().is_symlink() {
+            std::fs::remove_file(&entry)
+                .with_context(|| format!("removing the link {}", entry.display()))?;
+            return Ok(Some(entry));
+        }
+        if !meta.is_dir() {
+            bail!(
+                "{} is not a directory shiftlab made; left it alone",
+                entry.display()
+            );
+        }
+        let resolved = entry
+            .canonicalize()
+            .with_context(|| format!("resolving {}", entry.display()))?;
+        if resolved.parent() != Some(parent.as_path())
+            || resolved.file_name() != Some(std::ffi::OsStr::new(name.as_str()))
+        {
+            bail!(
+                "{} resolves to {}, outside {}; left it alone",
+                entry.display(),
+                resolved.display(),
+                parent.display()
+            );
+        }
+        std::fs::remove_dir_all(&resolved)
+            .with_context(|| format!("removing {}", resolved.display()))?;
+        Ok(Some(resolved))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> (tempfile::TempDir, StateDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir {
+            root: dir.path().join("state"),
+        };
+        std::fs::create_dir_all(state.clusters()).unwrap();
+        (dir, state)
+    }
+
+    #[test]
+    fn removes_exactly_the_cluster_directory() {
+        let (_d, state) = state();
+        let lab = ClusterName::parse("lab1").unwrap();
+        let other = state.cluster("lab2");
+        std::fs::create_dir_all(state.cluster("lab1").join("assets/auth")).unwrap();
+        std::fs::write(state.cluster("lab1").join("assets/auth/kubeconfig"), "x").unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        let removed = state.remove_cluster(&lab).unwrap().unwrap();
+        assert!(removed.ends_with("clusters/lab1"));
+        assert!(!state.cluster("lab1").exists());
+        assert!(other.is_dir(), "another cluster's state stays");
+        assert_eq!(state.remove_cluster(&lab).unwrap(), None, "idempotent");
+    }
+
+    #[test]
+    fn a_symlinked_cluster_dir_loses_only_the_link() {
+        let (d, state) = state();
+        let outside = d.path().join("precious");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("keep"), "mine").unwrap();
+        std::os::unix::fs::symlink(&outside, state.cluster("lab1")).unwrap();
+        state
+            .remove_cluster(&ClusterName::parse("lab1").unwrap())
+            .unwrap();
+        assert!(state.cluster("lab1").symlink_metadata().is_err());
+        assert_eq!(
+            std::fs::read_to_string(outside.join("keep")).unwrap(),
+            "mine"
+        );
+    }
+
+    #[test]
+    fn a_symlinked_clusters_dir_is_resolved_first() {
+        // <root>/clusters itself a link: the entry is checked against where it leads.
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("real-clusters");
+        std::fs::create_dir_all(real.join("lab1")).unwrap();
+        std::fs::create_dir_all(d.path().join("root")).unwrap();
+        std::os::unix::fs::symlink(&real, d.path().join("root/clusters")).unwrap();
+        let state = StateDir {
+            root: d.path().join("root"),
+        };
+        state
+            .remove_cluster(&ClusterName::parse("lab1").unwrap())
+            .unwrap();
+        assert!(!real.join("lab1").exists());
+        assert!(real.is_dir());
+    }
+
+    #[test]
+    fn no_state_is_nothing_to_remove() {
+        let d = tempfile::tempdir().unwrap();
+        let state = StateDir {
+            root: d.path().join("none"),
+        };
+        assert_eq!(
+            state
+                .remove_cluster(&ClusterName::parse("lab1").unwrap())
+                .unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_file_in_place_of_the_directory_is_left_alone() {
+        let (_d, state) = state();
+        std::fs::write(state.cluster("lab1"), "not ours").unwrap();
+        let e = state
+            .remove_cluster(&ClusterName::parse("lab1").unwrap())
+            .unwrap_err();
+        assert!(e.to_string().contains("left it alone"), "{e}");
+        assert!(state.cluster("lab1").is_file());
+    }
+}

@@ -1,0 +1,45 @@
+//! The house rule of docs/development.md: `commands` is on top; no module below it
+//! imports it (a domain module reaching up into the CLI glue is how the install
+//! driver once came to depend on `create infra`'s command).
+
+mod common;
+
+use std::path::Path;
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn no_module_below_commands_imports_it() {
+    let src = common::repo().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(files.len() > 50, "found only {} source files", files.len());
+    let mut offenders = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().to_string();
+        if rel.starts_with("commands/") || rel == "main.rs" || rel == "lib.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if code.contains("crate::commands") || code.contains("shiftlab::commands") {
+                offenders.push(format!("src/{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "modules below `commands` import it:\n{}",
+        offenders.join("\n")
+    );
+}

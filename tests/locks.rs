@@ -1,0 +1,100 @@
+//! Every command that changes a cluster takes its lock: while another shiftlab holds
+//! it, they fail at once, say who holds it, and change nothing.
+
+mod common;
+
+use common::{shiftlab, tree};
+
+#[test]
+fn commands_that_change_a_cluster_wait_for_no_one_and_touch_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let file = h.join("lab1.yaml");
+    std::fs::write(
+        &file,
+        "cluster: lab1\ndomain: lab.test\ndistribution: okd\nrehearsal: true\n\
+         ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n\
+         libvirt:\n  uri: test:///default\n",
+    )
+    .unwrap();
+    let dir = h.join("state/clusters/lab1");
+    std::fs::create_dir_all(dir.join("assets/auth")).unwrap();
+    std::fs::write(dir.join("assets/auth/kubeconfig"), "secret").unwrap();
+    // Another shiftlab (this test) is working on lab1.
+    let held = shiftlab::install::state::lock(&dir, "lab1").unwrap();
+    let before = tree(h);
+    let file = file.display().to_string();
+    let out_dir = h.join("out").display().to_string();
+    for args in [
+        vec!["destroy", "cluster", "lab1", "-c", "test:///default"],
+        vec!["destroy", "cluster", "-f", &file],
+        vec!["create", "infra", "-f", &file],
+        vec!["create", "install-config", "-f", &file, "--dir", &out_dir],
+        vec!["create", "install-config", "-f", &file],
+        vec!["serve", "forget", "lab1"],
+        vec!["serve", "remove-bootstrap", "lab1"],
+    ] {
+        let out = shiftlab(&args, h);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "another shiftlab is working on lab1 (pid {})",
+                std::process::id()
+            )),
+            "{args:?}: {err}"
+        );
+        assert_eq!(tree(h), before, "{args:?} changed something");
+    }
+    drop(held);
+    // Free again: destroy goes ahead.
+    let out = shiftlab(&["destroy", "cluster", "lab1", "-c", "test:///default"], h);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dir.exists());
+}
+
+#[test]
+fn a_changed_cluster_file_is_refused_after_the_install_used_it() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let write = |workers: u32| {
+        let f = h.join("lab1.yaml");
+        std::fs::write(
+            &f,
+            format!(
+                "cluster: lab1\ndomain: lab.test\ndistribution: okd\nrehearsal: true\nworkers: {workers}\n\
+                 ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n\
+                 libvirt:\n  uri: test:///default\n"
+            ),
+        )
+        .unwrap();
+        f.display().to_string()
+    };
+    let f = write(2);
+    let out = shiftlab(&["create", "install-config", "-f", &f], h);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f = write(3);
+    let before = tree(h);
+    for args in [
+        vec!["create", "ignition", "-f", &f],
+        vec!["create", "infra", "-f", &f],
+    ] {
+        let out = shiftlab(&args, h);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("changed after install-config was done"),
+            "{err}"
+        );
+        assert!(err.contains("nodes[lab1-worker-2]: added"), "{err}");
+        assert_eq!(tree(h), before, "{args:?} changed something");
+    }
+}
