@@ -4,6 +4,7 @@ pub mod cli;
 pub mod commands;
 pub mod files;
 pub mod host;
+pub mod httpd;
 pub mod ignition;
 pub mod image;
 pub mod install;

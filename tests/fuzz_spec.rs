@@ -12,8 +12,9 @@ mod common;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde_yaml::{Mapping, Value};
+use shiftlab::libvirt::xml::write as libvirt;
 use shiftlab::plan;
-use shiftlab::render::{haproxy, install_config, libvirt};
+use shiftlab::render::{haproxy, install_config};
 use shiftlab::spec::{self, Env};
 
 /// xorshift64*: small, deterministic, good enough to pick mutations.
@@ -273,7 +274,7 @@ fn exercise(text: &str, env: &Env) -> Result<bool, String> {
             let _ = install_config::agent_config(s, &p);
             let _ = libvirt::network_xml(&p);
             for n in &p.nodes {
-                let log = libvirt::console_log_path(n);
+                let log = libvirt::console_log_path(&n.name);
                 let paths = libvirt::NodePaths {
                     ignition: Some("/p/n.ign"),
                     console_log: &log,

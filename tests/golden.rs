@@ -114,7 +114,7 @@ fn ipi_install_config_carries_every_bmc() {
 
 #[test]
 fn libvirt_xml() {
-    use shiftlab::render::libvirt::{domain_xml, network_xml, Accel, NodePaths};
+    use shiftlab::libvirt::xml::write::{domain_xml, network_xml, Accel, NodePaths};
     let spec = load("upi.cluster.yaml");
     let plan = plan::derive(&spec);
     let net = network_xml(&plan);

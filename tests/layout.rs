@@ -43,3 +43,43 @@ fn no_module_below_commands_imports_it() {
         offenders.join("\n")
     );
 }
+
+/// The BMC drives libvirt, never the other way round; the HTTP listener both
+/// servers run on belongs to neither; the BMC knows nothing of serve.
+#[test]
+fn libvirt_redfish_and_httpd_stay_in_their_layers() {
+    let src = common::repo().join("src");
+    let rules: [(&str, &[&str]); 3] = [
+        (
+            "libvirt",
+            &["crate::redfish", "crate::serve", "crate::install"],
+        ),
+        ("redfish", &["crate::serve", "crate::install"]),
+        ("httpd.rs", &["crate::redfish", "crate::serve"]),
+    ];
+    let mut offenders = Vec::new();
+    for (module, forbidden) in rules {
+        let path = src.join(module);
+        let mut files = Vec::new();
+        if path.is_dir() {
+            rust_files(&path, &mut files);
+        } else {
+            files.push(path);
+        }
+        assert!(!files.is_empty(), "no files for {module}");
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                if forbidden.iter().any(|m| code.contains(m)) {
+                    offenders.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "imports against the layering:\n{}",
+        offenders.join("\n")
+    );
+}

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use shiftlab::redfish::libvirt::{LibvirtConfig, LibvirtMachine, Scope};
 use shiftlab::redfish::machine::{Machine, MachineError};
+use shiftlab::redfish::machine_libvirt::{LibvirtConfig, LibvirtMachine, Scope};
 use shiftlab::redfish::model::*;
 
 const TEST_UUID: &str = "6695eb01-f6a4-8304-79aa-97f2502e193f";
@@ -184,7 +184,7 @@ fn insert_refuses_bad_images_and_leaves_nothing_inserted() {
 
 #[test]
 fn gets_read_power_live_and_see_outside_definition_changes_within_the_ttl() {
-    use shiftlab::redfish::libvirt::DEFINITION_TTL;
+    use shiftlab::redfish::machine_libvirt::DEFINITION_TTL;
     let _g = serial();
     let m = machine(Scope::Allow(vec!["test".into()]));
     let before = m.system(TEST_UUID).unwrap();

@@ -3,9 +3,9 @@
 //! that shiftlab does not own. The fake host is shared by every connection of the
 //! process, so the scenarios run in one test, one after the other.
 
+use shiftlab::libvirt::xml::write::{domain_xml, Accel, NodePaths};
 use shiftlab::libvirt::{destroy, inspect, ledger, ledger::Ledger, preflight, Host};
 use shiftlab::plan;
-use shiftlab::render::libvirt::{domain_xml, Accel, NodePaths};
 use shiftlab::spec::{self, Env};
 use shiftlab::state::{ClusterName, StateDir};
 

@@ -2,6 +2,7 @@
 //! in the module of its concept.
 
 pub mod approve_csrs;
+pub mod bmc;
 pub mod completion;
 pub mod create;
 pub mod image;
@@ -60,7 +61,7 @@ pub enum Command {
     /// Run the host services of every cluster (HAProxy, HTTP artifacts, host DNS)
     Serve(serve::ServeArgs),
     /// Serve a standalone Redfish BMC for libvirt domains (power, boot, virtual media)
-    Bmc(crate::redfish::cli::Args),
+    Bmc(bmc::BmcArgs),
     /// Print a shell completion script
     Completion(completion::CompletionArgs),
     /// Write man pages for every command into a directory

@@ -9,16 +9,7 @@ use crate::plan::render_table_rows;
 use crate::state::{ClusterName, StateDir};
 
 fn uri(connect: &ConnectArgs, recorded: Option<String>) -> String {
-    connect
-        .uri
-        .clone()
-        .or(recorded)
-        .or_else(|| {
-            std::env::var("LIBVIRT_DEFAULT_URI")
-                .ok()
-                .filter(|s| !s.is_empty())
-        })
-        .unwrap_or_else(|| "qemu:///system".into())
+    crate::libvirt::uri(connect.uri.as_deref().or(recorded.as_deref()))
 }
 
 pub fn list(args: &ListArgs, out: &mut dyn Write) -> Result<()> {

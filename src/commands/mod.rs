@@ -2,6 +2,7 @@
 //! do the work. Kept thin so that the work itself stays testable without a CLI.
 
 pub mod approve_csrs;
+pub mod bmc;
 pub mod create;
 pub mod inspect;
 pub mod plan;

@@ -58,17 +58,22 @@ pub fn run(args: &ServeArgs, state: &StateDir) -> Result<()> {
                 },
                 scan_interval: Duration::from_secs(args.scan_interval.max(1)),
             };
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .context("starting the async runtime")?;
-            rt.block_on(daemon::run(opts, shutdown_signal()))
+            runtime()?.block_on(daemon::run(opts, shutdown_signal()))
         }
     }
 }
 
-async fn shutdown_signal() {
+/// The runtime a daemon (serve, bmc) runs on.
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub(super) async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),

@@ -119,8 +119,8 @@ pub fn apply_infra(
     println!(
         "domains run with {} ({why})",
         match accel {
-            crate::render::libvirt::Accel::Kvm => "KVM",
-            crate::render::libvirt::Accel::Tcg => "QEMU TCG",
+            crate::libvirt::xml::write::Accel::Kvm => "KVM",
+            crate::libvirt::xml::write::Accel::Tcg => "QEMU TCG",
         }
     );
     for c in &report.created {

@@ -12,12 +12,13 @@ use virt::domain::Domain;
 use virt::network::Network;
 use virt::storage_pool::StoragePool;
 use virt::storage_vol::StorageVol;
-use virt::stream::Stream;
 
 use super::ledger::{self, Ledger};
+use super::xml::esc;
+use super::xml::parse::network_subnets;
+use super::xml::write::{self as xml, Accel, NodePaths};
 use super::{owner_of_domain, preflight, Host};
 use crate::plan::{Node, Plan, Start};
-use crate::render::libvirt::{self as xml, Accel, NodePaths};
 use crate::spec::{DomainType, Role};
 
 #[derive(Debug, Default)]
@@ -115,37 +116,6 @@ fn image_digest(state_root: &Path, image: &Path) -> Result<String> {
     Ok(digest)
 }
 
-/// Stream bytes into a volume through libvirt, so a remote host works the same.
-fn upload(host: &Host, vol: &StorageVol, mut src: impl Read, len: u64) -> Result<()> {
-    let stream = Stream::new(&host.conn, 0).context("opening an upload stream")?;
-    vol.upload(&stream, 0, len, 0)
-        .context("starting the upload")?;
-    let mut buf = vec![0u8; 1 << 20];
-    let result = (|| -> Result<()> {
-        loop {
-            let n = src.read(&mut buf)?;
-            if n == 0 {
-                return Ok(());
-            }
-            let mut off = 0;
-            while off < n {
-                let sent = stream.send(&buf[off..n]).context("sending data")?;
-                if sent <= 0 {
-                    bail!("libvirt accepted no data");
-                }
-                off += sent as usize;
-            }
-        }
-    })();
-    match result {
-        Ok(()) => stream.finish().context("finishing the upload"),
-        Err(e) => {
-            let _ = stream.abort();
-            Err(e)
-        }
-    }
-}
-
 fn ensure_pool(
     host: &Host,
     plan: &Plan,
@@ -221,7 +191,7 @@ fn ensure_base(
     let vol = StorageVol::create_xml(pool, &xml::raw_volume_xml(&tmp, len), 0)
         .with_context(|| format!("creating volume {tmp}"))?;
     let file = std::fs::File::open(image)?;
-    if let Err(e) = upload(host, &vol, file, len) {
+    if let Err(e) = host.upload(&vol, file, len) {
         let _ = vol.delete(0);
         return Err(e).with_context(|| format!("importing {}", image.display()));
     }
@@ -271,7 +241,7 @@ fn reconcile_network(plan: &Plan, net: &Network, report: &mut Report) -> Result<
     }
     let current = net.xml_desc(0)?;
     let doc = roxmltree::Document::parse(&current).context("parsing network XML")?;
-    let subnets = preflight::network_subnets(&current);
+    let subnets = network_subnets(&current);
     if !subnets.contains(&plan.network.cidr) {
         report.drift.push(format!(
             "network {name}: its subnet is {:?}, the plan says {}; destroy and recreate the cluster to change it",
@@ -312,8 +282,8 @@ fn reconcile_network(plan: &Plan, net: &Network, report: &mut Report) -> Result<
             None => {
                 let entry = format!(
                     "<host mac='{}' name='{}' ip='{}'/>",
-                    xml::esc(&r.mac),
-                    xml::esc(&r.hostname),
+                    esc(&r.mac),
+                    esc(&r.hostname),
                     r.ip
                 );
                 net.update(
@@ -340,7 +310,7 @@ fn reconcile_network(plan: &Plan, net: &Network, report: &mut Report) -> Result<
             .dns
             .iter()
             .filter(|r| r.kind == crate::plan::RecordType::A && r.value == rec.value)
-            .map(|r| format!("<hostname>{}</hostname>", xml::esc(&r.name)))
+            .map(|r| format!("<hostname>{}</hostname>", esc(&r.name)))
             .collect();
         let entry = format!("<host ip='{}'>{}</host>", rec.value, names.join(""));
         net.update(
@@ -406,7 +376,7 @@ fn ensure_node_volumes(
         let vol = match Host::volume(pool, name)? {
             Some(v) if v.info()?.capacity == bytes.len() as u64 => {
                 // Same size: compare contents before deciding it is unchanged.
-                let same = download(host, &v)? == bytes;
+                let same = host.download(&v)? == bytes;
                 if same {
                     v
                 } else {
@@ -424,7 +394,7 @@ fn ensure_node_volumes(
                 let v =
                     StorageVol::create_xml(pool, &xml::raw_volume_xml(name, bytes.len() as u64), 0)
                         .with_context(|| format!("creating volume {name}"))?;
-                upload(host, &v, bytes, bytes.len() as u64)
+                host.upload(&v, bytes, bytes.len() as u64)
                     .with_context(|| format!("uploading {name}"))?;
                 created.push(format!("ignition {name}"));
                 v
@@ -437,23 +407,6 @@ fn ensure_node_volumes(
 
 fn lookup(pool: &StoragePool, name: &str) -> Result<StorageVol> {
     Host::volume(pool, name)?.with_context(|| format!("volume {name} vanished"))
-}
-
-fn download(host: &Host, vol: &StorageVol) -> Result<Vec<u8>> {
-    let len = vol.info()?.capacity;
-    let stream = Stream::new(&host.conn, 0)?;
-    vol.download(&stream, 0, len, 0)?;
-    let mut out = Vec::with_capacity(len as usize);
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = stream.recv(&mut buf)?;
-        if n <= 0 {
-            break;
-        }
-        out.extend_from_slice(&buf[..n as usize]);
-    }
-    stream.finish()?;
-    Ok(out)
 }
 
 /// A changed Ignition is only replaced while its node is off: a running node has
@@ -479,7 +432,8 @@ fn refresh_ignition(
     }
     let v = StorageVol::create_xml(pool, &xml::raw_volume_xml(name, bytes.len() as u64), 0)
         .with_context(|| format!("creating volume {name}"))?;
-    upload(host, &v, bytes, bytes.len() as u64).with_context(|| format!("uploading {name}"))
+    host.upload(&v, bytes, bytes.len() as u64)
+        .with_context(|| format!("uploading {name}"))
 }
 
 /// Define the node's domain, or compare the existing one with the plan.
@@ -492,7 +446,7 @@ fn ensure_domain(
     report_created: &mut Vec<String>,
     drift: &mut Vec<String>,
 ) -> Result<Domain> {
-    let console = xml::console_log_path(node);
+    let console = xml::console_log_path(&node.name);
     let paths = NodePaths {
         ignition: vols.ignition_path.as_deref(),
         console_log: &console,

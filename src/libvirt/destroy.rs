@@ -8,7 +8,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::ledger;
-use super::{domain_storage, Host};
+use super::xml::parse::{domain_storage, DomainStorage};
+use super::xml::write::console_log_path;
+use super::{Host, MEDIA_VOLUME_PREFIX};
 use crate::state::{ClusterName, StateDir};
 
 /// Stop a domain and undefine it with its NVRAM, managed save and snapshot metadata.
@@ -30,7 +32,7 @@ fn stop_and_undefine(d: &virt::domain::Domain, name: &str) -> Result<()> {
 /// The serial console log shiftlab configured for `domain`, if its XML names the one
 /// shiftlab writes (`/var/log/libvirt/qemu/<domain>-console.log`) and nothing else.
 pub fn own_console_log(domain: &str, xml: &str) -> Option<String> {
-    let expected = format!("/var/log/libvirt/qemu/{domain}-console.log");
+    let expected = console_log_path(domain);
     let doc = roxmltree::Document::parse(xml).ok()?;
     doc.descendants()
         .filter(|n| n.tag_name().name() == "log")
@@ -62,7 +64,7 @@ fn remove_console_logs(host: &Host, logs: &[String], removed: &mut Vec<String>) 
 /// Whether `name` is a volume the BMC streamed into the pool (virtual media): ours,
 /// by the prefix only the BMC uses.
 fn is_bmc_media(name: &str) -> bool {
-    name.starts_with(crate::redfish::media::VOLUME_PREFIX)
+    name.starts_with(MEDIA_VOLUME_PREFIX)
 }
 
 /// Remove the cluster's objects; returns what was removed, in order.
@@ -107,7 +109,7 @@ pub fn destroy(
         }
     }
     // A volume still used by a remaining domain (anyone's) is never removed.
-    let remaining: Vec<super::DomainStorage> = host
+    let remaining: Vec<DomainStorage> = host
         .conn
         .list_all_domains(0)
         .context("listing domains")?

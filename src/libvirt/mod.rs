@@ -1,21 +1,56 @@
-//! libvirt, reached only through its API: connection, lookups, ownership, and the
-//! apply/destroy/inspect operations on a cluster's objects.
+//! libvirt, reached only through its API: the connection and its default URI,
+//! lookups, ownership, uploads through streams; the XML shiftlab writes, reads and
+//! edits ([`xml`]); and the apply/destroy/inspect/preflight operations on a
+//! cluster's objects. The Redfish BMC's machine is built on this module.
 
 pub mod apply;
 pub mod destroy;
 pub mod inspect;
 pub mod ledger;
 pub mod preflight;
+pub mod xml;
 
-use anyhow::{Context, Result};
+use std::io::Read;
+
+use anyhow::{bail, Context, Result};
 use virt::connect::Connect;
 use virt::domain::Domain;
 use virt::error::ErrorNumber;
 use virt::network::Network;
 use virt::storage_pool::StoragePool;
 use virt::storage_vol::StorageVol;
+use virt::stream::Stream;
 
-use crate::render::libvirt::Owner;
+use xml::{Owner, OWNER_NS};
+
+/// The hypervisor shiftlab drives when nothing else is said: the local system daemon.
+pub const SYSTEM_URI: &str = "qemu:///system";
+/// The variable libvirt's own clients read for their default URI.
+const URI_ENV: &str = "LIBVIRT_DEFAULT_URI";
+
+/// Name prefix of the volumes shiftlab's BMC streams virtual media into: ours by
+/// this prefix (libvirt has no metadata for volumes), removed once no domain uses
+/// them.
+pub const MEDIA_VOLUME_PREFIX: &str = "shiftlab-media-";
+
+/// The libvirt URI to use: the one given (a flag, the cluster file, the ledger),
+/// else `$LIBVIRT_DEFAULT_URI`, else [`SYSTEM_URI`]. The one place this is decided.
+pub fn uri(given: Option<&str>) -> String {
+    choose_uri(given, env_uri().as_deref())
+}
+
+/// `$LIBVIRT_DEFAULT_URI`, when set and not empty.
+pub fn env_uri() -> Option<String> {
+    std::env::var(URI_ENV).ok().filter(|s| !s.is_empty())
+}
+
+/// [`uri`] with the environment's value passed in.
+pub fn choose_uri(given: Option<&str>, env: Option<&str>) -> String {
+    given
+        .or(env.filter(|s| !s.is_empty()))
+        .unwrap_or(SYSTEM_URI)
+        .to_string()
+}
 
 /// An open libvirt connection.
 pub struct Host {
@@ -83,70 +118,94 @@ impl Host {
     /// Every domain with shiftlab ownership metadata, with its owner.
     pub fn owned_domains(&self) -> Result<Vec<(Domain, Owner)>> {
         let all = self.conn.list_all_domains(0).context("listing domains")?;
-        let mut out = Vec::new();
-        for d in all {
-            let xml = d.xml_desc(0).context("reading domain XML")?;
-            if let Some(o) = Owner::parse(&xml) {
-                out.push((d, o));
-            }
-        }
-        Ok(out)
+        with_owners(all, owner_of_domain)
     }
 
     /// Every network with shiftlab ownership metadata, with its owner.
     pub fn owned_networks(&self) -> Result<Vec<(Network, Owner)>> {
         let all = self.conn.list_all_networks(0).context("listing networks")?;
-        let mut out = Vec::new();
-        for n in all {
-            let xml = n.xml_desc(0).context("reading network XML")?;
-            if let Some(o) = Owner::parse(&xml) {
-                out.push((n, o));
+        with_owners(all, owner_of_network)
+    }
+
+    /// Stream bytes into a volume through libvirt, so a remote host works the same.
+    /// A read error aborts the upload and is returned as it is.
+    pub fn upload(&self, vol: &StorageVol, mut src: impl Read, len: u64) -> Result<()> {
+        let stream = Stream::new(&self.conn, 0).context("opening an upload stream")?;
+        vol.upload(&stream, 0, len, 0)
+            .context("starting the upload")?;
+        let mut buf = vec![0u8; 1 << 20];
+        let result = (|| -> Result<()> {
+            loop {
+                let n = src.read(&mut buf)?;
+                if n == 0 {
+                    return Ok(());
+                }
+                let mut off = 0;
+                while off < n {
+                    let sent = stream.send(&buf[off..n]).context("sending data")?;
+                    if sent <= 0 {
+                        bail!("libvirt accepted no data");
+                    }
+                    off += sent as usize;
+                }
+            }
+        })();
+        match result {
+            Ok(()) => stream.finish().context("finishing the upload"),
+            Err(e) => {
+                let _ = stream.abort();
+                Err(e)
             }
         }
+    }
+
+    /// A volume's whole content, through libvirt.
+    pub fn download(&self, vol: &StorageVol) -> Result<Vec<u8>> {
+        let len = vol.info()?.capacity;
+        let stream = Stream::new(&self.conn, 0)?;
+        vol.download(&stream, 0, len, 0)?;
+        let mut out = Vec::with_capacity(len as usize);
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = stream.recv(&mut buf)?;
+            if n <= 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n as usize]);
+        }
+        stream.finish()?;
         Ok(out)
     }
 }
 
-/// The owner recorded in an object's XML, if shiftlab created it.
-pub fn owner_of_domain(d: &Domain) -> Result<Option<Owner>> {
-    Ok(Owner::parse(&d.xml_desc(0).context("reading domain XML")?))
-}
-
-pub fn owner_of_network(n: &Network) -> Result<Option<Owner>> {
-    Ok(Owner::parse(&n.xml_desc(0).context("reading network XML")?))
-}
-
-/// Disks and fw_cfg files a domain uses, from its XML: (pool, volume) pairs for
-/// `type='volume'` disks, and plain paths for files.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct DomainStorage {
-    pub volumes: Vec<(String, String)>,
-    pub files: Vec<String>,
-}
-
-pub fn domain_storage(xml: &str) -> DomainStorage {
-    let mut out = DomainStorage::default();
-    let Ok(doc) = roxmltree::Document::parse(xml) else {
-        return out;
-    };
-    for n in doc.descendants() {
-        match n.tag_name().name() {
-            "source" if n.parent().is_some_and(|p| p.tag_name().name() == "disk") => {
-                if let (Some(pool), Some(vol)) = (n.attribute("pool"), n.attribute("volume")) {
-                    out.volumes.push((pool.to_string(), vol.to_string()));
-                } else if let Some(f) = n.attribute("file") {
-                    out.files.push(f.to_string());
-                }
-            }
-            "entry" if n.attribute("name") == Some("opt/com.coreos/config") => {
-                if let Some(f) = n.attribute("file") {
-                    out.files.push(f.to_string());
-                }
-            }
-            _ => {}
+/// The objects that have an owner, with it.
+fn with_owners<T>(
+    all: Vec<T>,
+    owner: impl Fn(&T) -> Result<Option<Owner>>,
+) -> Result<Vec<(T, Owner)>> {
+    let mut out = Vec::new();
+    for x in all {
+        if let Some(o) = owner(&x)? {
+            out.push((x, o));
         }
     }
-    out
+    Ok(out)
+}
+
+/// The owner recorded in a domain's metadata, if shiftlab created it. Read through
+/// the metadata API: only the element, not the whole definition.
+pub fn owner_of_domain(d: &Domain) -> Result<Option<Owner>> {
+    let kind = virt::sys::VIR_DOMAIN_METADATA_ELEMENT as i32;
+    match d.metadata(kind, Some(OWNER_NS), 0) {
+        Ok(el) => Ok(Owner::parse_element(&el)),
+        Err(e) if not_found(&e, ErrorNumber::NoDomainMetadata) => Ok(None),
+        Err(e) => Err(e).context("reading domain metadata"),
+    }
+}
+
+/// The owner recorded in a network's XML, if shiftlab created it.
+pub fn owner_of_network(n: &Network) -> Result<Option<Owner>> {
+    Ok(Owner::parse(&n.xml_desc(0).context("reading network XML")?))
 }
 
 #[cfg(test)]
@@ -154,15 +213,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn storage_of_a_domain() {
-        let xml = "<domain><sysinfo type='fwcfg'><entry name='opt/com.coreos/config' file='/p/n.ign'/></sysinfo>\
-<devices><disk type='volume'><source pool='shiftlab' volume='n.qcow2'/></disk>\
-<disk type='file' device='cdrom'><source file='/p/x.iso'/></disk><disk type='file' device='cdrom'/></devices></domain>";
-        let s = domain_storage(xml);
-        assert_eq!(s.volumes, vec![("shiftlab".into(), "n.qcow2".into())]);
+    fn the_uri_given_wins_then_the_environment_then_the_system_daemon() {
         assert_eq!(
-            s.files,
-            vec!["/p/n.ign".to_string(), "/p/x.iso".to_string()]
+            choose_uri(Some("test:///default"), Some("qemu:///session")),
+            "test:///default"
         );
+        assert_eq!(choose_uri(None, Some("qemu:///session")), "qemu:///session");
+        assert_eq!(choose_uri(None, Some("")), SYSTEM_URI);
+        assert_eq!(choose_uri(None, None), "qemu:///system");
     }
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 use ipnet::Ipv4Net;
 
+use super::xml::parse::{network_bridge, network_subnets};
 use super::{ledger::Ledger, owner_of_domain, owner_of_network, Host};
 use crate::plan::Plan;
 use crate::spec::NetworkMode;
@@ -27,37 +28,6 @@ pub fn expected_node_use(plan: &Plan) -> u64 {
             }
         })
         .sum()
-}
-
-/// The networks a libvirt network XML declares (IPv4 only).
-pub fn network_subnets(xml: &str) -> Vec<Ipv4Net> {
-    let Ok(doc) = roxmltree::Document::parse(xml) else {
-        return Vec::new();
-    };
-    doc.descendants()
-        .filter(|n| n.tag_name().name() == "ip")
-        .filter(|n| n.attribute("family").is_none_or(|f| f == "ipv4"))
-        .filter_map(|n| {
-            let addr: std::net::Ipv4Addr = n.attribute("address")?.parse().ok()?;
-            let prefix = match (n.attribute("prefix"), n.attribute("netmask")) {
-                (Some(p), _) => p.parse().ok()?,
-                (None, Some(m)) => {
-                    let m: std::net::Ipv4Addr = m.parse().ok()?;
-                    u32::from(m).count_ones() as u8
-                }
-                (None, None) => 24,
-            };
-            Ipv4Net::new(addr, prefix).ok().map(|n| n.trunc())
-        })
-        .collect()
-}
-
-fn bridge_of(xml: &str) -> Option<String> {
-    let doc = roxmltree::Document::parse(xml).ok()?;
-    doc.descendants()
-        .find(|n| n.tag_name().name() == "bridge")
-        .and_then(|n| n.attribute("name"))
-        .map(str::to_string)
 }
 
 fn overlaps(a: &Ipv4Net, b: &Ipv4Net) -> bool {
@@ -98,7 +68,7 @@ pub fn check(
         }
         let xml = n.xml_desc(0)?;
         if net.mode == crate::spec::NetworkMode::Nat
-            && bridge_of(&xml).as_deref() == Some(&net.bridge)
+            && network_bridge(&xml).as_deref() == Some(&net.bridge)
         {
             problems.push(format!(
                 "network.bridge {}: already the bridge of libvirt network {name}",
@@ -225,25 +195,4 @@ pub fn check(
         ),
     }
     Ok(problems)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn subnets_from_network_xml() {
-        let xml = "<network><ip address='192.168.122.1' netmask='255.255.255.0'/><ip address='10.0.0.1' prefix='16'/><ip family='ipv6' address='fd00::1' prefix='64'/></network>";
-        assert_eq!(
-            network_subnets(xml),
-            vec![
-                "192.168.122.0/24".parse::<Ipv4Net>().unwrap(),
-                "10.0.0.0/16".parse().unwrap()
-            ]
-        );
-        assert_eq!(
-            bridge_of("<network><bridge name='virbr0'/></network>").as_deref(),
-            Some("virbr0")
-        );
-    }
 }

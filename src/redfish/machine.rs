@@ -28,6 +28,13 @@ pub enum MachineError {
     Backend(#[from] anyhow::Error),
 }
 
+impl MachineError {
+    /// InsertMedia while the slot holds a medium (Ironic ejects first).
+    pub fn medium_inserted() -> Self {
+        MachineError::Conflict("a medium is already inserted; eject it first".into())
+    }
+}
+
 /// What the Redfish service needs from the machines it manages. Calls may
 /// block (libvirt, downloads); the HTTP layer runs them off its event loop.
 pub trait Machine: Send + Sync + 'static {
@@ -283,9 +290,7 @@ impl Machine for MemoryMachine {
     ) -> Result<(), MachineError> {
         self.with(uuid, |s| {
             if s.media.is_some() {
-                return Err(MachineError::Conflict(
-                    "a medium is already inserted; eject it first".into(),
-                ));
+                return Err(MachineError::medium_inserted());
             }
             s.media = Some(request.image.clone());
             Ok(())

@@ -10,19 +10,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
-use virt::connect::Connect;
 use virt::storage_vol::StorageVol;
-use virt::stream::Stream;
 
-use super::domxml;
 use super::machine::MachineError;
-
-/// Name prefix of every volume the BMC creates (and may delete).
-pub const VOLUME_PREFIX: &str = "shiftlab-media-";
-const CHUNK: usize = 256 * 1024;
+use crate::libvirt::xml::{parse, write};
+use crate::libvirt::{Host, MEDIA_VOLUME_PREFIX as VOLUME_PREFIX};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 struct Entry {
@@ -95,16 +90,14 @@ impl MediaStore {
         }
     }
 
-    fn volume(&self, conn: &Connect, name: &str) -> Option<StorageVol> {
-        conn.lookup_storage_pool_by_name(&self.pool)
-            .ok()?
-            .lookup_storage_vol_by_name(name)
-            .ok()
+    fn volume(&self, host: &Host, name: &str) -> Option<StorageVol> {
+        let pool = host.pool(&self.pool).ok()??;
+        Host::volume(&pool, name).ok()?
     }
 
     /// Returns a pinned volume holding the image at `url`, downloading it if
     /// needed. Call [`MediaStore::unpin`] once the volume is attached.
-    pub fn acquire(&self, conn: &Connect, url: &str) -> Result<String, MachineError> {
+    pub fn acquire(&self, host: &Host, url: &str) -> Result<String, MachineError> {
         let url_lock = {
             let mut locks = self.url_locks.lock().unwrap_or_else(|e| e.into_inner());
             locks.entry(url.to_string()).or_default().clone()
@@ -114,7 +107,7 @@ impl MediaStore {
             let st = self.state();
             st.entries.iter().find(|e| e.url == url).cloned()
         };
-        let cached = cached.filter(|e| self.volume(conn, &e.volume).is_some());
+        let cached = cached.filter(|e| self.volume(host, &e.volume).is_some());
         let mut req = self.agent.get(url);
         if let Some(c) = &cached {
             if let Some(etag) = &c.etag {
@@ -140,7 +133,7 @@ impl MediaStore {
         };
         if resp.status() == 304 {
             if let Some(c) = cached {
-                if self.pin(conn, &c.volume) {
+                if self.pin(host, &c.volume) {
                     tracing::info!(volume = %c.volume, "image unchanged, reusing its volume");
                     return Ok(c.volume);
                 }
@@ -172,7 +165,7 @@ impl MediaStore {
         );
         self.pin_name(&name);
         let started = std::time::Instant::now();
-        let digest = match self.stream_into_volume(conn, &name, length, resp.into_reader()) {
+        let digest = match self.stream_into_volume(host, &name, length, resp.into_reader()) {
             Ok(d) => d,
             Err(e) => {
                 self.unpin(&name);
@@ -187,11 +180,11 @@ impl MediaStore {
             .iter()
             .find(|e| e.sha256 == digest && e.volume != name)
             .map(|e| e.volume.clone())
-            .filter(|v| self.volume(conn, v).is_some());
+            .filter(|v| self.volume(host, v).is_some());
         let volume = match same {
             Some(existing) => {
                 *st.pins.entry(existing.clone()).or_default() += 1;
-                if let Some(v) = self.volume(conn, &name) {
+                if let Some(v) = self.volume(host, &name) {
                     let _ = v.delete(0);
                 }
                 Self::unpin_locked(&mut st, &name);
@@ -216,71 +209,34 @@ impl MediaStore {
 
     fn stream_into_volume(
         &self,
-        conn: &Connect,
+        host: &Host,
         name: &str,
         length: u64,
-        mut body: impl std::io::Read,
+        body: impl std::io::Read,
     ) -> Result<String, MachineError> {
-        let pool = conn
-            .lookup_storage_pool_by_name(&self.pool)
-            .with_context(|| format!("looking up pool {}", self.pool))?;
-        let xml = format!(
-            "<volume><name>{name}</name><capacity unit='bytes'>{length}</capacity><target><format type='raw'/></target></volume>"
-        );
-        let vol = StorageVol::create_xml(&pool, &xml, 0)
+        let pool = host
+            .pool(&self.pool)?
+            .with_context(|| format!("no pool {}", self.pool))?;
+        let vol = StorageVol::create_xml(&pool, &write::media_volume_xml(name, length), 0)
             .with_context(|| format!("creating volume {name}"))?;
-        let result = (|| -> Result<String> {
-            let stream = Stream::new(conn, 0).context("opening an upload stream")?;
-            vol.upload(&stream, 0, length, 0)
-                .context("starting the upload")?;
-            let mut hasher = Sha256::new();
-            let mut buf = vec![0u8; CHUNK];
-            let mut total = 0u64;
-            let copy = (|| -> Result<()> {
-                loop {
-                    let n = body.read(&mut buf).context("reading the image")?;
-                    if n == 0 {
-                        break;
-                    }
-                    total += n as u64;
-                    if total > length {
-                        return Err(anyhow!("the image is longer than its Content-Length"));
-                    }
-                    hasher.update(&buf[..n]);
-                    let mut off = 0;
-                    while off < n {
-                        let sent = stream
-                            .send(&buf[off..n])
-                            .context("uploading to the volume")?;
-                        if sent <= 0 {
-                            return Err(anyhow!("upload stream closed"));
-                        }
-                        off += sent as usize;
-                    }
-                }
-                if total != length {
-                    return Err(anyhow!("the image ended after {total} of {length} bytes"));
-                }
-                Ok(())
-            })();
-            match copy {
-                Ok(()) => stream.finish().context("finishing the upload")?,
-                Err(e) => {
-                    let _ = stream.abort();
-                    return Err(e);
+        let mut image = Image {
+            body,
+            length,
+            total: 0,
+            hasher: Sha256::new(),
+        };
+        match host.upload(&vol, &mut image, length) {
+            Ok(()) => Ok(hex::encode(image.hasher.finalize())),
+            Err(e) => {
+                let _ = vol.delete(0);
+                // The image's own faults are the client's to fix; the rest is ours.
+                if e.downcast_ref::<std::io::Error>().is_some() {
+                    Err(MachineError::BadRequest(format!("{e:#}")))
+                } else {
+                    Err(MachineError::Backend(e))
                 }
             }
-            Ok(hex::encode(hasher.finalize()))
-        })();
-        result.map_err(|e| {
-            let _ = vol.delete(0);
-            let msg = format!("{e:#}");
-            if msg.contains("reading the image") || msg.contains("the image") {
-                MachineError::BadRequest(msg)
-            } else {
-                MachineError::Backend(e)
-            }
-        })
+        }
     }
 
     fn pin_name(&self, name: &str) {
@@ -288,9 +244,9 @@ impl MediaStore {
     }
 
     /// Pins an existing volume; false if it is gone.
-    fn pin(&self, conn: &Connect, name: &str) -> bool {
+    fn pin(&self, host: &Host, name: &str) -> bool {
         let mut st = self.state();
-        if self.volume(conn, name).is_none() {
+        if self.volume(host, name).is_none() {
             return false;
         }
         *st.pins.entry(name.to_string()).or_default() += 1;
@@ -312,15 +268,15 @@ impl MediaStore {
 
     /// Deletes `volume` if the BMC created it, no insert is using it and no
     /// domain on the connection refers to it.
-    pub fn release(&self, conn: &Connect, volume: &str) -> Result<()> {
+    pub fn release(&self, host: &Host, volume: &str) -> Result<()> {
         if !volume.starts_with(VOLUME_PREFIX) {
             return Ok(());
         }
         let mut st = self.state();
-        if st.pins.contains_key(volume) || in_use(conn, &self.pool, volume)? {
+        if st.pins.contains_key(volume) || in_use(host, &self.pool, volume)? {
             return Ok(());
         }
-        if let Some(v) = self.volume(conn, volume) {
+        if let Some(v) = self.volume(host, volume) {
             v.delete(0)
                 .with_context(|| format!("deleting volume {volume}"))?;
             tracing::info!(%volume, "deleted unused media volume");
@@ -333,14 +289,47 @@ impl MediaStore {
     }
 }
 
+/// An image body on its way into a volume: hashed, and held to its
+/// Content-Length (a short or long body is an error, which aborts the upload).
+struct Image<R> {
+    body: R,
+    length: u64,
+    total: u64,
+    hasher: Sha256,
+}
+
+impl<R: std::io::Read> std::io::Read for Image<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self
+            .body
+            .read(buf)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("reading the image: {e}")))?;
+        self.total += n as u64;
+        if self.total > self.length {
+            return Err(std::io::Error::other(
+                "the image is longer than its Content-Length",
+            ));
+        }
+        if n == 0 && self.total != self.length {
+            return Err(std::io::Error::other(format!(
+                "the image ended after {} of {} bytes",
+                self.total, self.length
+            )));
+        }
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
 /// Whether any domain (defined or running) refers to `pool/volume`.
-fn in_use(conn: &Connect, pool: &str, volume: &str) -> Result<bool> {
-    let vol_path = conn
-        .lookup_storage_pool_by_name(pool)
+fn in_use(host: &Host, pool: &str, volume: &str) -> Result<bool> {
+    let vol_path = host
+        .pool(pool)
         .ok()
-        .and_then(|p| p.lookup_storage_vol_by_name(volume).ok())
+        .flatten()
+        .and_then(|p| Host::volume(&p, volume).ok().flatten())
         .and_then(|v| v.path().ok());
-    for dom in conn.list_all_domains(0).context("listing domains")? {
+    for dom in host.conn.list_all_domains(0).context("listing domains")? {
         let mut xmls = vec![dom
             .xml_desc(virt::sys::VIR_DOMAIN_XML_INACTIVE)
             .context("reading domain xml")?];
@@ -348,7 +337,7 @@ fn in_use(conn: &Connect, pool: &str, volume: &str) -> Result<bool> {
             xmls.push(dom.xml_desc(0).context("reading domain xml")?);
         }
         for xml in xmls {
-            let view = domxml::parse(&xml)?;
+            let view = parse::domain(&xml)?;
             let uses = view.cdroms.iter().any(|c| {
                 c.volume
                     .as_ref()

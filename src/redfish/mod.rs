@@ -1,20 +1,26 @@
 //! A Redfish BMC for libvirt domains.
 //!
 //! Layers, from the wire down:
-//! - `server`: HTTP/1.1 over TCP or TLS (hyper, rustls), body limits;
+//! - [`bmc`]: one BMC assembled from its configuration (machines, auth, TLS),
+//!   for `shiftlab bmc` and for the lab BMC `shiftlab serve` runs;
+//! - `server`: HTTP/1.1 over TCP or TLS (on [`crate::httpd`]), body limits;
 //! - [`service`]: routing, authentication, execution over a [`Machine`];
 //! - [`request`]: pure parsing of a request into a typed [`request::Action`];
 //! - [`resources`]: pure JSON builders;
 //! - [`machine`]: the [`Machine`] trait, the boot-override state machine and
-//!   an in-memory machine.
+//!   an in-memory machine;
+//! - [`machine_libvirt`]: the [`Machine`] over libvirt domains, built on
+//!   [`crate::libvirt`] (connection, XML parsing and editing), with
+//!   [`metadata`] (the BMC's record in a domain) and [`media`] (virtual media
+//!   volumes).
 
 pub mod auth;
-pub mod cli;
-pub mod domxml;
+pub mod bmc;
 pub mod error;
-pub mod libvirt;
 pub mod machine;
+pub mod machine_libvirt;
 pub mod media;
+pub mod metadata;
 pub mod model;
 pub mod request;
 pub mod resources;

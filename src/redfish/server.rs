@@ -1,39 +1,29 @@
-//! HTTP/1.1 over TCP or TLS for a [`Service`]: one task per connection,
-//! header and handshake timeouts, a request body limit; requests are
-//! executed on the blocking pool, so a slow machine call (an image
-//! download) never holds up other requests.
+//! HTTP/1.1 over TCP or TLS for a [`Service`] (the listener is
+//! [`crate::httpd`]'s), with a request body limit; requests are executed on
+//! the blocking pool, so a slow machine call (an image download) never holds
+//! up other requests.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Request as HttpRequest, Response as HttpResponse, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
-use tokio::sync::watch;
-use tokio_rustls::TlsAcceptor;
 
 use super::error::RedfishError;
 use super::machine::Machine;
 use super::request::MAX_BODY;
 use super::service::{Request, Response, Service};
 
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// Oversized bodies up to this size are read and discarded before the 413.
 const DRAIN_LIMIT: usize = 1024 * 1024;
 
 /// A running BMC listener.
 pub struct Server {
-    local_addr: SocketAddr,
-    shutdown: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
+    listener: crate::httpd::Listener,
 }
 
 impl Server {
@@ -44,89 +34,20 @@ impl Server {
         tls: Option<Arc<rustls::ServerConfig>>,
         service: Arc<Service<M>>,
     ) -> Result<Server> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding {addr}"))?;
-        let local_addr = listener.local_addr().context("reading the bound address")?;
-        let (tx, rx) = watch::channel(false);
-        let acceptor = tls.map(TlsAcceptor::from);
-        let task = tokio::spawn(accept_loop(listener, acceptor, service, rx));
-        tracing::info!(%local_addr, "redfish bmc listening");
-        Ok(Server {
-            local_addr,
-            shutdown: tx,
-            task,
-        })
+        let listener =
+            crate::httpd::Listener::start(addr, tls, move |req| handle(req, service.clone()))
+                .await?;
+        tracing::info!(local_addr = %listener.local_addr(), "redfish bmc listening");
+        Ok(Server { listener })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.listener.local_addr()
     }
 
     /// Stops accepting connections and waits for the accept loop to end.
     pub async fn shutdown(self) {
-        let _ = self.shutdown.send(true);
-        let _ = self.task.await;
-    }
-
-    /// Waits until the accept loop ends (it only ends on shutdown).
-    pub async fn wait(self) {
-        let _ = self.task.await;
-    }
-}
-
-async fn accept_loop<M: Machine + ?Sized>(
-    listener: TcpListener,
-    acceptor: Option<TlsAcceptor>,
-    service: Arc<Service<M>>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    loop {
-        let (stream, peer) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accepting a connection");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = shutdown.changed() => return,
-        };
-        let _ = stream.set_nodelay(true);
-        let service = service.clone();
-        let acceptor = acceptor.clone();
-        tokio::spawn(async move {
-            match acceptor {
-                Some(acceptor) => {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                        Ok(Ok(tls)) => serve_connection(TokioIo::new(tls), service).await,
-                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "tls handshake failed"),
-                        Err(_) => tracing::debug!(%peer, "tls handshake timed out"),
-                    }
-                }
-                None => serve_connection(TokioIo::new(stream), service).await,
-            }
-        });
-    }
-}
-
-async fn serve_connection<M, I>(io: I, service: Arc<Service<M>>)
-where
-    M: Machine + ?Sized,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-{
-    let svc = hyper::service::service_fn(move |req| {
-        let service = service.clone();
-        async move { Ok::<_, Infallible>(handle(req, service).await) }
-    });
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_TIMEOUT)
-        .keep_alive(true);
-    if let Err(e) = builder.serve_connection(io, svc).await {
-        tracing::debug!(error = %e, "connection ended with an error");
+        self.listener.stop().await
     }
 }
 

@@ -1,5 +1,5 @@
-//! Pure renderers: from spec and plan to the text of configuration files.
+//! Pure renderers: from spec and plan to the text of configuration files (libvirt
+//! XML is `libvirt::xml::write`).
 
 pub mod haproxy;
 pub mod install_config;
-pub mod libvirt;

@@ -345,30 +345,32 @@ impl Daemon {
         let dir = files.dir.join("bmc");
         let cluster_dir = files.dir.clone();
         let setup = tokio::task::spawn_blocking(move || -> Result<_> {
-            use crate::redfish::{auth::Auth, libvirt, tls, Service};
+            use crate::redfish::bmc::{self, Credentials, Systems};
             // The password `create install-config` put into install-config.yaml.
             let password = crate::install::install_config::lab_bmc_password(&cluster_dir, None)?;
-            let machine = libvirt::LibvirtMachine::open(&libvirt::LibvirtConfig {
-                uri: plan.libvirt.uri.clone(),
-                scope: libvirt::Scope::Cluster(plan.cluster.clone()),
-                pool: plan.libvirt.pool.clone(),
-                state_dir: dir.clone(),
-                max_image_bytes: 8 << 30,
-            })?;
-            let auth = Auth::new(&b.username, &password, Duration::from_secs(1800));
-            let service = Arc::new(Service::new(
-                Arc::new(machine),
-                auth,
-                &crate::redfish::cli::derived_uuid(&format!("bmc/{}", plan.cluster)),
-            ));
-            let material = tls::ensure(&dir.join("tls"), &[std::net::IpAddr::V4(b.address)], &[])?;
-            Ok((service, tls::server_config(&material)?))
+            bmc::build(bmc::Config {
+                listen: want,
+                dir,
+                systems: Systems::Libvirt {
+                    uri: plan.libvirt.uri.clone(),
+                    scope: crate::redfish::machine_libvirt::Scope::Cluster(plan.cluster.clone()),
+                    pool: plan.libvirt.pool.clone(),
+                    max_image_bytes: bmc::DEFAULT_MAX_IMAGE_BYTES,
+                },
+                credentials: Some(Credentials {
+                    user: b.username,
+                    password,
+                }),
+                tls: Some(Vec::new()),
+                session_timeout: bmc::DEFAULT_SESSION_TIMEOUT,
+                identity: format!("bmc/{}", plan.cluster),
+            })
         })
         .await
         .map_err(|e| anyhow!("bmc setup task: {e}"))
         .and_then(|r| r);
         let started = match setup {
-            Ok((service, tls)) => crate::redfish::Server::start(want, Some(tls), service).await,
+            Ok(bmc) => bmc.start().await,
             Err(e) => Err(e),
         };
         match started {

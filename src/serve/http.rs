@@ -20,7 +20,6 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll};
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -28,11 +27,8 @@ use http_body_util::{combinators::BoxBody, BodyExt as _, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::header::{HeaderValue, ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use sha2::Sha512;
 use tokio::io::{AsyncRead, AsyncSeekExt as _, ReadBuf};
-use tokio::net::TcpListener;
-use tokio::sync::watch;
 
 /// Name of the digest list at the root.
 pub const SUMS: &str = "SHA512SUMS";
@@ -467,60 +463,32 @@ async fn serve_file(
 pub struct Listener {
     pub addr: SocketAddr,
     pub roots: Roots,
-    shutdown: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
+    listener: crate::httpd::Listener,
 }
 
 impl Listener {
     pub async fn start(addr: SocketAddr, roots: Roots, digests: Arc<Digests>) -> Result<Listener> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding {addr}"))?;
-        let addr = listener.local_addr().context("reading the bound address")?;
-        let (tx, mut rx) = watch::channel(false);
         let r = roots.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                let (stream, _) = tokio::select! {
-                    a = listener.accept() => match a {
-                        Ok(x) => x,
-                        Err(e) => {
-                            tracing::warn!(error = %e, "accepting a connection");
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                            continue;
-                        }
-                    },
-                    _ = rx.changed() => return,
-                };
-                let (roots, digests) = (r.clone(), digests.clone());
-                tokio::spawn(async move {
-                    let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
-                        let (roots, digests) = (roots.clone(), digests.clone());
-                        async move {
-                            let resp = respond(&roots, &digests, &req).await;
-                            tracing::debug!(method = %req.method(), path = %loggable(req.uri().path()), status = resp.status().as_u16(), "http");
-                            Ok::<_, Infallible>(resp)
-                        }
-                    });
-                    let mut b = hyper::server::conn::http1::Builder::new();
-                    b.timer(TokioTimer::new())
-                        .header_read_timeout(Duration::from_secs(30));
-                    let _ = b.serve_connection(TokioIo::new(stream), svc).await;
-                });
+        let listener = crate::httpd::Listener::start(addr, None, move |req: Request<Incoming>| {
+            let (roots, digests) = (r.clone(), digests.clone());
+            async move {
+                let resp = respond(&roots, &digests, &req).await;
+                tracing::debug!(method = %req.method(), path = %loggable(req.uri().path()), status = resp.status().as_u16(), "http");
+                resp
             }
-        });
+        })
+        .await?;
+        let addr = listener.local_addr();
         tracing::info!(%addr, root = %roots.public.display(), "http artifacts listening");
         Ok(Listener {
             addr,
             roots,
-            shutdown: tx,
-            task,
+            listener,
         })
     }
 
     pub async fn stop(self) {
-        let _ = self.shutdown.send(true);
-        let _ = self.task.await;
+        self.listener.stop().await
     }
 }
 

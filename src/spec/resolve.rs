@@ -33,9 +33,7 @@ impl Env {
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_default(),
-            libvirt_default_uri: std::env::var("LIBVIRT_DEFAULT_URI")
-                .ok()
-                .filter(|s| !s.is_empty()),
+            libvirt_default_uri: crate::libvirt::env_uri(),
         }
     }
 
@@ -758,13 +756,10 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     );
 
     let libvirt = LibvirtSpec {
-        uri: raw
-            .libvirt
-            .uri
-            .as_ref()
-            .map(|s| s.v.clone())
-            .or_else(|| env.libvirt_default_uri.clone())
-            .unwrap_or_else(|| "qemu:///system".into()),
+        uri: crate::libvirt::choose_uri(
+            raw.libvirt.uri.as_ref().map(|s| s.v.as_str()),
+            env.libvirt_default_uri.as_deref(),
+        ),
         pool: match &raw.libvirt.pool {
             Some(p) => {
                 if !valid_name(&p.v, 64) {
@@ -810,7 +805,10 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         ),
     };
     if libvirt.uri.trim().is_empty() {
-        d.error("libvirt.uri", "empty; use e.g. qemu:///system");
+        d.error(
+            "libvirt.uri",
+            format!("empty; use e.g. {}", crate::libvirt::SYSTEM_URI),
+        );
     }
 
     let network_type = match &raw.network_type {

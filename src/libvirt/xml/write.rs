@@ -4,88 +4,10 @@
 
 use std::fmt::Write;
 
+use super::esc;
+use super::owner::{network_owner, node_owner};
 use crate::plan::{Boot, DiskKind, Node, Plan, RecordType};
-use crate::spec::{Firmware, NetworkMode, Role};
-
-/// The XML namespace of shiftlab's ownership metadata.
-pub const OWNER_NS: &str = "https://shiftlab.dev/xmlns/libvirt/1";
-pub const OWNER_PREFIX: &str = "shiftlab";
-
-/// Escape text for an XML attribute or element.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '\'' => out.push_str("&apos;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Who owns a libvirt object: stored in its `<metadata>`, read back before shiftlab
-/// ever changes or deletes it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Owner {
-    pub cluster: String,
-    /// `network`, or a node role.
-    pub role: String,
-    /// The node name, for domains.
-    pub node: Option<String>,
-    pub version: String,
-}
-
-impl Owner {
-    pub fn element(&self) -> String {
-        let node = self
-            .node
-            .as_ref()
-            .map(|n| format!(" node=\"{}\"", esc(n)))
-            .unwrap_or_default();
-        format!(
-            "<{OWNER_PREFIX}:owner xmlns:{OWNER_PREFIX}=\"{OWNER_NS}\" cluster=\"{}\" role=\"{}\"{node} version=\"{}\"/>",
-            esc(&self.cluster),
-            esc(&self.role),
-            esc(&self.version)
-        )
-    }
-
-    /// Read the owner back from the element libvirt returns (any prefix).
-    pub fn parse(xml: &str) -> Option<Owner> {
-        let doc = roxmltree::Document::parse(xml).ok()?;
-        let el = doc.descendants().find(|n| {
-            n.tag_name().name() == "owner" && n.tag_name().namespace() == Some(OWNER_NS)
-        })?;
-        Some(Owner {
-            cluster: el.attribute("cluster")?.to_string(),
-            role: el.attribute("role").unwrap_or_default().to_string(),
-            node: el.attribute("node").map(str::to_string),
-            version: el.attribute("version").unwrap_or_default().to_string(),
-        })
-    }
-}
-
-pub fn network_owner(plan: &Plan) -> Owner {
-    Owner {
-        cluster: plan.cluster.clone(),
-        role: "network".into(),
-        node: None,
-        version: env!("CARGO_PKG_VERSION").into(),
-    }
-}
-
-pub fn node_owner(plan: &Plan, node: &Node) -> Owner {
-    Owner {
-        cluster: plan.cluster.clone(),
-        role: node.role.as_str().into(),
-        node: Some(node.name.clone()),
-        version: env!("CARGO_PKG_VERSION").into(),
-    }
-}
+use crate::spec::{Firmware, NetworkMode};
 
 /// The cluster's libvirt network: NAT with DHCP reservations and every DNS record,
 /// or an existing host bridge.
@@ -212,6 +134,15 @@ pub fn raw_volume_xml(name: &str, capacity_bytes: u64) -> String {
     )
 }
 
+/// A raw volume for installation media the BMC streams in: readable by the
+/// hypervisor like any CD-ROM image (no mode of its own).
+pub fn media_volume_xml(name: &str, capacity_bytes: u64) -> String {
+    format!(
+        "<volume><name>{}</name><capacity unit='bytes'>{capacity_bytes}</capacity><target><format type='raw'/></target></volume>",
+        esc(name)
+    )
+}
+
 /// How the domain runs: decided on the host (see `host::kvm`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accel {
@@ -326,43 +257,6 @@ pub fn domain_xml(plan: &Plan, node: &Node, accel: Accel, paths: &NodePaths<'_>)
 }
 
 /// Where a node's serial console is logged on the libvirt host.
-pub fn console_log_path(node: &Node) -> String {
-    format!("/var/log/libvirt/qemu/{}-console.log", node.name)
-}
-
-/// The role a domain's owner metadata names, as a [`Role`].
-pub fn role_of(owner: &Owner) -> Option<Role> {
-    match owner.role.as_str() {
-        "bootstrap" => Some(Role::Bootstrap),
-        "ctlplane" => Some(Role::Ctlplane),
-        "worker" => Some(Role::Worker),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn owner_round_trips_through_libvirt_style_xml() {
-        let o = Owner {
-            cluster: "lab1".into(),
-            role: "ctlplane".into(),
-            node: Some("lab1-ctlplane-0".into()),
-            version: "0.1.0".into(),
-        };
-        // libvirt hands the element back with its own namespace prefix.
-        let back = format!(
-            "<sl:owner xmlns:sl=\"{OWNER_NS}\" cluster=\"lab1\" role=\"ctlplane\" node=\"lab1-ctlplane-0\" version=\"0.1.0\"/>"
-        );
-        assert_eq!(Owner::parse(&back), Some(o.clone()));
-        assert_eq!(Owner::parse(&o.element()), Some(o));
-        assert_eq!(Owner::parse("<owner cluster='x'/>"), None);
-    }
-
-    #[test]
-    fn escapes() {
-        assert_eq!(esc("a'b<c>&\""), "a&apos;b&lt;c&gt;&amp;&quot;");
-    }
+pub fn console_log_path(domain: &str) -> String {
+    format!("/var/log/libvirt/qemu/{domain}-console.log")
 }

@@ -14,15 +14,17 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
-use virt::connect::Connect;
+use anyhow::Result;
 use virt::domain::Domain;
 use virt::sys;
 
-use super::domxml::{self, BmcMeta, DomainView, MediaRecord, OWNER_NS};
 use super::machine::{BootState, Machine, MachineError};
 use super::media::MediaStore;
+use super::metadata::{BmcMeta, MediaRecord};
 use super::model::*;
+use crate::libvirt::xml::{edit, parse, BootDevice, DomainView};
+use crate::libvirt::{owner_of_domain, Host};
+use crate::spec::Firmware;
 
 /// Which domains are exposed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,16 +50,92 @@ pub struct LibvirtConfig {
 /// always read live; changes made through the BMC are seen at once.
 pub const DEFINITION_TTL: Duration = Duration::from_secs(2);
 
+/// A domain definition as the BMC reads it: libvirt's part and the BMC's record.
+struct Definition {
+    view: DomainView,
+    meta: BmcMeta,
+}
+
+impl Definition {
+    fn read(xml: &str) -> Result<Definition, MachineError> {
+        Ok(Definition {
+            view: parse::domain(xml)?,
+            meta: BmcMeta::read(xml)?,
+        })
+    }
+
+    fn has_media(&self) -> bool {
+        self.view.cdroms.iter().any(|c| c.inserted())
+    }
+
+    /// The boot override the domain reports: the BMC's record when it still
+    /// matches the definition, else what the definition says.
+    fn boot_state(&self) -> BootState {
+        let view = &self.view;
+        match self.meta.boot {
+            Some(b) if view.effective_first(device(b.first_device())) == view.first_boot => b,
+            _ => BootState {
+                target: target(view.first_boot),
+                enabled: if view.first_boot.is_none() {
+                    BootEnabled::Disabled
+                } else {
+                    BootEnabled::Continuous
+                },
+                previous: None,
+            },
+        }
+    }
+
+    /// The definition with the BMC's record changed by `f`.
+    fn with_meta(&self, xml: &str, f: impl FnOnce(&mut BmcMeta)) -> Result<String, MachineError> {
+        let mut meta = self.meta.clone();
+        f(&mut meta);
+        Ok(meta.write(xml)?)
+    }
+}
+
+/// The device class a Redfish boot target names (`None` boots the disk).
+fn device(t: BootTarget) -> BootDevice {
+    match t {
+        BootTarget::Cd => BootDevice::Cdrom,
+        BootTarget::Pxe => BootDevice::Network,
+        BootTarget::Hdd | BootTarget::None => BootDevice::Disk,
+    }
+}
+
+fn target(d: Option<BootDevice>) -> BootTarget {
+    match d {
+        Some(BootDevice::Cdrom) => BootTarget::Cd,
+        Some(BootDevice::Network) => BootTarget::Pxe,
+        Some(BootDevice::Disk) => BootTarget::Hdd,
+        None => BootTarget::None,
+    }
+}
+
+fn firmware(mode: BootMode) -> Firmware {
+    match mode {
+        BootMode::UEFI => Firmware::Uefi,
+        BootMode::Legacy => Firmware::Bios,
+    }
+}
+
+fn mode(firmware: Firmware) -> BootMode {
+    match firmware {
+        Firmware::Uefi => BootMode::UEFI,
+        Firmware::Bios => BootMode::Legacy,
+    }
+}
+
 /// An exposed domain's definition as read at `read_at`.
 struct Snapshot {
     dom: Domain,
-    view: DomainView,
+    def: Definition,
     disks: Vec<Disk>,
     read_at: Instant,
 }
 
 pub struct LibvirtMachine {
-    conn: Connect,
+    host: Host,
     scope: Scope,
     media: MediaStore,
     locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
@@ -67,23 +145,6 @@ pub struct LibvirtMachine {
 
 fn backend(e: virt::error::Error, what: &str) -> MachineError {
     MachineError::Backend(anyhow::Error::new(e).context(what.to_string()))
-}
-
-/// The device class that boots first when `wanted` is put first, given the
-/// devices the domain has (a class without devices is skipped).
-fn effective_first(view: &DomainView, wanted: BootTarget) -> BootTarget {
-    let order = match wanted {
-        BootTarget::Cd => [BootTarget::Cd, BootTarget::Hdd, BootTarget::Pxe],
-        BootTarget::Pxe => [BootTarget::Pxe, BootTarget::Hdd, BootTarget::Cd],
-        BootTarget::Hdd | BootTarget::None => [BootTarget::Hdd, BootTarget::Cd, BootTarget::Pxe],
-    };
-    let present = |c: &BootTarget| match c {
-        BootTarget::Cd => !view.cdroms.is_empty(),
-        BootTarget::Hdd => !view.disks.is_empty(),
-        BootTarget::Pxe => !view.macs.is_empty(),
-        BootTarget::None => false,
-    };
-    order.into_iter().find(present).unwrap_or(BootTarget::None)
 }
 
 fn is_uuid(s: &str) -> bool {
@@ -99,12 +160,8 @@ fn is_uuid(s: &str) -> bool {
 
 impl LibvirtMachine {
     pub fn open(cfg: &LibvirtConfig) -> Result<Self> {
-        // Errors are returned to us; libvirt must not also print them.
-        virt::error::clear_error_callback();
-        let conn =
-            Connect::open(Some(&cfg.uri)).with_context(|| format!("connecting to {}", cfg.uri))?;
         Ok(LibvirtMachine {
-            conn,
+            host: Host::open(&cfg.uri)?,
             scope: cfg.scope.clone(),
             media: MediaStore::new(
                 &cfg.pool,
@@ -136,22 +193,23 @@ impl LibvirtMachine {
         }
         let read_at = Instant::now();
         let dom = self.domain(uuid)?;
-        let view = domxml::parse(&Self::config_xml(&dom)?)?;
-        let disks = view
+        let def = Definition::read(&Self::config_xml(&dom)?)?;
+        let disks = def
+            .view
             .disks
             .iter()
             .map(|(dev, src)| Disk {
                 name: dev.clone(),
                 capacity_bytes: src
                     .as_deref()
-                    .and_then(|s| self.conn.lookup_storage_vol_by_path(s).ok())
+                    .and_then(|s| self.host.conn.lookup_storage_vol_by_path(s).ok())
                     .and_then(|v| v.info().ok())
                     .map(|i| i.capacity),
             })
             .collect();
         let snap = Arc::new(Snapshot {
             dom,
-            view,
+            def,
             disks,
             read_at,
         });
@@ -159,17 +217,11 @@ impl LibvirtMachine {
         Ok(snap)
     }
 
-    fn owner_cluster(dom: &Domain) -> Option<String> {
-        let xml = dom
-            .metadata(sys::VIR_DOMAIN_METADATA_ELEMENT as i32, Some(OWNER_NS), 0)
-            .ok()?;
-        let doc = roxmltree::Document::parse(&xml).ok()?;
-        doc.root_element().attribute("cluster").map(str::to_string)
-    }
-
     fn exposed(&self, dom: &Domain, name: &str, uuid: &str) -> bool {
         match &self.scope {
-            Scope::Cluster(c) => Self::owner_cluster(dom).as_deref() == Some(c.as_str()),
+            Scope::Cluster(c) => {
+                owner_of_domain(dom).is_ok_and(|o| o.is_some_and(|o| o.cluster == *c))
+            }
             Scope::Allow(list) => list
                 .iter()
                 .any(|a| a == name || a.eq_ignore_ascii_case(uuid)),
@@ -179,6 +231,7 @@ impl LibvirtMachine {
     /// The exposed domain with this UUID.
     fn domain(&self, uuid: &str) -> Result<Domain, MachineError> {
         let dom = self
+            .host
             .conn
             .lookup_domain_by_uuid_string(uuid)
             .map_err(|_| MachineError::NotFound)?;
@@ -201,6 +254,7 @@ impl LibvirtMachine {
 
     fn define(&self, xml: &str) -> Result<(), MachineError> {
         let dom = self
+            .host
             .conn
             .define_domain_xml(xml)
             .map_err(|e| backend(e, "redefining domain"))?;
@@ -210,39 +264,16 @@ impl LibvirtMachine {
         Ok(())
     }
 
-    /// The boot override the domain reports: the BMC's record when it still
-    /// matches the definition, else what the definition says.
-    fn boot_state(view: &DomainView) -> BootState {
-        match view.meta.boot {
-            Some(b) if effective_first(view, b.first_device()) == view.first_boot => b,
-            _ => BootState {
-                target: view.first_boot,
-                enabled: if view.first_boot == BootTarget::None {
-                    BootEnabled::Disabled
-                } else {
-                    BootEnabled::Continuous
-                },
-                previous: None,
-            },
-        }
-    }
-
     /// Starts the domain and consumes an armed `Once` override. Caller holds the lock.
     fn start(&self, dom: &Domain) -> Result<(), MachineError> {
         dom.create().map_err(|e| backend(e, "starting domain"))?;
         let xml = Self::config_xml(dom)?;
-        let view = domxml::parse(&xml)?;
-        if let Some(next) = Self::boot_state(&view).consume_once() {
-            let xml = domxml::set_boot_order(&xml, next.first_device())?;
-            let xml = domxml::set_meta(
-                &xml,
-                &BmcMeta {
-                    boot: Some(next),
-                    media: view.meta.media.clone(),
-                },
-            )?;
+        let def = Definition::read(&xml)?;
+        if let Some(next) = def.boot_state().consume_once() {
+            let xml = edit::set_boot_order(&xml, device(next.first_device()))?;
+            let xml = def.with_meta(&xml, |m| m.boot = Some(next))?;
             self.define(&xml)?;
-            tracing::info!(domain = %view.name, target = %next.target, "one-time boot override consumed");
+            tracing::info!(domain = %def.view.name, target = %next.target, "one-time boot override consumed");
         }
         Ok(())
     }
@@ -260,6 +291,7 @@ impl LibvirtMachine {
 impl Machine for LibvirtMachine {
     fn list(&self) -> Result<Vec<SystemRef>, MachineError> {
         let doms = self
+            .host
             .conn
             .list_all_domains(sys::VIR_CONNECT_LIST_DOMAINS_PERSISTENT)
             .map_err(|e| backend(e, "listing domains"))?;
@@ -281,10 +313,11 @@ impl Machine for LibvirtMachine {
             let snap = self.snapshot(id)?;
             return Ok(SystemRef {
                 uuid: id.to_string(),
-                name: snap.view.name.clone(),
+                name: snap.def.view.name.clone(),
             });
         }
         let dom = self
+            .host
             .conn
             .lookup_domain_by_name(id)
             .map_err(|_| MachineError::NotFound)?;
@@ -322,11 +355,11 @@ impl Machine for LibvirtMachine {
         } else {
             PowerState::Off
         };
-        let view = &snap.view;
-        let boot = Self::boot_state(view);
+        let view = &snap.def.view;
+        let boot = snap.def.boot_state();
         let media = match view.cdroms.iter().find(|c| c.inserted()) {
             Some(cd) => {
-                let image = match (&cd.volume, &view.meta.media) {
+                let image = match (&cd.volume, &snap.def.meta.media) {
                     (Some((p, v)), Some(m)) if *p == m.pool && *v == m.volume => {
                         Some(m.image.clone())
                     }
@@ -355,7 +388,7 @@ impl Machine for LibvirtMachine {
             boot: BootOverride {
                 target: boot.target,
                 enabled: boot.enabled,
-                mode: view.mode,
+                mode: mode(view.firmware),
             },
             cpus: view.vcpus,
             memory_mib: view.memory_kib / 1024,
@@ -431,26 +464,20 @@ impl Machine for LibvirtMachine {
         let lock = self.lock(uuid);
         let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
         let xml = Self::config_xml(&dom)?;
-        let view = domxml::parse(&xml)?;
-        let current = Self::boot_state(&view);
+        let def = Definition::read(&xml)?;
+        let view = &def.view;
+        let current = def.boot_state();
         let next = current.apply(&patch);
+        let first = device(next.first_device());
         let mut new = xml.clone();
-        if effective_first(&view, next.first_device()) != view.first_boot
-            || view.meta.boot.is_none()
-        {
-            new = domxml::set_boot_order(&new, next.first_device())?;
+        if view.effective_first(first) != view.first_boot || def.meta.boot.is_none() {
+            new = edit::set_boot_order(&new, first)?;
         }
-        if let Some(mode) = patch.mode.filter(|m| *m != view.mode) {
-            new = domxml::set_firmware(&new, mode)?;
+        if let Some(fw) = patch.mode.map(firmware).filter(|f| *f != view.firmware) {
+            new = edit::set_firmware(&new, fw)?;
         }
-        if next != current || view.meta.boot.is_none() {
-            new = domxml::set_meta(
-                &new,
-                &BmcMeta {
-                    boot: Some(next),
-                    media: view.meta.media.clone(),
-                },
-            )?;
+        if next != current || def.meta.boot.is_none() {
+            new = def.with_meta(&new, |m| m.boot = Some(next))?;
         }
         if new != xml {
             self.define(&new)?;
@@ -466,49 +493,36 @@ impl Machine for LibvirtMachine {
         request: &InsertRequest,
     ) -> Result<(), MachineError> {
         let dom = self.domain(uuid)?;
-        let inserted = |xml: &str| -> Result<bool, MachineError> {
-            Ok(domxml::parse(xml)?.cdroms.iter().any(|c| c.inserted()))
-        };
-        if inserted(&Self::config_xml(&dom)?)? {
-            return Err(MachineError::Conflict(
-                "a medium is already inserted; eject it first".into(),
-            ));
+        if Definition::read(&Self::config_xml(&dom)?)?.has_media() {
+            return Err(MachineError::medium_inserted());
         }
         // The download runs without the domain lock: other requests proceed.
-        let volume = self.media.acquire(&self.conn, &request.image)?;
+        let volume = self.media.acquire(&self.host, &request.image)?;
         let result = (|| {
             let lock = self.lock(uuid);
             let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
             let xml = Self::config_xml(&dom)?;
-            if inserted(&xml)? {
-                return Err(MachineError::Conflict(
-                    "a medium is already inserted; eject it first".into(),
-                ));
+            let def = Definition::read(&xml)?;
+            if def.has_media() {
+                return Err(MachineError::medium_inserted());
             }
-            let view = domxml::parse(&xml)?;
             let pool = self.media.pool().to_string();
-            let (new, device) = domxml::insert_cdrom(&xml, &pool, &volume)?;
+            let (new, cdrom) = edit::insert_cdrom(&xml, &pool, &volume)?;
             // A new drive needs its place in the boot order.
-            let new = domxml::set_boot_order(&new, Self::boot_state(&view).first_device())?;
+            let new = edit::set_boot_order(&new, device(def.boot_state().first_device()))?;
             let record = MediaRecord {
                 image: request.image.clone(),
                 pool,
                 volume: volume.clone(),
             };
-            let new = domxml::set_meta(
-                &new,
-                &BmcMeta {
-                    boot: view.meta.boot,
-                    media: Some(record),
-                },
-            )?;
+            let new = def.with_meta(&new, |m| m.media = Some(record))?;
             self.define(&new)?;
-            Self::live_update(&dom, &device);
+            Self::live_update(&dom, &cdrom);
             Ok(())
         })();
         self.media.unpin(&volume);
         if result.is_err() {
-            if let Err(e) = self.media.release(&self.conn, &volume) {
+            if let Err(e) = self.media.release(&self.host, &volume) {
                 tracing::warn!(
                     error = format!("{e:#}"),
                     "cleaning up after a failed insert"
@@ -524,23 +538,18 @@ impl Machine for LibvirtMachine {
             let lock = self.lock(uuid);
             let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
             let xml = Self::config_xml(&dom)?;
-            let view = domxml::parse(&xml)?;
-            if !view.cdroms.iter().any(|c| c.inserted()) && view.meta.media.is_none() {
+            let def = Definition::read(&xml)?;
+            if !def.has_media() && def.meta.media.is_none() {
                 return Ok(());
             }
-            let (new, emptied) = domxml::eject_cdroms(&xml)?;
-            let new = domxml::set_meta(
-                &new,
-                &BmcMeta {
-                    boot: view.meta.boot,
-                    media: None,
-                },
-            )?;
+            let (new, emptied) = edit::eject_cdroms(&xml)?;
+            let new = def.with_meta(&new, |m| m.media = None)?;
             self.define(&new)?;
-            for device in &emptied {
-                Self::live_update(&dom, device);
+            for cdrom in &emptied {
+                Self::live_update(&dom, cdrom);
             }
-            view.cdroms
+            def.view
+                .cdroms
                 .iter()
                 .filter_map(|c| c.volume.as_ref())
                 .filter(|(p, _)| p == self.media.pool())
@@ -548,7 +557,7 @@ impl Machine for LibvirtMachine {
                 .collect()
         };
         for volume in released {
-            if let Err(e) = self.media.release(&self.conn, &volume) {
+            if let Err(e) = self.media.release(&self.host, &volume) {
                 tracing::warn!(error = format!("{e:#}"), %volume, "removing an unused media volume");
             }
         }
