@@ -39,7 +39,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             commands::approve_csrs::run(args, &state, &mut std::io::stdout().lock())
         }
         Command::Image(shiftlab::cli::image::ImageCommand::Standin(args)) => {
-            shiftlab::image::standin::build(&args.out)?;
+            if args.iso {
+                shiftlab::image::standin::build_iso(&args.out)?;
+            } else {
+                shiftlab::image::standin::build(&args.out)?;
+            }
             println!("wrote {}", args.out.display());
             Ok(())
         }

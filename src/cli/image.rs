@@ -11,7 +11,12 @@ pub enum ImageCommand {
 
 #[derive(Debug, Args)]
 pub struct StandinArgs {
-    /// Where to write the qcow2
+    /// Where to write the qcow2 (or, with --iso, the ISO)
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// Build the stand-in live ISO instead: boots like CoreOS's live ISO, takes an
+    /// Ignition embedded with `coreos-installer iso ignition embed`, installs itself
+    /// to the node's disk and reboots from it
+    #[arg(long)]
+    pub iso: bool,
 }

@@ -7,6 +7,8 @@
 # Three nodes boot at once from thin overlays of IMAGE:
 #   lab1-ctlplane-0  Ignition (plain data URLs + base64 role), role ctlplane
 #   lab1-worker-0    Ignition (base64 hostname), role worker
+#   lab1-worker-1    Ignition as shiftlab writes it: its files, and the installer's
+#                    pointer config merged as a data: URL, role worker
 #   lab1-spare-0     no Ignition at all: hostname from DHCP, no role services
 # Needs the sandbox (a private libvirtd); see docs/sandbox.md, docs/standin.md.
 set -euo pipefail
@@ -37,6 +39,7 @@ export LIBVIRT_DEFAULT_URI=${LIBVIRT_DEFAULT_URI:-qemu:///system}
 NODES=(
 	"lab1-ctlplane-0 52:54:00:5a:00:10 192.168.150.10 ctlplane plain"
 	"lab1-worker-0 52:54:00:5a:00:20 192.168.150.20 worker base64"
+	"lab1-worker-1 52:54:00:5a:00:21 192.168.150.21 worker wrapped"
 	"lab1-spare-0 52:54:00:5a:00:30 192.168.150.30 - none"
 )
 
@@ -135,6 +138,13 @@ ignition() { # name role style
 		# a pointer config as the installer writes it (in a real lab the
 		# URL is api-int through the load balancer)
 		config=', "config": { "merge": [ { "source": "https://lab1-ctlplane-0.'$CD':22623/config/worker" } ] }'
+		;;
+	wrapped)
+		# shiftlab's per-node wrapper: the installer's config merged, unedited,
+		# as a base64 data: URL (src/ignition); its pointer is inside.
+		host_src="data:,$1"
+		role_src="data:,$2"
+		config=', "config": { "merge": [ { "source": "data:text/plain;charset=utf-8;base64,'$(b64 '{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://lab1-ctlplane-0.'$CD':22623/config/worker"}]}}}')'" } ] }'
 		;;
 	esac
 	cat <<EOF
@@ -281,7 +291,9 @@ for n in "${NODES[@]}"; do
 	fi
 	check ptr "$name.$CD" "$(field "$REPORT" ptr)"
 	check x86_64_v2 yes "$(field "$REPORT" x86_64_v2)"
-	if [[ $style == base64 ]]; then
+	check boot disk "$(field "$REPORT" boot)"
+	check ignition_source "$([[ $style == none ]] && echo none || echo fw_cfg)" "$(field "$REPORT" ignition_source)"
+	if [[ $style == base64 || $style == wrapped ]]; then
 		check "pointer config fetched" ok "$(field "$REPORT" pointer)"
 		check "pointer config served by" lab1-ctlplane-0 "$(field "$REPORT" pointer_from)"
 	else

@@ -13,10 +13,12 @@ use std::process::Command;
 use anyhow::{anyhow, bail, Context, Result};
 
 mod cpio;
+mod iso;
 mod kernel;
 mod modules;
 
 pub use cpio::{cpio_newc, elf_is_static, CpioEntry};
+pub use iso::{build_iso, isolinux_cfg, IGNITION_EMBED_AREA, ISO_VOLUME_ID};
 pub use kernel::{pick_newest_kernel, version_cmp, Kernel};
 pub use modules::{module_load_order, module_name, module_plan, Compression, Module};
 
@@ -50,6 +52,14 @@ pub const MODULES: &[&str] = &[
     "net_failover",
     "virtio_net",
     "virtio_blk",
+    // The FAT boot filesystem: a stand-in booted from its live ISO "installs" by
+    // writing its disk image and its Ignition to `/ignition/config.ign` on it, as
+    // coreos-installer does (docs/standin.md); a disk boot reads it back.
+    "fat",
+    "vfat",
+    "nls_cp437",
+    "nls_ascii",
+    "nls_utf8",
 ];
 
 /// Modules loaded when the kernel has them: the ACPI power button and evdev,
@@ -75,6 +85,31 @@ const TOOLS: &[(&str, &str)] = &[
 /// the file appears complete or not at all.
 pub fn build(out: &Path) -> Result<()> {
     let tools = Tools::find()?;
+    let work = TempDir::new("shiftlab-standin")?;
+    let parts = build_disk(&tools, work.path())?;
+    write_atomically(out, |tmp| {
+        run(Command::new(&tools.qemu_img)
+            .args(["convert", "-q", "-f", "raw", "-O", "qcow2"])
+            .arg(&parts.disk)
+            .arg(tmp))
+    })
+    .with_context(|| format!("writing stand-in image {}", out.display()))?;
+    tracing::info!("stand-in image written to {}", out.display());
+    Ok(())
+}
+
+/// What [`build_disk`] made in its work directory.
+struct DiskParts {
+    /// The raw bootable disk: FAT with syslinux, `vmlinuz`, `initrd.img`.
+    disk: PathBuf,
+    /// The kernel and the initramfs it boots, also on their own (the live ISO
+    /// boots them straight from the ISO).
+    kernel: PathBuf,
+    initrd: PathBuf,
+}
+
+/// The raw stand-in disk, built in `work`.
+fn build_disk(tools: &Tools, work: &Path) -> Result<DiskParts> {
     let kernel = newest_kernel(Path::new("/boot"))?;
     let busybox = find_busybox()?;
     let moddir = Path::new("/lib/modules").join(&kernel.version);
@@ -82,23 +117,17 @@ pub fn build(out: &Path) -> Result<()> {
     tracing::info!(
         kernel = %kernel.version,
         modules = modules.len(),
-        "building stand-in image {}",
-        out.display()
+        "building the stand-in disk"
     );
-
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let work = TempDir::new("shiftlab-standin")?;
-    let initrd = work.path().join("initrd.img");
+    let initrd = work.join("initrd.img");
     let cpio = initramfs(&busybox, &modules)?;
     fs::write(&initrd, cpio).context("writing initramfs")?;
-    let cfg = work.path().join("syslinux.cfg");
+    let cfg = work.join("syslinux.cfg");
     fs::write(&cfg, syslinux_cfg()).context("writing syslinux.cfg")?;
 
     let kernel_len = fs::metadata(&kernel.path)?.len();
     let initrd_len = fs::metadata(&initrd)?.len();
-    let raw = work.path().join("standin.raw");
+    let raw = work.join("standin.raw");
     let f = fs::File::create(&raw).context("creating raw image")?;
     f.set_len(fat_image_size(kernel_len + initrd_len))
         .context("sizing raw image")?;
@@ -121,11 +150,21 @@ pub fn build(out: &Path) -> Result<()> {
             .arg(src)
             .arg(dst))?;
     }
+    Ok(DiskParts {
+        disk: raw,
+        kernel: kernel.path,
+        initrd,
+    })
+}
 
+/// Write `out` through `make(tmp)`, a temporary file beside it renamed over it
+/// once complete and synced; on failure the temporary file goes.
+fn write_atomically(out: &Path, make: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let dir = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let name = out
         .file_name()
         .ok_or_else(|| anyhow!("output path {} has no file name", out.display()))?;
@@ -134,21 +173,15 @@ pub fn build(out: &Path) -> Result<()> {
         name.to_string_lossy(),
         std::process::id()
     ));
-    let converted = run(Command::new(&tools.qemu_img)
-        .args(["convert", "-q", "-f", "raw", "-O", "qcow2"])
-        .arg(&raw)
-        .arg(&tmp))
-    .and_then(|_| {
+    let made = make(&tmp).and_then(|_| {
         fs::File::open(&tmp)?.sync_all()?;
         crate::files::rename_durably(&tmp, out)
             .with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))
     });
-    if converted.is_err() {
+    if made.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    converted.with_context(|| format!("writing stand-in image {}", out.display()))?;
-    tracing::info!("stand-in image written to {}", out.display());
-    Ok(())
+    made
 }
 
 /// The JSON payload of the last report line in a console log, if any.

@@ -189,6 +189,12 @@ kernel/drivers/net/net_failover.ko: kernel/net/core/failover.ko
 kernel/drivers/net/virtio_net.ko: kernel/drivers/net/net_failover.ko kernel/net/core/failover.ko kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko
 kernel/drivers/block/virtio_blk.ko: kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko
 kernel/drivers/char/hw_random/virtio-rng.ko.xz: kernel/drivers/virtio/virtio.ko
+kernel/fs/nls/nls_cp437.ko:
+kernel/fs/nls/nls_ascii.ko:
+kernel/fs/nls/nls_utf8.ko:
+kernel/fs/fat/fat.ko:
+kernel/fs/fat/vfat.ko: kernel/fs/fat/fat.ko
+kernel/fs/fat/msdos.ko: kernel/fs/fat/fat.ko
 ";
 
     fn names(m: &[Module]) -> Vec<&str> {
