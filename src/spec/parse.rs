@@ -427,6 +427,31 @@ fn set_once<T>(slot: &mut Option<Src<T>>, value: Option<Src<T>>, d: &mut Diagnos
     *slot = Some(value);
 }
 
+/// The values of `field`'s kcli aliases (kcli.rs), in table order.
+fn kcli_aliases(top: &mut Obj, field: &str) -> Vec<(String, Value)> {
+    kcli::aliases(field).filter_map(|k| top.take(k)).collect()
+}
+
+/// A kcli boolean that chooses a value of `field` (`okd: true` → `distribution:
+/// okd`), as that value under the kcli key's name.
+fn kcli_flags(top: &mut Obj, field: &str, d: &mut Diagnostics) -> Vec<Src<String>> {
+    let mut out = Vec::new();
+    for (key, yes, no) in kcli::flags(field) {
+        let Some((f, v)) = top.take(key) else {
+            continue;
+        };
+        if let Some(b) = boolean(&f, v, d) {
+            if let Some(value) = if b.v { Some(yes) } else { no } {
+                out.push(Src {
+                    v: value.to_string(),
+                    field: b.field,
+                });
+            }
+        }
+    }
+    out
+}
+
 fn size(obj: &mut Obj, into: &mut RawSize, d: &mut Diagnostics) {
     if let Some((f, v)) = obj.take("numcpus") {
         set_once(&mut into.numcpus, uint(&f, v, d), d);
@@ -482,14 +507,8 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     if let Some((f, v)) = top.take("distribution") {
         raw.distribution = string(&f, v, d);
     }
-    if let Some((f, v)) = top.take("okd") {
-        if let Some(b) = boolean(&f, v, d) {
-            let dist = Src {
-                v: if b.v { "okd" } else { "ocp" }.to_string(),
-                field: b.field,
-            };
-            set_once(&mut raw.distribution, Some(dist), d);
-        }
+    for dist in kcli_flags(&mut top, "distribution", d) {
+        set_once(&mut raw.distribution, Some(dist), d);
     }
     if let Some((f, v)) = top.take("version") {
         raw.version = string(&f, v, d);
@@ -500,44 +519,31 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     if let Some((f, v)) = top.take("pull_secret") {
         raw.pull_secret = string(&f, v, d);
     }
-    for key in ["ssh_keys", "pub_key", "keys"] {
-        if let Some((f, v)) = top.take(key) {
-            // kcli's `pub_key` and `keys` add up; shiftlab's own list is complete.
-            if let Some(list) = list_of_strings(&f, v, d) {
-                match &mut raw.ssh_keys {
-                    Some(prev) if key == "keys" || prev.field != "ssh_keys" => {
-                        prev.v.extend(list.v)
-                    }
-                    Some(prev) => d.error(
-                        f,
-                        format!("sets the same thing as `{}`; keep only one", prev.field),
-                    ),
-                    None => raw.ssh_keys = Some(list),
-                }
+    let own = top.take("ssh_keys").into_iter();
+    for (f, v) in own.chain(kcli_aliases(&mut top, "ssh_keys")) {
+        set_once(&mut raw.ssh_keys, list_of_strings(&f, v, d), d);
+    }
+    // kcli's `keys` adds to whichever list is there.
+    for key in kcli::additions("ssh_keys") {
+        let Some((f, v)) = top.take(key) else {
+            continue;
+        };
+        if let Some(list) = list_of_strings(&f, v, d) {
+            match &mut raw.ssh_keys {
+                Some(prev) => prev.v.extend(list.v),
+                None => raw.ssh_keys = Some(list),
             }
         }
     }
     if let Some((f, v)) = top.take("method") {
         raw.method = string(&f, v, d);
     }
-    if let Some((f, v)) = top.take("sno") {
-        if let Some(b) = boolean(&f, v, d) {
-            if b.v {
-                set_once(
-                    &mut raw.method,
-                    Some(Src {
-                        v: "sno".into(),
-                        field: b.field,
-                    }),
-                    d,
-                );
-            }
-        }
+    for method in kcli_flags(&mut top, "method", d) {
+        set_once(&mut raw.method, Some(method), d);
     }
-    for key in ["ctlplanes", "masters"] {
-        if let Some((f, v)) = top.take(key) {
-            set_once(&mut raw.ctlplanes, uint(&f, v, d), d);
-        }
+    let own = top.take("ctlplanes").into_iter();
+    for (f, v) in own.chain(kcli_aliases(&mut top, "ctlplanes")) {
+        set_once(&mut raw.ctlplanes, uint(&f, v, d), d);
     }
     if let Some((f, v)) = top.take("workers") {
         raw.workers = uint(&f, v, d);
@@ -546,16 +552,11 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     // Sizes: top-level keys apply to every role; role mappings and kcli's
     // `<role>_<key>` names override them.
     size(&mut top, &mut raw.all, d);
-    for (role, kcli_names) in [
-        ("bootstrap", &["bootstrap"][..]),
-        ("ctlplane", &["ctlplane", "master"][..]),
-        ("worker", &["worker"][..]),
+    for (role, slot) in [
+        ("bootstrap", &mut raw.bootstrap),
+        ("ctlplane", &mut raw.ctlplane),
+        ("worker", &mut raw.worker),
     ] {
-        let slot = match role {
-            "bootstrap" => &mut raw.bootstrap,
-            "ctlplane" => &mut raw.ctlplane,
-            _ => &mut raw.worker,
-        };
         if let Some((f, v)) = top.take(role) {
             if let Some(m) = mapping(&f, v, d) {
                 let mut obj = Obj::new(role, m);
@@ -563,20 +564,13 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
                 obj.finish(SIZE_KEYS, d);
             }
         }
-        for name in kcli_names {
-            for (suffix, which) in [("memory", 0), ("numcpus", 1)] {
-                if let Some((f, v)) = top.take(&format!("{name}_{suffix}")) {
-                    let target = if which == 0 {
-                        &mut slot.memory
-                    } else {
-                        &mut slot.numcpus
-                    };
-                    set_once(target, uint(&f, v, d), d);
-                }
+        for (key, target) in [("memory", &mut slot.memory), ("numcpus", &mut slot.numcpus)] {
+            for (f, v) in kcli_aliases(&mut top, &format!("{role}.{key}")) {
+                set_once(target, uint(&f, v, d), d);
             }
-            if let Some((f, v)) = top.take(&format!("extra_{name}_disks")) {
-                set_once(&mut slot.extra_disks, list_of_uints(&f, v, d), d);
-            }
+        }
+        for (f, v) in kcli_aliases(&mut top, &format!("{role}.extra_disks")) {
+            set_once(&mut slot.extra_disks, list_of_uints(&f, v, d), d);
         }
     }
 
@@ -593,13 +587,11 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
             }
         }
     }
-    for key in ["api_ip", "ingress_ip"] {
-        if let Some((f, v)) = top.take(key) {
-            let slot = if key == "api_ip" {
-                &mut raw.network.api_ip
-            } else {
-                &mut raw.network.ingress_ip
-            };
+    for (field, slot) in [
+        ("network.api_ip", &mut raw.network.api_ip),
+        ("network.ingress_ip", &mut raw.network.ingress_ip),
+    ] {
+        for (f, v) in kcli_aliases(&mut top, field) {
             set_once(slot, ipv4(&f, v, d), d);
         }
     }
@@ -621,17 +613,11 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
             obj.finish(LIBVIRT_KEYS, d);
         }
     }
-    if let Some((f, v)) = top.take("pool") {
+    for (f, v) in kcli_aliases(&mut top, "libvirt.pool") {
         set_once(&mut raw.libvirt.pool, string(&f, v, d), d);
     }
-    if let Some((f, v)) = top.take("uefi") {
-        if let Some(b) = boolean(&f, v, d) {
-            let fw = Src {
-                v: if b.v { "uefi" } else { "bios" }.to_string(),
-                field: b.field,
-            };
-            set_once(&mut raw.libvirt.firmware, Some(fw), d);
-        }
+    for fw in kcli_flags(&mut top, "libvirt.firmware", d) {
+        set_once(&mut raw.libvirt.firmware, Some(fw), d);
     }
 
     if let Some((f, v)) = top.take("image") {
@@ -646,18 +632,16 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     if let Some((f, v)) = top.take("network_type") {
         raw.network_type = string(&f, v, d);
     }
-    for key in ["cluster_network", "cluster_network_ipv4"] {
-        if let Some((f, v)) = top.take(key) {
-            set_once(&mut raw.cluster_network, cidr(&f, v, d), d);
-        }
+    let own = top.take("cluster_network").into_iter();
+    for (f, v) in own.chain(kcli_aliases(&mut top, "cluster_network")) {
+        set_once(&mut raw.cluster_network, cidr(&f, v, d), d);
     }
     if let Some((f, v)) = top.take("cluster_network_host_prefix") {
         raw.cluster_network_host_prefix = uint(&f, v, d);
     }
-    for key in ["service_network", "service_network_ipv4"] {
-        if let Some((f, v)) = top.take(key) {
-            set_once(&mut raw.service_network, cidr(&f, v, d), d);
-        }
+    let own = top.take("service_network").into_iter();
+    for (f, v) in own.chain(kcli_aliases(&mut top, "service_network")) {
+        set_once(&mut raw.service_network, cidr(&f, v, d), d);
     }
     if let Some((f, v)) = top.take("fips") {
         raw.fips = boolean(&f, v, d);
@@ -772,18 +756,13 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     }
 
     // kcli keys shiftlab knows but does not use.
-    for (key, why) in kcli::IGNORED {
-        if top.map.remove(*key).is_some() {
-            d.warn(*key, format!("kcli parameter ignored: {why}"));
+    for (key, why) in kcli::ignored() {
+        if top.map.remove(key).is_some() {
+            d.warn(key, format!("kcli parameter ignored: {why}"));
         }
     }
 
-    let known: Vec<&str> = TOP_KEYS
-        .iter()
-        .copied()
-        .chain(kcli::MAPPED.iter().map(|(k, _)| *k))
-        .chain(kcli::SHARED.iter().copied())
-        .collect();
+    let known: Vec<&str> = TOP_KEYS.iter().copied().chain(kcli::read()).collect();
     top.finish(&known, d);
     Some(raw)
 }

@@ -967,7 +967,19 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         worker,
         network,
         libvirt,
-        image: raw.image.as_ref().map(|s| env.path(&s.v)),
+        image: raw.image.as_ref().map(|s| {
+            let path = env.path(&s.v);
+            if !path.is_file() {
+                d.error(
+                    &s.field,
+                    format!(
+                        "{} is not a file: `image` is the path of a CoreOS qcow2 image (kcli's `image`, a template name, has no meaning here)",
+                        path.display()
+                    ),
+                );
+            }
+            path
+        }),
         rehearsal,
         installation_disk: raw
             .installation_disk
