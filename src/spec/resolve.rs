@@ -11,7 +11,7 @@ use ipnet::Ipv4Net;
 use super::diag::Diagnostics;
 use super::parse::{RawSize, RawSpec, Src};
 use super::types::*;
-use crate::plan::addressing;
+use crate::addressing;
 
 /// What resolution may look at outside the file itself. Passed in so that tests are
 /// independent of the machine they run on.
@@ -1245,7 +1245,7 @@ fn resolve_network(
         );
     }
 
-    let ctlplane0 = addressing::node_ip(&cidr, Role::Ctlplane, 0);
+    let ctlplane0 = addressing::node_ip(&cidr, addressing::CTLPLANE_OFFSET, 0);
     let (def_api, def_ingress) = if single_node {
         (ctlplane0, ctlplane0)
     } else if method == Method::Ipi {
