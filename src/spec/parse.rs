@@ -3,11 +3,26 @@
 //! Every field is taken out of the YAML mapping by name; whatever is left at the end is
 //! an unknown key. Type errors are collected, never returned early, so the user sees
 //! every problem of the file in one run.
+//!
+//! The parser reads YAML 1.2 (core schema). kcli reads its parameter files with
+//! PyYAML's `yaml.safe_load` (kcli kvirt/common/__init__.py, `get_parameters`), which
+//! is YAML 1.1; where the two disagree on a value a kcli file can hold, the field
+//! readers below decide, each saying which rule it follows:
+//!
+//! | written | YAML 1.2 | PyYAML (kcli) | shiftlab |
+//! |---|---|---|---|
+//! | `yes` `no` `on` `off` | string | boolean | boolean in a boolean field, text elsewhere |
+//! | `1_000` | string | 1000 | 1000 in a number field |
+//! | `010` | string | 8 (octal) | error in a number field: ambiguous |
+//! | `tag: 4.20` | 4.2 | 4.2, made `4.20` by kcli | `4.20` (`version` too) |
+//! | `<<: *anchor` | a key `<<` | merge | merge |
+//! | `52:54:00` | string | 190440 (base 60) | string |
+//! | a key twice | error | last wins | error |
 
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
-use serde_yaml::{Mapping, Value};
+use yaml_serde::{Mapping, Value};
 
 use super::diag::{suggest, Diagnostics};
 use super::kcli;
@@ -263,14 +278,49 @@ fn string(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<String>> {
     }
 }
 
+/// `version` and `tag`: text, but a number as kcli reads it. PyYAML reads `4.20` as
+/// the float 4.2; kcli turns a float with one decimal digit other than 0 back into
+/// the minor it meant by appending a 0 (kcli kvirt/cluster/openshift/__init__.py,
+/// `create`: `if isinstance(tag, float) and ... len(str(tag).split('.')[1]) == 1`).
+/// No supported release is 4.1–4.9, so the same rule holds for `version`.
+fn release(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<String>> {
+    let from_float = matches!(&v, Value::Number(n) if n.is_f64());
+    let mut s = string(field, v, d)?;
+    if from_float {
+        if let Some((_, frac)) = s.v.split_once('.') {
+            if frac.len() == 1 && frac != "0" {
+                s.v.push('0');
+            }
+        }
+    }
+    Some(s)
+}
+
 fn uint(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<u64>> {
     match &v {
         Value::Number(n) if n.as_u64().is_some() => Some(Src {
             v: n.as_u64().unwrap_or_default(),
             field: field.into(),
         }),
-        Value::String(s) if s.trim().parse::<u64>().is_ok() => Some(Src {
-            v: s.trim().parse().unwrap_or_default(),
+        // YAML 1.2 leaves these plain scalars as text; PyYAML's int resolver
+        // (pyyaml lib/yaml/resolver.py) reads `[-+]?0[0-7_]+` as octal and
+        // `[1-9][0-9_]*` as decimal with `_` separators.
+        Value::String(s) if is_leading_zero_number(s.trim()) => {
+            let t = s.trim();
+            let kcli = u64::from_str_radix(&t.replace('_', ""), 8)
+                .map_or("text".to_string(), |n| format!("the octal number {n}"));
+            let plain = t.trim_start_matches(['0', '_']).replace('_', "");
+            let plain = if plain.is_empty() { "0" } else { &plain };
+            d.error(
+                field,
+                format!(
+                    "{t:?} has a leading zero: kcli (YAML 1.1) reads it as {kcli}, YAML 1.2 as {plain}; write the number without the leading zero"
+                ),
+            );
+            None
+        }
+        Value::String(s) if decimal(s.trim()).is_some() => Some(Src {
+            v: decimal(s.trim()).unwrap_or_default(),
             field: field.into(),
         }),
         other => {
@@ -283,10 +333,42 @@ fn uint(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<u64>> {
     }
 }
 
+/// Digits with a redundant leading zero (`010`, `00`): read differently by YAML 1.1
+/// and 1.2, so never guessed.
+fn is_leading_zero_number(s: &str) -> bool {
+    let s = s.strip_prefix('+').unwrap_or(s);
+    s.len() > 1 && s.starts_with('0') && s.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+}
+
+/// A decimal whole number: digits, with PyYAML's `_` separators after the first.
+fn decimal(s: &str) -> Option<u64> {
+    let s = s.strip_prefix('+').unwrap_or(s);
+    let first = s.bytes().next()?;
+    if !first.is_ascii_digit() || !s.bytes().all(|b| b.is_ascii_digit() || b == b'_') {
+        return None;
+    }
+    s.replace('_', "").parse().ok()
+}
+
+/// PyYAML's YAML 1.1 booleans beyond YAML 1.2's true/false (pyyaml
+/// lib/yaml/resolver.py, the `tag:yaml.org,2002:bool` resolver); `y` and `n` are
+/// not among them.
+fn yaml11_bool(s: &str) -> Option<bool> {
+    match s {
+        "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
+        "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
+        _ => None,
+    }
+}
+
 fn boolean(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<bool>> {
     match v {
         Value::Bool(b) => Some(Src {
             v: b,
+            field: field.into(),
+        }),
+        Value::String(s) if yaml11_bool(&s).is_some() => Some(Src {
+            v: yaml11_bool(&s).unwrap_or_default(),
             field: field.into(),
         }),
         other => {
@@ -471,7 +553,12 @@ fn size(obj: &mut Obj, into: &mut RawSize, d: &mut Diagnostics) {
 /// the text is not a YAML mapping at all, so nothing else can be said about it.
 pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     let mut raw = RawSpec::default();
-    let root: Value = match serde_yaml::from_str(text) {
+    // `<<: *anchor` merges as in YAML 1.1 and PyYAML: the mapping's own keys win.
+    let parsed = yaml_serde::from_str::<Value>(text).and_then(|mut v| {
+        v.apply_merge()?;
+        Ok(v)
+    });
+    let root: Value = match parsed {
         Ok(v) => v,
         Err(e) => {
             let at = e
@@ -511,10 +598,10 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
         set_once(&mut raw.distribution, Some(dist), d);
     }
     if let Some((f, v)) = top.take("version") {
-        raw.version = string(&f, v, d);
+        raw.version = release(&f, v, d);
     }
     if let Some((f, v)) = top.take("tag") {
-        raw.tag = string(&f, v, d);
+        raw.tag = release(&f, v, d);
     }
     if let Some((f, v)) = top.take("pull_secret") {
         raw.pull_secret = string(&f, v, d);
