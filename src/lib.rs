@@ -1,5 +1,6 @@
 //! shiftlab: OpenShift and OKD labs on one libvirt/KVM host.
 
+pub mod addressing;
 pub mod cli;
 pub mod commands;
 pub mod files;

@@ -25,7 +25,7 @@ pub fn emit<T: Serialize + ?Sized>(
     let text = match format {
         OutputFormat::Table => table(),
         OutputFormat::Json => serde_json::to_string_pretty(value)? + "\n",
-        OutputFormat::Yaml => serde_yaml::to_string(value)?,
+        OutputFormat::Yaml => yaml_serde::to_string(value)?,
     };
     out.write_all(text.as_bytes()).context("writing the output")
 }

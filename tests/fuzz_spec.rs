@@ -11,11 +11,11 @@ mod common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use serde_yaml::{Mapping, Value};
 use shiftlab::libvirt::xml::write as libvirt;
 use shiftlab::plan;
 use shiftlab::render::{haproxy, install_config};
 use shiftlab::spec::{self, Env};
+use yaml_serde::{Mapping, Value};
 
 /// xorshift64*: small, deterministic, good enough to pick mutations.
 struct Rng(u64);
@@ -114,8 +114,8 @@ fn nasty(rng: &mut Rng) -> Value {
         2 => Value::Number((1u64 << 63).into()),
         3 => Value::Number((-1i64).into()),
         4 => Value::Number(0.into()),
-        5 => Value::Number(serde_yaml::Number::from(1e308)),
-        6 => Value::Number(serde_yaml::Number::from(f64::NAN)),
+        5 => Value::Number(yaml_serde::Number::from(1e308)),
+        6 => Value::Number(yaml_serde::Number::from(f64::NAN)),
         7 => Value::String(String::new()),
         8 => Value::String("é".into()),
         9 => Value::String("aaaaaé-bbbbbbbbbb".into()),
@@ -349,11 +349,11 @@ fn mutated_cluster_files_never_panic() {
             base_dir: dir.clone(),
             ..Env::default()
         };
-        let mut tree: Value = serde_yaml::from_str(text).unwrap_or(Value::Null);
+        let mut tree: Value = yaml_serde::from_str(text).unwrap_or(Value::Null);
         for _ in 0..=rng.below(3) {
             mutate(&mut tree, &mut rng, 0);
         }
-        let mut text = serde_yaml::to_string(&tree).unwrap_or_default();
+        let mut text = yaml_serde::to_string(&tree).unwrap_or_default();
         if rng.chance(4) {
             text = damage(&text, &mut rng);
         }

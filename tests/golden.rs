@@ -52,7 +52,7 @@ fn install_configs_per_method() {
             .map(|p| std::fs::read_to_string(p).unwrap());
         let text = install_config(&spec, &plan, &secrets(&spec), bundle.as_deref());
         // It must at least be YAML that says what openshift-install needs.
-        let v: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        let v: yaml_serde::Value = yaml_serde::from_str(&text).unwrap();
         assert_eq!(v["apiVersion"], "v1");
         assert_eq!(v["metadata"]["name"].as_str(), Some(spec.cluster.as_str()));
         golden(&format!("{method}.install-config.yaml"), &text);
@@ -64,7 +64,7 @@ fn agent_config_names_every_host_and_the_rendezvous() {
     let spec = load("agent.cluster.yaml");
     let plan = plan::derive(&spec);
     let text = agent_config(&spec, &plan);
-    let v: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let v: yaml_serde::Value = yaml_serde::from_str(&text).unwrap();
     assert_eq!(v["rendezvousIP"], "192.168.130.11");
     assert_eq!(v["hosts"].as_sequence().unwrap().len(), 4);
     golden("agent.agent-config.yaml", &text);
@@ -95,7 +95,7 @@ fn ipi_install_config_carries_every_bmc() {
     let spec = load("ipi.cluster.yaml");
     let plan = plan::derive(&spec);
     let text = install_config(&spec, &plan, &secrets(&spec), None);
-    let v: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let v: yaml_serde::Value = yaml_serde::from_str(&text).unwrap();
     let hosts = v["platform"]["baremetal"]["hosts"].as_sequence().unwrap();
     assert_eq!(hosts.len(), 5);
     for (h, n) in hosts.iter().zip(&plan.nodes) {

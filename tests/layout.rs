@@ -83,3 +83,32 @@ fn libvirt_redfish_and_httpd_stay_in_their_layers() {
         offenders.join("\n")
     );
 }
+
+/// The spec is below the plan: validating a cluster file needs the subnet layout
+/// (`src/addressing.rs`, neutral ground), never the plan itself.
+#[test]
+fn spec_and_addressing_do_not_import_the_plan() {
+    let src = common::repo().join("src");
+    let mut files = vec![src.join("addressing.rs")];
+    rust_files(&src.join("spec"), &mut files);
+    let mut offenders = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if code.contains("crate::plan") || code.contains("super::plan") {
+                offenders.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "the spec reaches up into the plan:\n{}",
+        offenders.join("\n")
+    );
+    let addressing = std::fs::read_to_string(src.join("addressing.rs")).unwrap();
+    assert!(
+        !addressing.contains("crate::spec"),
+        "addressing must stay below the spec"
+    );
+}

@@ -63,7 +63,7 @@ fn tar_gz(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
 }
 
 fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openshift-install-fake")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-openshift-install")
 }
 
 /// A fake `openshift-install` printing `stream` for `coreos print-stream-json`.

@@ -12,21 +12,15 @@
 # prebuilt shiftlab binary instead of cargo build --release).
 # Needs: scripts/setup's packages, apache2-utils (ab; installed if missing),
 # and pip access for sushy-tools + libvirt-python (built against libvirt-dev).
-set -euo pipefail
+NAME=bench-bmc
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
+. "$here/../../tests/e2e/lib.sh"
 venv=${BENCH_VENV:-${TMPDIR:-/tmp}/shiftlab-bench-venv}
 bin=${BENCH_SHIFTLAB:-${CARGO_TARGET_DIR:-$repo/target}/release/shiftlab}
 
 if [ "${1:-}" != __inside ]; then
   [ "$(id -u)" -eq 0 ] || { echo "run as root (sandbox namespaces)" >&2; exit 2; }
-  if ! "$venv/bin/python" -c 'import ssl, sushy_tools, libvirt' 2>/dev/null; then
-    # Debian's python (python3-venv, python3-dev from scripts/setup), not
-    # whatever python3 comes first in PATH
-    rm -rf "$venv"
-    /usr/bin/python3 -m venv "$venv"
-    "$venv/bin/pip" install -q sushy-tools==2.2.0 libvirt-python==9.0.0
-  fi
+  py_venv "$venv" 'ssl, sushy_tools, libvirt' sushy-tools==2.2.0 libvirt-python==9.0.0
   command -v ab >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends apache2-utils >/dev/null
   [ -n "${BENCH_SHIFTLAB:-}" ] || (cd "$repo" && cargo build -q --release --bin shiftlab)
   sandbox=$repo/scripts/sandbox
@@ -37,7 +31,7 @@ fi
 
 # ---- inside the sandbox
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+on_exit 'rm -rf "$work"'
 cat >"$work/dom.xml" <<'EOF'
 <domain type='qemu'>
   <name>bench-bmc-0</name>

@@ -23,11 +23,10 @@
 #
 # Writes only into a temp dir (/tmp/shiftlab-bench-infra.*, removed at exit) and the
 # sandbox's private libvirt state; cleans up what it made on every exit path.
-set -euo pipefail
-
+NAME=bench-infra
 self=$(readlink -f "$0")
 here=$(dirname "$self")
-repo=$(cd "$here/../.." && pwd)
+. "$here/../../tests/e2e/lib.sh"
 NODES=${BENCH_NODES:-6 20 50}
 REPS=${BENCH_REPS:-3}
 MEMORY=${BENCH_MEMORY:-256}
@@ -45,9 +44,9 @@ if [[ ${1:-} != __inner ]]; then
 	[[ $(id -u) == 0 ]] || die "run as root (scripts/sandbox needs it)"
 	work=$(mktemp -d /tmp/shiftlab-bench-infra.XXXXXX)
 	if [[ ${BENCH_KEEP:-} == 1 ]]; then
-		trap 'say "kept $work (results.tsv, raw-phases.jsonl, command outputs)"' EXIT
+		on_exit 'say "kept $work (results.tsv, raw-phases.jsonl, command outputs)"'
 	else
-		trap 'rm -rf "$work"' EXIT
+		on_exit 'rm -rf "$work"'
 	fi
 	bin=${SHIFTLAB_BIN:-}
 	if [[ -z $bin ]]; then
@@ -62,8 +61,7 @@ if [[ ${1:-} != __inner ]]; then
 	if [[ ${BENCH_KCLI:-1} == 1 && -z $venv ]]; then
 		# pip runs here, on the host: the sandbox has no network.
 		say "installing kcli and libvirt-python from PyPI into $work/venv"
-		/usr/bin/python3 -m venv "$work/venv"
-		"$work/venv/bin/pip" install --quiet kcli libvirt-python
+		py_venv "$work/venv" 'kvirt, libvirt' kcli libvirt-python
 		venv=$work/venv
 	fi
 	if [[ -z $venv ]]; then
@@ -104,7 +102,7 @@ cleanup() {
 	done
 	[[ -f $work/raw-cold/manifest.json ]] && raw destroy "$work/raw-cold" --cold >/dev/null 2>&1
 }
-trap cleanup EXIT
+on_exit cleanup
 
 now() { echo "$EPOCHREALTIME"; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }

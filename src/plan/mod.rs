@@ -1,7 +1,6 @@
 //! The plan: everything derived from the cluster file, computed without touching the
 //! host. Same spec in, byte-identical plan out.
 
-pub mod addressing;
 pub mod diff;
 mod table;
 
@@ -10,8 +9,8 @@ use std::path::PathBuf;
 
 use ipnet::Ipv4Net;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
+use crate::addressing::{self, stable_hash};
 use crate::spec::{ClusterSpec, DomainType, Firmware, Method, NetworkMode, NodeSize, Role};
 
 pub use table::{render_table, render_table_rows};
@@ -214,14 +213,13 @@ pub struct LibvirtPlan {
     pub image: Option<PathBuf>,
 }
 
-/// Hex SHA-256 over the parts, separated so that ("ab","c") and ("a","bc") differ.
-pub fn stable_hash(parts: &[&str]) -> String {
-    let mut h = Sha256::new();
-    for p in parts {
-        h.update((p.len() as u64).to_le_bytes());
-        h.update(p.as_bytes());
+/// Where a role's nodes start in the subnet.
+fn first_offset(role: Role) -> u32 {
+    match role {
+        Role::Bootstrap => addressing::BOOTSTRAP_OFFSET,
+        Role::Ctlplane => addressing::CTLPLANE_OFFSET,
+        Role::Worker => addressing::WORKER_OFFSET,
     }
-    hex::encode(h.finalize())
 }
 
 fn mac_for(prefix: [u8; 3], cluster: &str, node: &str, salt: u32) -> String {
@@ -315,7 +313,7 @@ pub fn derive(spec: &ClusterSpec) -> Plan {
         let uuid = uuid_for(&spec.cluster, &name);
         nodes.push(Node {
             fqdn: format!("{name}.{cd}"),
-            ip: addressing::node_ip(&cidr, role, index),
+            ip: addressing::node_ip(&cidr, first_offset(role), index),
             mac,
             vcpus: size.numcpus,
             memory_mib: size.memory,

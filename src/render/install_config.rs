@@ -284,7 +284,7 @@ pub fn install_config(
         pull_secret: secrets.pull_secret.clone(),
         ssh_key,
     };
-    serde_yaml::to_string(&cfg).expect("install-config serialises")
+    yaml_serde::to_string(&cfg).expect("install-config serialises")
 }
 
 #[derive(Serialize)]
@@ -352,5 +352,5 @@ pub fn agent_config(spec: &ClusterSpec, plan: &Plan) -> String {
             })
             .collect(),
     };
-    serde_yaml::to_string(&cfg).expect("agent-config serialises")
+    yaml_serde::to_string(&cfg).expect("agent-config serialises")
 }

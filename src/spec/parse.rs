@@ -3,11 +3,26 @@
 //! Every field is taken out of the YAML mapping by name; whatever is left at the end is
 //! an unknown key. Type errors are collected, never returned early, so the user sees
 //! every problem of the file in one run.
+//!
+//! The parser reads YAML 1.2 (core schema). kcli reads its parameter files with
+//! PyYAML's `yaml.safe_load` (kcli kvirt/common/__init__.py, `get_parameters`), which
+//! is YAML 1.1; where the two disagree on a value a kcli file can hold, the field
+//! readers below decide, each saying which rule it follows:
+//!
+//! | written | YAML 1.2 | PyYAML (kcli) | shiftlab |
+//! |---|---|---|---|
+//! | `yes` `no` `on` `off` | string | boolean | boolean in a boolean field, text elsewhere |
+//! | `1_000` | string | 1000 | 1000 in a number field |
+//! | `010` | string | 8 (octal) | error in a number field: ambiguous |
+//! | `tag: 4.20` | 4.2 | 4.2, made `4.20` by kcli | `4.20` (`version` too) |
+//! | `<<: *anchor` | a key `<<` | merge | merge |
+//! | `52:54:00` | string | 190440 (base 60) | string |
+//! | a key twice | error | last wins | error |
 
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
-use serde_yaml::{Mapping, Value};
+use yaml_serde::{Mapping, Value};
 
 use super::diag::{suggest, Diagnostics};
 use super::kcli;
@@ -263,14 +278,49 @@ fn string(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<String>> {
     }
 }
 
+/// `version` and `tag`: text, but a number as kcli reads it. PyYAML reads `4.20` as
+/// the float 4.2; kcli turns a float with one decimal digit other than 0 back into
+/// the minor it meant by appending a 0 (kcli kvirt/cluster/openshift/__init__.py,
+/// `create`: `if isinstance(tag, float) and ... len(str(tag).split('.')[1]) == 1`).
+/// No supported release is 4.1–4.9, so the same rule holds for `version`.
+fn release(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<String>> {
+    let from_float = matches!(&v, Value::Number(n) if n.is_f64());
+    let mut s = string(field, v, d)?;
+    if from_float {
+        if let Some((_, frac)) = s.v.split_once('.') {
+            if frac.len() == 1 && frac != "0" {
+                s.v.push('0');
+            }
+        }
+    }
+    Some(s)
+}
+
 fn uint(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<u64>> {
     match &v {
         Value::Number(n) if n.as_u64().is_some() => Some(Src {
             v: n.as_u64().unwrap_or_default(),
             field: field.into(),
         }),
-        Value::String(s) if s.trim().parse::<u64>().is_ok() => Some(Src {
-            v: s.trim().parse().unwrap_or_default(),
+        // YAML 1.2 leaves these plain scalars as text; PyYAML's int resolver
+        // (pyyaml lib/yaml/resolver.py) reads `[-+]?0[0-7_]+` as octal and
+        // `[1-9][0-9_]*` as decimal with `_` separators.
+        Value::String(s) if is_leading_zero_number(s.trim()) => {
+            let t = s.trim();
+            let kcli = u64::from_str_radix(&t.replace('_', ""), 8)
+                .map_or("text".to_string(), |n| format!("the octal number {n}"));
+            let plain = t.trim_start_matches(['0', '_']).replace('_', "");
+            let plain = if plain.is_empty() { "0" } else { &plain };
+            d.error(
+                field,
+                format!(
+                    "{t:?} has a leading zero: kcli (YAML 1.1) reads it as {kcli}, YAML 1.2 as {plain}; write the number without the leading zero"
+                ),
+            );
+            None
+        }
+        Value::String(s) if decimal(s.trim()).is_some() => Some(Src {
+            v: decimal(s.trim()).unwrap_or_default(),
             field: field.into(),
         }),
         other => {
@@ -283,10 +333,42 @@ fn uint(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<u64>> {
     }
 }
 
+/// Digits with a redundant leading zero (`010`, `00`): read differently by YAML 1.1
+/// and 1.2, so never guessed.
+fn is_leading_zero_number(s: &str) -> bool {
+    let s = s.strip_prefix('+').unwrap_or(s);
+    s.len() > 1 && s.starts_with('0') && s.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+}
+
+/// A decimal whole number: digits, with PyYAML's `_` separators after the first.
+fn decimal(s: &str) -> Option<u64> {
+    let s = s.strip_prefix('+').unwrap_or(s);
+    let first = s.bytes().next()?;
+    if !first.is_ascii_digit() || !s.bytes().all(|b| b.is_ascii_digit() || b == b'_') {
+        return None;
+    }
+    s.replace('_', "").parse().ok()
+}
+
+/// PyYAML's YAML 1.1 booleans beyond YAML 1.2's true/false (pyyaml
+/// lib/yaml/resolver.py, the `tag:yaml.org,2002:bool` resolver); `y` and `n` are
+/// not among them.
+fn yaml11_bool(s: &str) -> Option<bool> {
+    match s {
+        "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
+        "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
+        _ => None,
+    }
+}
+
 fn boolean(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<bool>> {
     match v {
         Value::Bool(b) => Some(Src {
             v: b,
+            field: field.into(),
+        }),
+        Value::String(s) if yaml11_bool(&s).is_some() => Some(Src {
+            v: yaml11_bool(&s).unwrap_or_default(),
             field: field.into(),
         }),
         other => {
@@ -427,6 +509,31 @@ fn set_once<T>(slot: &mut Option<Src<T>>, value: Option<Src<T>>, d: &mut Diagnos
     *slot = Some(value);
 }
 
+/// The values of `field`'s kcli aliases (kcli.rs), in table order.
+fn kcli_aliases(top: &mut Obj, field: &str) -> Vec<(String, Value)> {
+    kcli::aliases(field).filter_map(|k| top.take(k)).collect()
+}
+
+/// A kcli boolean that chooses a value of `field` (`okd: true` → `distribution:
+/// okd`), as that value under the kcli key's name.
+fn kcli_flags(top: &mut Obj, field: &str, d: &mut Diagnostics) -> Vec<Src<String>> {
+    let mut out = Vec::new();
+    for (key, yes, no) in kcli::flags(field) {
+        let Some((f, v)) = top.take(key) else {
+            continue;
+        };
+        if let Some(b) = boolean(&f, v, d) {
+            if let Some(value) = if b.v { Some(yes) } else { no } {
+                out.push(Src {
+                    v: value.to_string(),
+                    field: b.field,
+                });
+            }
+        }
+    }
+    out
+}
+
 fn size(obj: &mut Obj, into: &mut RawSize, d: &mut Diagnostics) {
     if let Some((f, v)) = obj.take("numcpus") {
         set_once(&mut into.numcpus, uint(&f, v, d), d);
@@ -446,7 +553,12 @@ fn size(obj: &mut Obj, into: &mut RawSize, d: &mut Diagnostics) {
 /// the text is not a YAML mapping at all, so nothing else can be said about it.
 pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     let mut raw = RawSpec::default();
-    let root: Value = match serde_yaml::from_str(text) {
+    // `<<: *anchor` merges as in YAML 1.1 and PyYAML: the mapping's own keys win.
+    let parsed = yaml_serde::from_str::<Value>(text).and_then(|mut v| {
+        v.apply_merge()?;
+        Ok(v)
+    });
+    let root: Value = match parsed {
         Ok(v) => v,
         Err(e) => {
             let at = e
@@ -482,62 +594,43 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     if let Some((f, v)) = top.take("distribution") {
         raw.distribution = string(&f, v, d);
     }
-    if let Some((f, v)) = top.take("okd") {
-        if let Some(b) = boolean(&f, v, d) {
-            let dist = Src {
-                v: if b.v { "okd" } else { "ocp" }.to_string(),
-                field: b.field,
-            };
-            set_once(&mut raw.distribution, Some(dist), d);
-        }
+    for dist in kcli_flags(&mut top, "distribution", d) {
+        set_once(&mut raw.distribution, Some(dist), d);
     }
     if let Some((f, v)) = top.take("version") {
-        raw.version = string(&f, v, d);
+        raw.version = release(&f, v, d);
     }
     if let Some((f, v)) = top.take("tag") {
-        raw.tag = string(&f, v, d);
+        raw.tag = release(&f, v, d);
     }
     if let Some((f, v)) = top.take("pull_secret") {
         raw.pull_secret = string(&f, v, d);
     }
-    for key in ["ssh_keys", "pub_key", "keys"] {
-        if let Some((f, v)) = top.take(key) {
-            // kcli's `pub_key` and `keys` add up; shiftlab's own list is complete.
-            if let Some(list) = list_of_strings(&f, v, d) {
-                match &mut raw.ssh_keys {
-                    Some(prev) if key == "keys" || prev.field != "ssh_keys" => {
-                        prev.v.extend(list.v)
-                    }
-                    Some(prev) => d.error(
-                        f,
-                        format!("sets the same thing as `{}`; keep only one", prev.field),
-                    ),
-                    None => raw.ssh_keys = Some(list),
-                }
+    let own = top.take("ssh_keys").into_iter();
+    for (f, v) in own.chain(kcli_aliases(&mut top, "ssh_keys")) {
+        set_once(&mut raw.ssh_keys, list_of_strings(&f, v, d), d);
+    }
+    // kcli's `keys` adds to whichever list is there.
+    for key in kcli::additions("ssh_keys") {
+        let Some((f, v)) = top.take(key) else {
+            continue;
+        };
+        if let Some(list) = list_of_strings(&f, v, d) {
+            match &mut raw.ssh_keys {
+                Some(prev) => prev.v.extend(list.v),
+                None => raw.ssh_keys = Some(list),
             }
         }
     }
     if let Some((f, v)) = top.take("method") {
         raw.method = string(&f, v, d);
     }
-    if let Some((f, v)) = top.take("sno") {
-        if let Some(b) = boolean(&f, v, d) {
-            if b.v {
-                set_once(
-                    &mut raw.method,
-                    Some(Src {
-                        v: "sno".into(),
-                        field: b.field,
-                    }),
-                    d,
-                );
-            }
-        }
+    for method in kcli_flags(&mut top, "method", d) {
+        set_once(&mut raw.method, Some(method), d);
     }
-    for key in ["ctlplanes", "masters"] {
-        if let Some((f, v)) = top.take(key) {
-            set_once(&mut raw.ctlplanes, uint(&f, v, d), d);
-        }
+    let own = top.take("ctlplanes").into_iter();
+    for (f, v) in own.chain(kcli_aliases(&mut top, "ctlplanes")) {
+        set_once(&mut raw.ctlplanes, uint(&f, v, d), d);
     }
     if let Some((f, v)) = top.take("workers") {
         raw.workers = uint(&f, v, d);
@@ -546,16 +639,11 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     // Sizes: top-level keys apply to every role; role mappings and kcli's
     // `<role>_<key>` names override them.
     size(&mut top, &mut raw.all, d);
-    for (role, kcli_names) in [
-        ("bootstrap", &["bootstrap"][..]),
-        ("ctlplane", &["ctlplane", "master"][..]),
-        ("worker", &["worker"][..]),
+    for (role, slot) in [
+        ("bootstrap", &mut raw.bootstrap),
+        ("ctlplane", &mut raw.ctlplane),
+        ("worker", &mut raw.worker),
     ] {
-        let slot = match role {
-            "bootstrap" => &mut raw.bootstrap,
-            "ctlplane" => &mut raw.ctlplane,
-            _ => &mut raw.worker,
-        };
         if let Some((f, v)) = top.take(role) {
             if let Some(m) = mapping(&f, v, d) {
                 let mut obj = Obj::new(role, m);
@@ -563,20 +651,13 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
                 obj.finish(SIZE_KEYS, d);
             }
         }
-        for name in kcli_names {
-            for (suffix, which) in [("memory", 0), ("numcpus", 1)] {
-                if let Some((f, v)) = top.take(&format!("{name}_{suffix}")) {
-                    let target = if which == 0 {
-                        &mut slot.memory
-                    } else {
-                        &mut slot.numcpus
-                    };
-                    set_once(target, uint(&f, v, d), d);
-                }
+        for (key, target) in [("memory", &mut slot.memory), ("numcpus", &mut slot.numcpus)] {
+            for (f, v) in kcli_aliases(&mut top, &format!("{role}.{key}")) {
+                set_once(target, uint(&f, v, d), d);
             }
-            if let Some((f, v)) = top.take(&format!("extra_{name}_disks")) {
-                set_once(&mut slot.extra_disks, list_of_uints(&f, v, d), d);
-            }
+        }
+        for (f, v) in kcli_aliases(&mut top, &format!("{role}.extra_disks")) {
+            set_once(&mut slot.extra_disks, list_of_uints(&f, v, d), d);
         }
     }
 
@@ -593,13 +674,11 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
             }
         }
     }
-    for key in ["api_ip", "ingress_ip"] {
-        if let Some((f, v)) = top.take(key) {
-            let slot = if key == "api_ip" {
-                &mut raw.network.api_ip
-            } else {
-                &mut raw.network.ingress_ip
-            };
+    for (field, slot) in [
+        ("network.api_ip", &mut raw.network.api_ip),
+        ("network.ingress_ip", &mut raw.network.ingress_ip),
+    ] {
+        for (f, v) in kcli_aliases(&mut top, field) {
             set_once(slot, ipv4(&f, v, d), d);
         }
     }
@@ -621,17 +700,11 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
             obj.finish(LIBVIRT_KEYS, d);
         }
     }
-    if let Some((f, v)) = top.take("pool") {
+    for (f, v) in kcli_aliases(&mut top, "libvirt.pool") {
         set_once(&mut raw.libvirt.pool, string(&f, v, d), d);
     }
-    if let Some((f, v)) = top.take("uefi") {
-        if let Some(b) = boolean(&f, v, d) {
-            let fw = Src {
-                v: if b.v { "uefi" } else { "bios" }.to_string(),
-                field: b.field,
-            };
-            set_once(&mut raw.libvirt.firmware, Some(fw), d);
-        }
+    for fw in kcli_flags(&mut top, "libvirt.firmware", d) {
+        set_once(&mut raw.libvirt.firmware, Some(fw), d);
     }
 
     if let Some((f, v)) = top.take("image") {
@@ -646,18 +719,16 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     if let Some((f, v)) = top.take("network_type") {
         raw.network_type = string(&f, v, d);
     }
-    for key in ["cluster_network", "cluster_network_ipv4"] {
-        if let Some((f, v)) = top.take(key) {
-            set_once(&mut raw.cluster_network, cidr(&f, v, d), d);
-        }
+    let own = top.take("cluster_network").into_iter();
+    for (f, v) in own.chain(kcli_aliases(&mut top, "cluster_network")) {
+        set_once(&mut raw.cluster_network, cidr(&f, v, d), d);
     }
     if let Some((f, v)) = top.take("cluster_network_host_prefix") {
         raw.cluster_network_host_prefix = uint(&f, v, d);
     }
-    for key in ["service_network", "service_network_ipv4"] {
-        if let Some((f, v)) = top.take(key) {
-            set_once(&mut raw.service_network, cidr(&f, v, d), d);
-        }
+    let own = top.take("service_network").into_iter();
+    for (f, v) in own.chain(kcli_aliases(&mut top, "service_network")) {
+        set_once(&mut raw.service_network, cidr(&f, v, d), d);
     }
     if let Some((f, v)) = top.take("fips") {
         raw.fips = boolean(&f, v, d);
@@ -772,18 +843,13 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
     }
 
     // kcli keys shiftlab knows but does not use.
-    for (key, why) in kcli::IGNORED {
-        if top.map.remove(*key).is_some() {
-            d.warn(*key, format!("kcli parameter ignored: {why}"));
+    for (key, why) in kcli::ignored() {
+        if top.map.remove(key).is_some() {
+            d.warn(key, format!("kcli parameter ignored: {why}"));
         }
     }
 
-    let known: Vec<&str> = TOP_KEYS
-        .iter()
-        .copied()
-        .chain(kcli::MAPPED.iter().map(|(k, _)| *k))
-        .chain(kcli::SHARED.iter().copied())
-        .collect();
+    let known: Vec<&str> = TOP_KEYS.iter().copied().chain(kcli::read()).collect();
     top.finish(&known, d);
     Some(raw)
 }

@@ -3,7 +3,6 @@
 # the sushy scenario with bad requests, and DMTF's service validator, which
 # must report 0 failures. Backend: BMC_E2E_URI (default test:///default,
 # domain "test"); set BMC_E2E_DOMAIN and BMC_E2E_ISO for a real libvirtd.
-set -euo pipefail
 NAME=bmc-clients
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -13,13 +12,12 @@ domain=${BMC_E2E_DOMAIN:-test}
 port=${BMC_E2E_PORT:-18443}
 
 bmc_venv
-cargo build -q --bin shiftlab
-bin=${CARGO_TARGET_DIR:-$repo/target}/debug/shiftlab
-work=$(mktemp -d)
+(cd "$repo" && cargo build -q --bin shiftlab)
+e2e_workdir bmc-clients
 "$bin" bmc --connect "$uri" --allow "$domain" --listen "127.0.0.1:$port" --bmc-dir "$work/state" >"$work/bmc.log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 50); do curl -sk "https://127.0.0.1:$port/redfish/v1/" >/dev/null && break; sleep 0.1; done
+on_exit 'stop_pid "$pid"'
+wait_for 10 "the BMC on 127.0.0.1:$port" curl -sk "https://127.0.0.1:$port/redfish/v1/"
 url="https://127.0.0.1:$port"
 password=$(cat "$work/state/password")
 ca="$work/state/tls/ca.crt"

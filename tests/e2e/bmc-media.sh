@@ -6,7 +6,6 @@
 # bmc-media.py checks every step through virsh (domstate, dumpxml, vol-list)
 # and the HTTP server's log (the same image is not downloaded twice).
 # Needs root and scripts/setup's packages; pip-installs sushy into a venv.
-set -euo pipefail
 NAME=bmc-media
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -20,17 +19,10 @@ if [ "${1:-}" != __inside ]; then
 fi
 
 # ---- inside the sandbox: LIBVIRT_DEFAULT_URI=qemu:///system
-work=$(mktemp -d)
+e2e_workdir bmc-media
 pids=()
-cleanup() {
-  local rc=$?
-  set +e
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  if [ "$rc" -ne 0 ]; then tail -n 20 "$work/bmc.log" "$work/http.log"; fi
-  rm -rf "$work"
-  exit "$rc"
-}
-trap cleanup EXIT
+on_exit 'for p in "${pids[@]}"; do stop_pid "$p"; done'
+on_exit '[ "$rc" -eq 0 ] || tail -n 20 "$work/bmc.log" "$work/http.log"'
 
 virsh -q pool-define-as default dir --target /var/lib/libvirt/images >/dev/null
 virsh -q pool-start default >/dev/null
@@ -71,10 +63,8 @@ port=18443
 "$bin" -v bmc --connect qemu:///system --allow bmc-media-a --allow bmc-media-b --pool default \
   --listen "127.0.0.1:$port" --bmc-dir "$work/bmc" >"$work/bmc.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 100); do
-  curl -s "http://127.0.0.1:$http_port/" >/dev/null && curl -sk "https://127.0.0.1:$port/redfish/v1/" >/dev/null && break
-  sleep 0.1
-done
+wait_for 10 "the ISO server" curl -s "http://127.0.0.1:$http_port/"
+wait_for 10 "the BMC" curl -sk "https://127.0.0.1:$port/redfish/v1/"
 
 "$venv/bin/python" "$here/bmc-media.py" "https://127.0.0.1:$port" admin "$(cat "$work/bmc/password")" \
   "$work/bmc/tls/ca.crt" "http://127.0.0.1:$http_port/boot.iso" "$work/http.log" bmc-media-a bmc-media-b

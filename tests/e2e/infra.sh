@@ -18,32 +18,12 @@ NAME=infra
 e2e_sandbox "$@"
 TIMEOUT=${INFRA_BOOT_TIMEOUT:-300}
 e2e_workdir infra
-cleanup() {
-	# Whatever happened, leave the sandbox as we found it.
-	"$bin" destroy cluster e2ea --purge-images >/dev/null 2>&1 || true
-	"$bin" destroy cluster e2eb --purge-images >/dev/null 2>&1 || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+# Whatever happened, leave the sandbox as we found it.
+destroy_on_exit e2ea e2eb e2es
 
-cluster_file() { # name cidr workers ctlplane-memory
-	cat >"$work/$1.yaml" <<EOF
-cluster: $1
-domain: lab.test
-distribution: okd
-method: upi
-rehearsal: true
-image: $IMAGE
-ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2eTestKeyOnly e2e@shiftlab']
-ctlplanes: 3
-workers: $3
-bootstrap: {memory: 256}
-ctlplane: {memory: $4}
-worker: {memory: 256}
-network:
-  cidr: $2
-EOF
-	echo "$work/$1.yaml"
+infra_file() { # name cidr workers ctlplane-memory
+	cluster_file "$1" "$2" "method: upi" "image: $IMAGE" "ctlplanes: 3" "workers: $3" \
+		"bootstrap: {memory: 256}" "ctlplane: {memory: $4}" "worker: {memory: 256}"
 }
 
 snapshot() {
@@ -120,7 +100,7 @@ step "build nothing yet: snapshot the sandbox"
 snapshot "$work/before"
 
 step "create infra for e2ea (1 bootstrap, 3 control planes, 2 workers)"
-fa=$(cluster_file e2ea 192.168.160.0/24 2 256)
+fa=$(infra_file e2ea 192.168.160.0/24 2 256)
 "$bin" create infra -f "$fa" --start-workers | tee "$work/create1.out"
 grep -q '^started domain e2ea-worker-1' "$work/create1.out" || fail "workers were not started"
 "$bin" plan -f "$fa" -o json >"$work/e2ea.plan.json"
@@ -146,7 +126,7 @@ step "status and list"
 "$bin" list -o json | jq -e '.[] | select(.cluster == "e2ea") | .nodes == 6' >/dev/null || fail "list -o json"
 
 step "a third worker is added alone"
-fa3=$(cluster_file e2ea 192.168.160.0/24 3 256)
+fa3=$(infra_file e2ea 192.168.160.0/24 3 256)
 "$bin" create infra -f "$fa3" --start-workers | tee "$work/create3.out"
 grep -q '^created domain e2ea-worker-2$' "$work/create3.out" || fail "worker-2 was not created"
 if grep '^created domain' "$work/create3.out" | grep -v 'e2ea-worker-2' >/dev/null; then fail "other domains were touched"; fi
@@ -154,7 +134,7 @@ if grep '^created domain' "$work/create3.out" | grep -v 'e2ea-worker-2' >/dev/nu
 check_reports "$work/e2ea3.plan.json"
 
 step "a memory change of running nodes is reported, not applied"
-fm=$(cluster_file e2ea 192.168.160.0/24 3 512)
+fm=$(infra_file e2ea 192.168.160.0/24 3 512)
 if "$bin" create infra -f "$fm" >"$work/drift.out" 2>&1; then fail "drift was not reported as an error"; fi
 cat "$work/drift.out"
 grep -q 'e2ea-ctlplane-0: memory is 256 MiB, the plan says 512 MiB' "$work/drift.out" || fail "the drift message does not name the difference"
@@ -162,7 +142,7 @@ grep -q 'e2ea-ctlplane-0: memory is 256 MiB, the plan says 512 MiB' "$work/drift
 
 step "a host that is not ready: nothing is created"
 virsh net-define <(printf "<network><name>squatter</name><bridge name='sl-squat'/><ip address='192.168.170.1' netmask='255.255.255.0'/></network>") >/dev/null
-fs=$(cluster_file e2es 192.168.170.0/24 0 256)
+fs=$(infra_file e2es 192.168.170.0/24 0 256)
 if "$bin" create infra -f "$fs" >"$work/preflight.out" 2>&1; then fail "an overlapping subnet was accepted"; fi
 cat "$work/preflight.out"
 grep -q 'overlaps 192.168.170.0/24 of libvirt network squatter' "$work/preflight.out" || fail "the overlap is not named"
@@ -170,7 +150,7 @@ if [[ $(virsh list --all --name) == *e2es-* ]]; then fail "a domain was created 
 virsh net-undefine squatter >/dev/null
 
 step "a second cluster in another subnet runs beside the first"
-fb=$(cluster_file e2eb 192.168.161.0/24 0 256)
+fb=$(infra_file e2eb 192.168.161.0/24 0 256)
 "$bin" create infra -f "$fb" | tee "$work/createb.out"
 "$bin" plan -f "$fb" -o json >"$work/e2eb.plan.json"
 check_reports "$work/e2eb.plan.json"

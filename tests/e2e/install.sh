@@ -21,14 +21,9 @@ fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
 e2e_workdir install
 export SHIFTLAB_CACHE=$work/cache
 mirror_pid=""
-cleanup() {
-	for c in inst1 inst2 inst3; do "$bin" destroy cluster "$c" --purge-images >/dev/null 2>&1 || true; done
-	pkill -f "$fake" 2>/dev/null || true
-	pkill -f "$work/cache" 2>/dev/null || true
-	[[ -n $mirror_pid ]] && kill "$mirror_pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
+on_exit 'stop_pid "$mirror_pid"'
+on_exit 'pkill -f "$fake"; pkill -f "$work/cache"'
+destroy_on_exit inst1 inst2 inst3
 
 # A release mirror on loopback (inside the sandbox's own network namespace), laid
 # out as OKD's release assets: <base>/<version>/{release.txt,sha256sum.txt,tarballs}.
@@ -63,22 +58,8 @@ mirror_pid=$!
 for _ in $(seq 50); do curl -fs "$base/$V/release.txt" >/dev/null && break; sleep 0.2; done
 downloads() { grep -c "GET /$1" "$work/mirror.log" || true; }
 
-cluster_file() { # name cidr [version]
-	cat >"$work/$1.yaml" <<EOF
-cluster: $1
-domain: lab.test
-distribution: okd
-version: ${3:-$V}
-mirror: $base
-method: upi
-rehearsal: true
-ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2eTestKeyOnly e2e@shiftlab']
-ctlplanes: 3
-workers: 1
-network:
-  cidr: $2
-EOF
-	echo "$work/$1.yaml"
+install_file() { # name cidr [version]
+	cluster_file "$1" "$2" "version: ${3:-$V}" "mirror: $base" "method: upi" "ctlplanes: 3" "workers: 1"
 }
 
 target_status() { # cluster target
@@ -100,7 +81,7 @@ check_finished() { # cluster
 }
 
 step "create cluster from the cluster file to install complete"
-f1=$(cluster_file inst1 192.168.180.0/24)
+f1=$(install_file inst1 192.168.180.0/24)
 "$bin" create cluster -f "$f1" 2>&1 | tee "$work/run1.out"
 grep -q 'console: *https://console-openshift-console.apps.inst1.lab.test' "$work/run1.out" || fail "no console URL printed"
 grep -q 'export KUBECONFIG=.*/clusters/inst1/assets/auth/kubeconfig' "$work/run1.out" || fail "no KUBECONFIG printed"
@@ -130,7 +111,7 @@ check_finished inst1
 "$bin" destroy cluster inst1 >/dev/null
 
 step "a corrupted tarball is a clear error and nothing is cached"
-f3=$(cluster_file inst3 192.168.182.0/24 4.17.0-okd-scos.1)
+f3=$(install_file inst3 192.168.182.0/24 4.17.0-okd-scos.1)
 if "$bin" create cluster -f "$f3" >"$work/corrupt.out" 2>&1; then cat "$work/corrupt.out"; fail "a corrupted tarball was accepted"; fi
 cat "$work/corrupt.out"
 grep -q 'sha256 mismatch for .*openshift-install-linux-4.17.0-okd-scos.1.tar.gz' "$work/corrupt.out" || fail "the error does not name the corrupted file"
@@ -141,7 +122,7 @@ want=$(awk '/openshift-install/ {print $1}' "$work/mirror/4.17.0-okd-scos.1/sha2
 "$bin" destroy cluster inst3 >/dev/null
 
 step "kill -9 during infra, then during the bootstrap-complete wait; reruns complete"
-f2=$(cluster_file inst2 192.168.181.0/24)
+f2=$(install_file inst2 192.168.181.0/24)
 kill_during() { # target
 	"$bin" create cluster -f "$f2" >"$work/killed-$1.out" 2>&1 &
 	local pid=$! deadline=$((SECONDS + 300))

@@ -10,25 +10,9 @@ e2e_sandbox "$@"
 fail() { echo "FAIL $NAME: $*"; tail -20 "$work/serve.log" 2>/dev/null; exit 1; }
 e2e_workdir bmc
 serve=""
-cleanup() {
-	"$bin" destroy cluster bmc --purge-images >/dev/null 2>&1 || true
-	[[ -n $serve ]] && { kill "$serve" 2>/dev/null; wait "$serve" 2>/dev/null || true; }
-	rm -rf "$work"
-}
-trap cleanup EXIT
-cat >"$work/bmc.yaml" <<EOF2
-cluster: bmc
-domain: lab.test
-distribution: okd
-method: ipi
-rehearsal: true
-image: $IMAGE
-ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2eTestKeyOnly e2e@shiftlab']
-ctlplanes: 3
-workers: 1
-network:
-  cidr: 192.168.195.0/24
-EOF2
+on_exit 'stop_pid "$serve"'
+destroy_on_exit bmc
+cluster_file bmc 192.168.195.0/24 "method: ipi" "image: $IMAGE" "ctlplanes: 3" "workers: 1" >/dev/null
 SHIFTLAB_LOG=info "$bin" serve --host-dns off --scan-interval 1 >"$work/serve.log" 2>&1 &
 serve=$!
 "$bin" create install-config -f "$work/bmc.yaml" --dir "$work/ic" >/dev/null

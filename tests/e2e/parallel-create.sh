@@ -11,36 +11,17 @@ NAME=parallel-create
 . "$(dirname "$0")/lib.sh"
 e2e_sandbox "$@"
 e2e_workdir parallel
-cleanup() {
-	"$bin" destroy cluster para --purge-images >/dev/null 2>&1 || true
-	"$bin" destroy cluster parb --purge-images >/dev/null 2>&1 || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+destroy_on_exit para parb
 
-cluster_file() { # name cidr
-	cat >"$work/$1.yaml" <<EOF
-cluster: $1
-domain: lab.test
-distribution: okd
-method: upi
-rehearsal: true
-image: $IMAGE
-ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2eTestKeyOnly e2e@shiftlab']
-ctlplanes: 3
-workers: 0
-bootstrap: {memory: 128}
-ctlplane: {memory: 128}
-network:
-  cidr: $2
-EOF
-	echo "$work/$1.yaml"
+small_file() { # name cidr
+	cluster_file "$1" "$2" "method: upi" "image: $IMAGE" "ctlplanes: 3" "workers: 0" \
+		"bootstrap: {memory: 128}" "ctlplane: {memory: 128}"
 }
 
 before=$(virsh pool-list --all --name | sort | tr '\n' ' ')
 [[ $before != *shiftlab* ]] || fail "the sandbox already has a shiftlab pool"
-fa=$(cluster_file para 192.168.171.0/24)
-fb=$(cluster_file parb 192.168.172.0/24)
+fa=$(small_file para 192.168.171.0/24)
+fb=$(small_file parb 192.168.172.0/24)
 
 step "create infra for two clusters at once on a fresh host"
 "$bin" create infra -f "$fa" >"$work/a.out" 2>&1 &

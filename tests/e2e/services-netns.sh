@@ -10,22 +10,20 @@
 #   - a private mount namespace where /etc/hosts is a bind-mounted copy, so the
 #     real hosts-file mechanism runs without touching the machine's file.
 # It runs `shiftlab serve` there and drives it with the CLI only.
-set -euo pipefail
+NAME=services-netns
+. "$(dirname "$0")/lib.sh"
 [ -n "${E2E_TRACE:-}" ] && set -x
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-bin=${SHIFTLAB_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/shiftlab}
 tag=svce2e$$
 H=${tag}h
 NODES="bootstrap:10 ctlplane-0:11 ctlplane-1:12 ctlplane-2:13 worker-0:20 worker-1:21"
 
 if [ "${1:-}" != "--inside" ]; then
   for t in haproxy python3 curl jq; do
-    command -v "$t" >/dev/null || { echo "services-netns: $t is missing"; exit 1; }
+    command -v "$t" >/dev/null || fail "$t is missing"
   done
-  [ "$(id -u)" -eq 0 ] || { echo "services-netns: needs root"; exit 1; }
+  [ "$(id -u)" -eq 0 ] || fail "needs root"
   [ -x "$bin" ] || (cd "$repo" && cargo build -q --bin shiftlab)
-  cleanup() {
+  netns_cleanup() {
     for n in $NODES; do
       name=${n%%:*}
       ip netns pids "${tag}-${name}" 2>/dev/null | xargs -r kill 2>/dev/null || true
@@ -34,7 +32,7 @@ if [ "${1:-}" != "--inside" ]; then
     ip netns pids "$H" 2>/dev/null | xargs -r kill 2>/dev/null || true
     ip netns del "$H" 2>/dev/null || true
   }
-  trap cleanup EXIT
+  on_exit netns_cleanup
   ip netns add "$H"
   ip -n "$H" link set lo up
   ip -n "$H" link add sl-svce2e type bridge
@@ -82,18 +80,14 @@ PY
 fi
 
 # ---- inside the host namespace, with a private mount namespace -------------
-work=$(mktemp -d)
+e2e_workdir services-netns
 cp /etc/hosts "$work/hosts.orig"
 cp /etc/hosts "$work/hosts"
 mount --bind "$work/hosts" /etc/hosts
+on_exit 'umount /etc/hosts'
 state=$work/state
 sl() { "$bin" --state-dir "$state" "$@"; }
-fail() { echo "FAIL: $*"; echo "--- serve log"; tail -40 "$work/serve.log"; exit 1; }
-wait_for() { # seconds, description, command...
-  local t=$1 what=$2; shift 2
-  for _ in $(seq $((t * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-  fail "timed out waiting for $what"
-}
+fail() { echo "FAIL $NAME: $*"; echo "--- serve log"; tail -40 "$work/serve.log"; exit 1; }
 bodies() { # url count
   for _ in $(seq "$2"); do curl -s --max-time 2 "$1" | cut -d' ' -f1; done | sort -u
 }
@@ -115,7 +109,7 @@ HOME=$work sl plan -f "$work/cluster.yaml" -o json >"$state/clusters/svc/plan.js
 
 SHIFTLAB_LOG=info sl serve --host-dns hosts --scan-interval 1 >"$work/serve.log" 2>&1 &
 serve=$!
-trap 'kill $serve 2>/dev/null; wait $serve 2>/dev/null || true; umount /etc/hosts || true; rm -rf "$work"' EXIT
+on_exit 'stop_pid "$serve"'
 wait_for 10 "serve's control socket" test -S "$state/serve.sock"
 sl serve notify svc || fail "serve notify"
 

@@ -22,14 +22,10 @@ cp /etc/hosts "$work/hosts.orig"
 cp /etc/hosts "$work/hosts"
 # The sandbox has its own mount namespace: this copy hides the host's file.
 mount --bind "$work/hosts" /etc/hosts
+on_exit 'umount /etc/hosts 2>/dev/null'
 serve=""
-cleanup() {
-	"$bin" destroy cluster svc --purge-images >/dev/null 2>&1 || true
-	[[ -n $serve ]] && { kill "$serve" 2>/dev/null; wait "$serve" 2>/dev/null || true; }
-	umount /etc/hosts 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+on_exit 'stop_pid "$serve"'
+destroy_on_exit svc
 fail() {
 	echo "FAIL $NAME: $*"
 	echo "--- serve log"
@@ -46,19 +42,7 @@ lb_status() { # node
 }
 is_status() { [[ $(lb_status "$1") == "$2" ]]; }
 
-cat >"$work/svc.yaml" <<EOF
-cluster: svc
-domain: lab.test
-distribution: okd
-method: upi
-rehearsal: true
-image: $IMAGE
-ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2eTestKeyOnly e2e@shiftlab']
-ctlplanes: 3
-workers: 2
-network:
-  cidr: 192.168.190.0/24
-EOF
+cluster_file svc 192.168.190.0/24 "method: upi" "image: $IMAGE" "ctlplanes: 3" "workers: 2" >/dev/null
 
 step "shiftlab serve, then create infra: serve picks the cluster up"
 SHIFTLAB_LOG=info "$bin" serve --host-dns hosts --scan-interval 1 >"$work/serve.log" 2>&1 &

@@ -11,18 +11,9 @@
 #                    pointer config merged as a data: URL, role worker
 #   lab1-spare-0     no Ignition at all: hostname from DHCP, no role services
 # Needs the sandbox (a private libvirtd); see docs/sandbox.md, docs/standin.md.
-set -euo pipefail
-
 NAME=standin-boot
-fail() {
-	echo "FAIL $NAME: $*"
-	exit 1
-}
-
-[[ ${SHIFTLAB_SANDBOX:-} == 1 ]] ||
-	fail "not inside the sandbox: run it with scripts/sandbox run -- $0 IMAGE"
-[[ $# == 1 && -f $1 ]] || fail "usage: $0 STANDIN-IMAGE.qcow2"
-IMAGE=$(readlink -f "$1")
+. "$(dirname "$0")/lib.sh"
+e2e_sandbox "$@"
 TIMEOUT=${STANDIN_BOOT_TIMEOUT:-120}
 
 NET=sl-e2e
@@ -56,8 +47,7 @@ check() { # description expected actual
 console() { echo "$POOLDIR/$1.console.log"; }
 
 cleanup() {
-	local rc=$? n name
-	set +e
+	local n name
 	for n in "${NODES[@]}"; do
 		read -r name _ <<<"$n"
 		if [[ -f $(console "$name") && -n ${SHIFTLAB_SANDBOX_STATE:-} ]]; then
@@ -73,11 +63,10 @@ cleanup() {
 	done
 	virsh -q pool-destroy "$POOL" >/dev/null 2>&1
 	virsh -q pool-undefine "$POOL" >/dev/null 2>&1
-	rm -rf "$POOLDIR" "${TMP:-}"
-	exit "$rc"
+	rm -rf "$POOLDIR"
 }
-trap cleanup EXIT
-TMP=$(mktemp -d)
+on_exit cleanup
+e2e_workdir standin-boot
 
 echo "== $NAME: image $IMAGE, cpu $CPU_MODEL"
 
@@ -88,7 +77,7 @@ for n in "${NODES[@]}"; do
 	dns_hosts+="    <host ip='$ip'><hostname>$name.$CD</hostname></host>"$'\n'
 	dhcp_hosts+="      <host mac='$mac' name='$name' ip='$ip'/>"$'\n'
 done
-cat >"$TMP/net.xml" <<EOF
+cat >"$work/net.xml" <<EOF
 <network xmlns:dnsmasq='http://libvirt.org/schemas/network/dnsmasq/1.0'>
   <name>$NET</name>
   <bridge name='$BRIDGE' stp='off'/>
@@ -110,7 +99,7 @@ $dhcp_hosts    </dhcp>
   </dnsmasq:options>
 </network>
 EOF
-virsh -q net-define "$TMP/net.xml" >/dev/null
+virsh -q net-define "$work/net.xml" >/dev/null
 virsh -q net-start "$NET" >/dev/null
 
 # ------------------------------------------------------------ pool, disks
@@ -223,14 +212,14 @@ for n in "${NODES[@]}"; do
 	virsh -q vol-create-as "$POOL" "$name.qcow2" 64M --format qcow2 \
 		--backing-vol standin-base.qcow2 --backing-vol-format qcow2 >/dev/null
 	if [[ $style != none ]]; then
-		ignition "$name" "$role" "$style" >"$TMP/$name.ign"
-		upload "$name.ign" "$TMP/$name.ign" raw
+		ignition "$name" "$role" "$style" >"$work/$name.ign"
+		upload "$name.ign" "$work/$name.ign" raw
 		IGN_SHA[$name]=$(sha256sum "$POOLDIR/$name.ign" | cut -d' ' -f1)
 	else
 		IGN_SHA[$name]=none
 	fi
-	domain_xml "$name" "$mac" "$([[ $style != none ]] && echo yes || echo no)" >"$TMP/$name.xml"
-	virsh -q define "$TMP/$name.xml" >/dev/null
+	domain_xml "$name" "$mac" "$([[ $style != none ]] && echo yes || echo no)" >"$work/$name.xml"
+	virsh -q define "$work/$name.xml" >/dev/null
 done
 for n in "${NODES[@]}"; do
 	read -r name _ <<<"$n"

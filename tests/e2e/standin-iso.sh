@@ -42,8 +42,7 @@ check() { # description expected actual
 }
 console() { echo "$work/$1.console.log"; }
 cleanup() {
-	local rc=$? n name
-	set +e
+	local n name
 	for n in "${NODES[@]}"; do
 		read -r name _ <<<"$n"
 		[[ -n ${SHIFTLAB_SANDBOX_STATE:-} ]] && cp "$(console "$name")" "$SHIFTLAB_SANDBOX_STATE/" 2>/dev/null
@@ -57,10 +56,9 @@ cleanup() {
 	done
 	virsh -q pool-destroy "$POOL" >/dev/null 2>&1
 	virsh -q pool-undefine "$POOL" >/dev/null 2>&1
-	rm -rf "$POOLDIR" "$work"
-	exit "$rc"
+	rm -rf "$POOLDIR"
 }
-trap cleanup EXIT
+on_exit cleanup
 
 step "building the stand-in live ISO"
 "$bin" image standin --iso --out "$work/standin.iso" >/dev/null

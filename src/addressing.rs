@@ -1,5 +1,10 @@
-//! Where things live in the cluster subnet. Fixed offsets, so that a node's address
-//! depends only on its role and index: adding workers never renumbers anyone.
+//! Where things live in the cluster network: the subnet's fixed offsets, the NAT
+//! bridge's name, and the stable digest names and MACs are derived from. Fixed
+//! offsets, so that a node's address depends only on its role and index: adding
+//! workers never renumbers anyone.
+//!
+//! Neutral ground: it imports neither `spec` (which checks the user's addresses
+//! against this layout) nor `plan` (which lays the nodes out with it).
 //!
 //! ```text
 //! .1         gateway (the host)
@@ -14,8 +19,7 @@
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
-
-use crate::spec::Role;
+use sha2::{Digest, Sha256};
 
 pub const GATEWAY_OFFSET: u32 = 1;
 pub const API_OFFSET: u32 = 2;
@@ -45,13 +49,10 @@ pub fn is_host(net: &Ipv4Net, ip: Ipv4Addr) -> bool {
     net.contains(&ip) && ip != net.network() && ip != net.broadcast()
 }
 
-pub fn node_ip(net: &Ipv4Net, role: Role, index: u32) -> Ipv4Addr {
-    let base = match role {
-        Role::Bootstrap => BOOTSTRAP_OFFSET,
-        Role::Ctlplane => CTLPLANE_OFFSET,
-        Role::Worker => WORKER_OFFSET,
-    };
-    offset(net, base.saturating_add(index))
+/// The address of node `index` of a role whose nodes start at `first` (one of
+/// [`BOOTSTRAP_OFFSET`], [`CTLPLANE_OFFSET`], [`WORKER_OFFSET`]).
+pub fn node_ip(net: &Ipv4Net, first: u32, index: u32) -> Ipv4Addr {
+    offset(net, first.saturating_add(index))
 }
 
 /// First and last planned node address.
@@ -62,14 +63,14 @@ pub fn node_range(
     workers: u32,
 ) -> (Ipv4Addr, Ipv4Addr) {
     let first = if bootstrap {
-        node_ip(net, Role::Bootstrap, 0)
+        node_ip(net, BOOTSTRAP_OFFSET, 0)
     } else {
-        node_ip(net, Role::Ctlplane, 0)
+        node_ip(net, CTLPLANE_OFFSET, 0)
     };
     let last = if workers > 0 {
-        node_ip(net, Role::Worker, workers - 1)
+        node_ip(net, WORKER_OFFSET, workers - 1)
     } else {
-        node_ip(net, Role::Ctlplane, ctlplanes.saturating_sub(1))
+        node_ip(net, CTLPLANE_OFFSET, ctlplanes.saturating_sub(1))
     };
     (first, last)
 }
@@ -87,7 +88,7 @@ pub fn bridge_name(cluster: &str) -> String {
     if candidate.len() <= 15 {
         return candidate;
     }
-    let digest = crate::plan::stable_hash(&["bridge", cluster]);
+    let digest = stable_hash(&["bridge", cluster]);
     // Cluster names are ASCII; anything else (an invalid name still being
     // reported) gets a name from the digest alone rather than a split character.
     let head = cluster
@@ -95,6 +96,17 @@ pub fn bridge_name(cluster: &str) -> String {
         .filter(|h| h.is_ascii())
         .unwrap_or(&digest[4..10]);
     format!("sl-{head}-{}", &digest[..4])
+}
+
+/// Hex SHA-256 over the parts, separated so that ("ab","c") and ("a","bc") differ:
+/// the seed of every derived name, MAC and UUID, the same on every host and run.
+pub fn stable_hash(parts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p.as_bytes());
+    }
+    hex::encode(h.finalize())
 }
 
 /// `d.c.b.a.in-addr.arpa` for an address.
@@ -111,7 +123,10 @@ mod tests {
     fn layout_of_a_24() {
         let net: Ipv4Net = "192.168.126.0/24".parse().unwrap();
         assert_eq!(gateway(&net).to_string(), "192.168.126.1");
-        assert_eq!(node_ip(&net, Role::Worker, 2).to_string(), "192.168.126.22");
+        assert_eq!(
+            node_ip(&net, WORKER_OFFSET, 2).to_string(),
+            "192.168.126.22"
+        );
         let (s, e) = default_dhcp(&net);
         assert_eq!(
             (s.to_string(), e.to_string()),

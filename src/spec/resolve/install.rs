@@ -1,0 +1,109 @@
+//! What goes into install-config besides nodes and networks: `proxy`, trust bundle,
+//! `capabilities`, extra `manifests`, `image_digest_sources`, `fips`,
+//! `installation_disk`.
+
+use std::path::PathBuf;
+
+use super::Env;
+use crate::spec::diag::Diagnostics;
+use crate::spec::parse::RawSpec;
+use crate::spec::types::*;
+
+pub struct InstallOptions {
+    pub proxy: Option<ProxySpec>,
+    pub additional_trust_bundle: Option<PathBuf>,
+    pub capabilities: Option<Capabilities>,
+    pub manifests: Option<PathBuf>,
+    pub image_digest_sources: Vec<ImageDigestSource>,
+    pub fips: bool,
+    pub installation_disk: String,
+}
+
+pub fn resolve(raw: &RawSpec, env: &Env, d: &mut Diagnostics) -> InstallOptions {
+    let proxy = raw.proxy.as_ref().map(|p| {
+        for (slot, schemes) in [
+            (&p.http_proxy, &["http://"][..]),
+            (&p.https_proxy, &["http://", "https://"][..]),
+        ] {
+            if let Some(s) = slot {
+                if !schemes.iter().any(|sch| s.v.starts_with(sch)) {
+                    d.error(
+                        &s.field,
+                        format!(
+                            "{:?} must be a URL starting with {}",
+                            s.v,
+                            schemes.join(" or ")
+                        ),
+                    );
+                }
+            }
+        }
+        ProxySpec {
+            http_proxy: p.http_proxy.as_ref().map(|s| s.v.clone()),
+            https_proxy: p.https_proxy.as_ref().map(|s| s.v.clone()),
+            no_proxy: p.no_proxy.as_ref().map(|s| s.v.clone()),
+        }
+    });
+
+    let additional_trust_bundle = raw.additional_trust_bundle.as_ref().map(|s| {
+        let path = env.path(&s.v);
+        match crate::spec::read_input(&path) {
+            Ok(t) if t.contains("-----BEGIN CERTIFICATE-----") => {}
+            Ok(_) => d.error(
+                &s.field,
+                format!("{} holds no PEM certificate", path.display()),
+            ),
+            Err(e) => d.error(&s.field, format!("cannot read {}: {e}", path.display())),
+        }
+        path
+    });
+    let capabilities = raw.capabilities.as_ref().map(|c| {
+        if let Some(b) = &c.baseline_capability_set {
+            let ok = b.v == "None"
+                || b.v == "vCurrent"
+                || b.v
+                    .strip_prefix("v4.")
+                    .is_some_and(|m| !m.is_empty() && m.bytes().all(|x| x.is_ascii_digit()));
+            if !ok {
+                d.error(
+                    &b.field,
+                    format!("{:?} is not one of None, vCurrent, v4.N (e.g. v4.14)", b.v),
+                );
+            }
+        }
+        Capabilities {
+            baseline_capability_set: c.baseline_capability_set.as_ref().map(|s| s.v.clone()),
+            additional_enabled_capabilities: c.additional_enabled_capabilities.clone(),
+        }
+    });
+    let manifests = raw.manifests.as_ref().map(|s| {
+        let path = env.path(&s.v);
+        if !path.is_dir() {
+            d.error(
+                &s.field,
+                format!("{} is not a directory of manifests", path.display()),
+            );
+        }
+        path
+    });
+
+    InstallOptions {
+        proxy,
+        additional_trust_bundle,
+        capabilities,
+        manifests,
+        image_digest_sources: raw
+            .image_digest_sources
+            .iter()
+            .map(|(s, m)| ImageDigestSource {
+                source: s.clone(),
+                mirrors: m.clone(),
+            })
+            .collect(),
+        fips: raw.fips.as_ref().is_some_and(|s| s.v),
+        installation_disk: raw
+            .installation_disk
+            .as_ref()
+            .map_or("/dev/vda".into(), |s| s.v.clone()),
+    }
+}

@@ -1,0 +1,417 @@
+//! The cluster's networks: the pod and service networks with `network_type`, and
+//! the machine network (`network:`) laid out by [`crate::addressing`].
+
+use ipnet::Ipv4Net;
+
+use super::topology::Topology;
+use super::{overlaps, pick, valid_name};
+use crate::addressing;
+use crate::spec::diag::Diagnostics;
+use crate::spec::parse::RawSpec;
+use crate::spec::types::*;
+
+/// OVN-Kubernetes' internal ranges: a machine network inside them breaks the cluster.
+pub const OVN_RANGES: [(&str, &str); 3] = [
+    ("100.64.0.0/16", "OVN's join switch"),
+    ("100.88.0.0/16", "OVN's transit switch"),
+    ("169.254.0.0/17", "OVN's masquerade range"),
+];
+
+pub const DEFAULT_CIDR: &str = "192.168.126.0/24";
+
+/// The networks inside the cluster, which the machine network must not overlap.
+pub struct ClusterNetworks {
+    pub network_type: String,
+    pub cluster_network: Ipv4Net,
+    pub host_prefix: u8,
+    pub service_network: Ipv4Net,
+}
+
+pub fn cluster_networks(raw: &RawSpec, version: &Version, d: &mut Diagnostics) -> ClusterNetworks {
+    let cluster_network = raw
+        .cluster_network
+        .as_ref()
+        .map_or_else(|| "10.128.0.0/14".parse().unwrap(), |s| s.v);
+    let service_network = raw
+        .service_network
+        .as_ref()
+        .map_or_else(|| "172.30.0.0/16".parse().unwrap(), |s| s.v);
+    let host_prefix = raw.cluster_network_host_prefix.as_ref().map_or(23, |s| s.v);
+    if let Some(hp) = &raw.cluster_network_host_prefix {
+        if hp.v <= cluster_network.prefix_len() as u64 || hp.v > 28 {
+            d.error(
+                &hp.field,
+                format!(
+                    "{} must be longer than the cluster network's /{} and at most 28",
+                    hp.v,
+                    cluster_network.prefix_len()
+                ),
+            );
+        }
+    }
+    if overlaps(&cluster_network, &service_network) {
+        d.error(
+            raw.service_network
+                .as_ref()
+                .map_or("service_network".into(), |s| s.field.clone()),
+            format!("{service_network} overlaps the cluster network {cluster_network}"),
+        );
+    }
+    for (net, field, def) in [
+        (&cluster_network, &raw.cluster_network, "cluster_network"),
+        (&service_network, &raw.service_network, "service_network"),
+    ] {
+        for (r, what) in OVN_RANGES {
+            let r: Ipv4Net = r.parse().unwrap();
+            if overlaps(net, &r) {
+                d.error(
+                    field.as_ref().map_or(def.into(), |s| s.field.clone()),
+                    format!("{net} overlaps {r}, {what}; choose another range"),
+                );
+            }
+        }
+    }
+    let network_type = match &raw.network_type {
+        Some(s) => {
+            match s.v.as_str() {
+                "OVNKubernetes" => {}
+                "OpenShiftSDN" => {
+                    if version_minor(version).is_some_and(|m| m >= 15) {
+                        d.error(
+                            &s.field,
+                            "OpenShiftSDN was removed in 4.15; use OVNKubernetes",
+                        );
+                    } else {
+                        d.warn(&s.field, "OpenShiftSDN is deprecated and gone from 4.15 on");
+                    }
+                }
+                other => d.error(
+                    &s.field,
+                    format!("{other:?} is not one of OVNKubernetes, OpenShiftSDN"),
+                ),
+            }
+            s.v.clone()
+        }
+        None => "OVNKubernetes".into(),
+    };
+    ClusterNetworks {
+        network_type,
+        cluster_network,
+        host_prefix: host_prefix.min(32) as u8,
+        service_network,
+    }
+}
+
+fn version_minor(v: &Version) -> Option<u32> {
+    match v {
+        Version::Exact { version } => version.split('.').nth(1)?.parse().ok(),
+        Version::Minor { minor } => Some(*minor),
+        Version::Channel { minor, .. } => *minor,
+    }
+}
+
+/// `network:`: the subnet, its VIPs and DHCP range, checked against the node
+/// layout of `topo` and the networks inside the cluster.
+pub fn machine_network(
+    raw: &RawSpec,
+    cluster: &str,
+    topo: &Topology,
+    nets: &ClusterNetworks,
+    d: &mut Diagnostics,
+) -> NetworkSpec {
+    let (method, ctlplanes, workers) = (topo.method, topo.ctlplanes, topo.workers);
+    let (cluster_network, service_network) = (&nets.cluster_network, &nets.service_network);
+    let n = &raw.network;
+    let cidr_field = n
+        .cidr
+        .as_ref()
+        .map_or("network.cidr".to_string(), |s| s.field.clone());
+    // kcli files carry the VIPs but not the subnet: take the API address's /24 then.
+    let mut cidr: Ipv4Net = match (&n.cidr, &n.api_ip) {
+        (Some(c), _) => c.v,
+        (None, Some(api)) => {
+            Ipv4Net::new(api.v, 24).map_or_else(|_| DEFAULT_CIDR.parse().unwrap(), |n| n.trunc())
+        }
+        (None, None) => DEFAULT_CIDR.parse().unwrap(),
+    };
+    if cidr.prefix_len() > 27 || cidr.prefix_len() < 8 {
+        d.error(
+            &cidr_field,
+            format!(
+                "/{} is not a usable lab network size; use a prefix from /8 to /27 (e.g. /24)",
+                cidr.prefix_len()
+            ),
+        );
+        cidr = DEFAULT_CIDR.parse().unwrap();
+    }
+    let addr = cidr.network();
+    if addr.is_loopback() || addr.is_multicast() || addr.is_unspecified() || addr.octets()[0] >= 240
+    {
+        d.error(
+            &cidr_field,
+            format!("{cidr} is not a usable unicast network; use a private range such as 192.168.126.0/24"),
+        );
+    }
+    for (r, what) in OVN_RANGES {
+        let r: Ipv4Net = r.parse().unwrap();
+        if overlaps(&cidr, &r) {
+            d.error(
+                &cidr_field,
+                format!("{cidr} overlaps {r}, {what}; choose another range, e.g. 192.168.126.0/24"),
+            );
+        }
+    }
+    for (other, name) in [
+        (cluster_network, "cluster_network"),
+        (service_network, "service_network"),
+    ] {
+        if overlaps(&cidr, other) {
+            d.error(
+                &cidr_field,
+                format!("{cidr} overlaps {name} {other}; the three networks must be disjoint"),
+            );
+        }
+    }
+
+    let mode = pick(
+        &[("nat", NetworkMode::Nat), ("bridge", NetworkMode::Bridge)],
+        &n.mode,
+        NetworkMode::Nat,
+        d,
+    );
+    let name = match &n.name {
+        Some(s) => {
+            if !valid_name(&s.v, 64) {
+                d.error(
+                    &s.field,
+                    format!(
+                        "{:?} is not a valid libvirt network name: up to 64 letters, digits, '-', '_' and '.'",
+                        s.v
+                    ),
+                );
+            }
+            s.v.clone()
+        }
+        None => format!("shiftlab-{cluster}"),
+    };
+    let bridge = match (&n.bridge, mode) {
+        (Some(b), _) => {
+            if !valid_name(&b.v, 15) {
+                d.error(
+                    &b.field,
+                    format!(
+                        "{:?} is not a valid bridge name: up to 15 letters, digits, '-', '_' and '.'",
+                        b.v
+                    ),
+                );
+            }
+            b.v.clone()
+        }
+        (None, NetworkMode::Bridge) => {
+            d.error(
+                "network.bridge",
+                "missing: mode bridge needs the name of an existing host bridge, e.g. br0",
+            );
+            String::new()
+        }
+        (None, NetworkMode::Nat) => addressing::bridge_name(cluster),
+    };
+
+    let gateway = addressing::gateway(&cidr);
+    let single_node = topo.single_node();
+    let bootstrap = method == Method::Upi;
+    let node_ips = addressing::node_range(&cidr, bootstrap, ctlplanes, workers);
+    let last_node = node_ips.1;
+    let (def_start, def_end) = addressing::default_dhcp(&cidr);
+    let dhcp_start = n.dhcp_start.as_ref().map_or(def_start, |s| s.v);
+    let dhcp_end = n.dhcp_end.as_ref().map_or(def_end, |s| s.v);
+    let dhcp_field = n
+        .dhcp_start
+        .as_ref()
+        .map_or("network.dhcp_start".to_string(), |s| s.field.clone());
+    for (ip, src, which) in [
+        (dhcp_start, &n.dhcp_start, "dhcp_start"),
+        (dhcp_end, &n.dhcp_end, "dhcp_end"),
+    ] {
+        if src.is_some() && !addressing::is_host(&cidr, ip) {
+            d.error(
+                format!("network.{which}"),
+                format!(
+                    "{ip} is not a host address of {cidr} (valid: {} to {})",
+                    addressing::first_host(&cidr),
+                    addressing::last_host(&cidr)
+                ),
+            );
+        }
+    }
+    if dhcp_start > dhcp_end {
+        d.error(
+            &dhcp_field,
+            format!("the DHCP range {dhcp_start}-{dhcp_end} is empty: dhcp_start must not be after dhcp_end"),
+        );
+    }
+    if dhcp_start <= gateway && gateway <= dhcp_end {
+        d.error(
+            &dhcp_field,
+            format!("the DHCP range {dhcp_start}-{dhcp_end} contains the gateway {gateway}"),
+        );
+    }
+
+    // Nodes live at fixed offsets so that adding workers never renumbers anyone.
+    let too_many = !addressing::is_host(&cidr, last_node) || last_node < node_ips.0;
+    if too_many {
+        d.error(
+            n.cidr.as_ref().map_or("workers".to_string(), |_| cidr_field.clone()),
+            format!(
+                "{} nodes do not fit in {cidr}: node addresses start at {} and the subnet ends at {}; use fewer workers or a larger network (e.g. a /24)",
+                ctlplanes + workers + u32::from(bootstrap),
+                node_ips.0,
+                addressing::last_host(&cidr)
+            ),
+        );
+    } else if dhcp_start <= last_node && node_ips.0 <= dhcp_end {
+        d.error(
+            if n.dhcp_start.is_some() || n.dhcp_end.is_some() {
+                dhcp_field.clone()
+            } else {
+                "workers".to_string()
+            },
+            format!(
+                "node addresses {} to {last_node} overlap the DHCP range {dhcp_start}-{dhcp_end}; use fewer workers, a larger network, or move the DHCP range",
+                node_ips.0
+            ),
+        );
+    }
+
+    let ctlplane0 = addressing::node_ip(&cidr, addressing::CTLPLANE_OFFSET, 0);
+    let (def_api, def_ingress) = if single_node {
+        (ctlplane0, ctlplane0)
+    } else if method == Method::Ipi {
+        (
+            addressing::offset(&cidr, addressing::API_OFFSET),
+            addressing::offset(&cidr, addressing::INGRESS_OFFSET),
+        )
+    } else {
+        let lb = addressing::offset(&cidr, addressing::API_OFFSET);
+        (lb, lb)
+    };
+    let api_ip = n.api_ip.as_ref().map_or(def_api, |s| s.v);
+    let ingress_ip = n.ingress_ip.as_ref().map_or(def_ingress, |s| s.v);
+    for (ip, src, which) in [
+        (api_ip, &n.api_ip, "api_ip"),
+        (ingress_ip, &n.ingress_ip, "ingress_ip"),
+    ] {
+        let Some(src) = src else { continue };
+        let field = &src.field;
+        if single_node {
+            if ip != ctlplane0 {
+                d.error(
+                    field,
+                    format!(
+                        "{ip}: a single-node cluster has no load balancer or VIP; {which} is the node's own address {ctlplane0} (leave it out)"
+                    ),
+                );
+            }
+            continue;
+        }
+        if !addressing::is_host(&cidr, ip) {
+            d.error(
+                field,
+                format!(
+                    "{ip} is outside the cluster network {cidr}; use an address from {} to {} outside the DHCP range",
+                    addressing::first_host(&cidr),
+                    addressing::last_host(&cidr)
+                ),
+            );
+        } else if ip == gateway {
+            d.error(
+                field,
+                format!(
+                    "{ip} is the network's gateway (the host); choose another address, e.g. {}",
+                    addressing::offset(&cidr, addressing::API_OFFSET)
+                ),
+            );
+        } else if dhcp_start <= ip && ip <= dhcp_end {
+            d.error(
+                field,
+                format!(
+                    "{ip} is inside the DHCP range {dhcp_start}-{dhcp_end}; a lease could take it. Choose an address outside it, e.g. {}",
+                    addressing::offset(&cidr, addressing::API_OFFSET)
+                ),
+            );
+        } else if !too_many && node_ips.0 <= ip && ip <= last_node {
+            d.error(
+                field,
+                format!(
+                    "{ip} is a node's address (nodes use {} to {last_node}); choose e.g. {}",
+                    node_ips.0,
+                    addressing::offset(&cidr, addressing::API_OFFSET)
+                ),
+            );
+        }
+    }
+    if method == Method::Ipi && api_ip == ingress_ip {
+        d.error(
+            n.ingress_ip
+                .as_ref()
+                .map_or("network.ingress_ip".into(), |s| s.field.clone()),
+            format!("{ingress_ip} is also the API VIP; bare-metal IPI needs two different VIPs"),
+        );
+    }
+
+    let mac_prefix = match &n.mac_prefix {
+        Some(s) => match parse_mac_prefix(&s.v) {
+            Ok(p) => p,
+            Err(e) => {
+                d.error(&s.field, e);
+                [0x52, 0x54, 0x00]
+            }
+        },
+        None => [0x52, 0x54, 0x00],
+    };
+
+    NetworkSpec {
+        name,
+        mode,
+        bridge,
+        cidr,
+        api_ip,
+        ingress_ip,
+        dhcp_start,
+        dhcp_end,
+        mac_prefix,
+    }
+}
+
+fn parse_mac_prefix(s: &str) -> Result<[u8; 3], String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let bytes: Vec<u8> = parts
+        .iter()
+        .filter(|p| p.len() == 2)
+        .filter_map(|p| u8::from_str_radix(p, 16).ok())
+        .collect();
+    if parts.len() != 3 || bytes.len() != 3 {
+        return Err(format!(
+            "{s:?} is not a MAC prefix: use three hex octets such as 52:54:00"
+        ));
+    }
+    if bytes[0] & 1 == 1 {
+        return Err(format!(
+            "{s:?} is a multicast prefix (lowest bit of the first octet set); use e.g. 52:54:00"
+        ));
+    }
+    Ok([bytes[0], bytes[1], bytes[2]])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mac_prefixes() {
+        assert_eq!(parse_mac_prefix("52:54:00").unwrap(), [0x52, 0x54, 0]);
+        assert!(parse_mac_prefix("01:00:5e").is_err());
+        assert!(parse_mac_prefix("52:54").is_err());
+        assert!(parse_mac_prefix("52:54:zz").is_err());
+    }
+}

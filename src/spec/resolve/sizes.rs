@@ -1,0 +1,231 @@
+//! Node sizes per role: defaults from the documented minimums, top-level keys for
+//! every role, a role's own keys over them; bounds and boot minimums checked.
+
+use super::topology::Topology;
+use crate::spec::diag::Diagnostics;
+use crate::spec::parse::{RawSize, RawSpec, Src};
+use crate::spec::types::*;
+
+/// Upper bounds of the numbers a cluster file may hold (documented in
+/// docs/cluster-file.md): far above any lab, low enough that no arithmetic on them
+/// overflows (`memory` in KiB, disk sizes in bytes) and every device gets a name.
+pub const MAX_NUMCPUS: u64 = 256;
+pub const MAX_MEMORY_MIB: u64 = 4 << 20; // 4 TiB
+pub const MAX_DISK_GB: u64 = 64 << 10; // 64 TiB
+/// Extra disks are vdb, vdc, …: 16 keeps them well inside vdb..vdz.
+pub const MAX_EXTRA_DISKS: usize = 16;
+
+/// Below these, a node cannot boot at all: an error, not a warning.
+const BOOT_MIN_MEMORY: u64 = 2048;
+const BOOT_MIN_DISK: u64 = 20;
+const REHEARSAL_MIN_MEMORY: u64 = 128;
+
+pub struct Sizes {
+    pub bootstrap: NodeSize,
+    pub ctlplane: NodeSize,
+    pub worker: NodeSize,
+}
+
+pub fn resolve(raw: &RawSpec, topo: &Topology, d: &mut Diagnostics) -> Sizes {
+    let (method, rehearsal) = (topo.method, topo.rehearsal);
+    Sizes {
+        bootstrap: size_for(
+            Role::Bootstrap,
+            method,
+            rehearsal,
+            &raw.all,
+            &raw.bootstrap,
+            d,
+        ),
+        ctlplane: size_for(
+            Role::Ctlplane,
+            method,
+            rehearsal,
+            &raw.all,
+            &raw.ctlplane,
+            d,
+        ),
+        worker: size_for(Role::Worker, method, rehearsal, &raw.all, &raw.worker, d),
+    }
+}
+
+/// Documented minimums (openshift.md): below them we warn.
+fn documented_minimum(role: Role, method: Method) -> (u64, u64, u64) {
+    match (role, method) {
+        (Role::Ctlplane, Method::Sno) => (8, 16384, 120),
+        (Role::Bootstrap, _) | (Role::Ctlplane, _) => (4, 16384, 100),
+        (Role::Worker, _) => (2, 8192, 100),
+    }
+}
+
+fn default_size(role: Role, method: Method, rehearsal: bool) -> NodeSize {
+    if rehearsal {
+        return NodeSize {
+            numcpus: 1,
+            memory: 256,
+            disk_size: 1,
+            extra_disks: vec![],
+        };
+    }
+    let (numcpus, memory, disk) = documented_minimum(role, method);
+    NodeSize {
+        numcpus: numcpus as u32,
+        memory,
+        // A little above the minimum: overlays are thin, and etcd likes room.
+        disk_size: disk.max(120),
+        extra_disks: vec![],
+    }
+}
+
+fn size_for(
+    role: Role,
+    method: Method,
+    rehearsal: bool,
+    all: &RawSize,
+    own: &RawSize,
+    d: &mut Diagnostics,
+) -> NodeSize {
+    let def = default_size(role, method, rehearsal);
+    let numcpus = own.numcpus.as_ref().or(all.numcpus.as_ref());
+    let memory = own.memory.as_ref().or(all.memory.as_ref());
+    let disk = own.disk_size.as_ref().or(all.disk_size.as_ref());
+    let extra = own.extra_disks.as_ref().or(all.extra_disks.as_ref());
+    let name = |s: Option<&Src<u64>>, key: &str| {
+        s.map(|s| s.field.clone())
+            .unwrap_or_else(|| format!("{}.{key}", role.as_str()))
+    };
+    // A value above its bound is reported and replaced by the default, so that
+    // nothing downstream computes with it while the other checks go on.
+    let mut bounded = |s: Option<&Src<u64>>, key: &str, max: u64, unit: &str, def: u64| match s {
+        Some(s) if s.v > max => {
+            d.error(
+                name(Some(s), key),
+                format!(
+                    "{} {unit} is more than shiftlab supports; use at most {max} {unit}",
+                    s.v
+                ),
+            );
+            def
+        }
+        Some(s) => s.v,
+        None => def,
+    };
+    let mut size = NodeSize {
+        numcpus: bounded(numcpus, "numcpus", MAX_NUMCPUS, "vCPUs", def.numcpus as u64) as u32,
+        memory: bounded(memory, "memory", MAX_MEMORY_MIB, "MiB", def.memory),
+        disk_size: bounded(disk, "disk_size", MAX_DISK_GB, "GB", def.disk_size),
+        extra_disks: extra.map_or(def.extra_disks.clone(), |s| s.v.clone()),
+    };
+    if size.extra_disks.len() > MAX_EXTRA_DISKS {
+        let f = extra
+            .map(|s| s.field.clone())
+            .unwrap_or_else(|| format!("{}.extra_disks", role.as_str()));
+        d.error(
+            f,
+            format!(
+                "{} extra disks is more than shiftlab supports; use at most {MAX_EXTRA_DISKS}",
+                size.extra_disks.len()
+            ),
+        );
+        size.extra_disks.truncate(MAX_EXTRA_DISKS);
+    }
+    let (min_cpu, min_mem, min_disk) = documented_minimum(role, method);
+    if size.numcpus == 0 {
+        d.error(
+            name(numcpus, "numcpus"),
+            "0 vCPUs cannot boot; use 1 or more",
+        );
+    } else if !rehearsal && (size.numcpus as u64) < min_cpu {
+        d.warn(
+            name(numcpus, "numcpus"),
+            format!(
+                "{} vCPUs is below the documented minimum of {min_cpu} for a {}",
+                size.numcpus,
+                role_label(role, method)
+            ),
+        );
+    }
+    let boot_min = if rehearsal {
+        REHEARSAL_MIN_MEMORY
+    } else {
+        BOOT_MIN_MEMORY
+    };
+    if size.memory < boot_min {
+        d.error(
+            name(memory, "memory"),
+            format!(
+                "{} MiB cannot boot {}; use at least {boot_min} MiB{}",
+                size.memory,
+                if rehearsal {
+                    "a stand-in node"
+                } else {
+                    "CoreOS"
+                },
+                if rehearsal {
+                    ""
+                } else {
+                    " (documented minimum: see docs/cluster-file.md)"
+                }
+            ),
+        );
+    } else if !rehearsal && size.memory < min_mem {
+        d.warn(
+            name(memory, "memory"),
+            format!(
+                "{} MiB is below the documented minimum of {min_mem} MiB for a {}; labs often run smaller, but installs may be slow or fail",
+                size.memory,
+                role_label(role, method)
+            ),
+        );
+    }
+    let disk_boot_min = if rehearsal { 1 } else { BOOT_MIN_DISK };
+    if size.disk_size < disk_boot_min {
+        d.error(
+            name(disk, "disk_size"),
+            format!(
+                "{} GB is too small to hold {}; use at least {disk_boot_min} GB",
+                size.disk_size,
+                if rehearsal {
+                    "the stand-in image"
+                } else {
+                    "CoreOS"
+                }
+            ),
+        );
+    } else if !rehearsal && size.disk_size < min_disk {
+        d.warn(
+            name(disk, "disk_size"),
+            format!(
+                "{} GB is below the documented minimum of {min_disk} GB",
+                size.disk_size
+            ),
+        );
+    }
+    for (i, gb) in size.extra_disks.iter_mut().enumerate() {
+        let f = extra
+            .map(|s| s.field.clone())
+            .unwrap_or_else(|| format!("{}.extra_disks", role.as_str()));
+        if *gb == 0 {
+            d.error(
+                format!("{f}[{i}]"),
+                "0 GB is not a disk size; use 1 or more",
+            );
+        } else if *gb > MAX_DISK_GB {
+            d.error(
+                format!("{f}[{i}]"),
+                format!("{gb} GB is more than shiftlab supports; use at most {MAX_DISK_GB} GB"),
+            );
+            *gb = 1;
+        }
+    }
+    size
+}
+
+fn role_label(role: Role, method: Method) -> &'static str {
+    match (role, method) {
+        (Role::Ctlplane, Method::Sno) => "single node",
+        (Role::Bootstrap, _) => "bootstrap node",
+        (Role::Ctlplane, _) => "control plane node",
+        (Role::Worker, _) => "worker",
+    }
+}

@@ -1,0 +1,176 @@
+//! The fake `openshift-install` (tests/fixtures/fake-openshift-install) keeps the
+//! real installer's rules it claims to model, on the install-configs shiftlab
+//! renders (tests/golden): a double that drifted would make the e2e prove nothing.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fake() -> PathBuf {
+    common::repo().join("tests/fixtures/fake-openshift-install/openshift-install")
+}
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    let out = Command::new(fake())
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// An asset directory holding the golden install-config of `name`.
+fn assets(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        common::repo().join(format!("tests/golden/{name}.install-config.yaml")),
+        dir.path().join("install-config.yaml"),
+    )
+    .unwrap();
+    dir
+}
+
+fn read(dir: &Path, rel: &str) -> String {
+    std::fs::read_to_string(dir.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn merge_source(dir: &Path, role: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(&read(dir, &format!("{role}.ign"))).unwrap();
+    v["ignition"]["config"]["merge"][0]["source"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn manifests_consume_the_install_config_and_follow_the_scheduler_rule() {
+    // compact: compute replicas 0 → schedulable control planes, with the warning.
+    let d = assets("compact");
+    let out = run(d.path(), &["create", "manifests"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(!d.path().join("install-config.yaml").exists());
+    assert!(
+        log.contains("Consuming Install Config from target directory"),
+        "{log}"
+    );
+    assert!(
+        log.contains("level=warning msg=\"Making control-plane schedulable"),
+        "{log}"
+    );
+    let scheduler = read(d.path(), "manifests/cluster-scheduler-02-config.yml");
+    assert!(
+        scheduler.contains("mastersSchedulable: true"),
+        "{scheduler}"
+    );
+    // platform none: no Machine API objects.
+    assert_eq!(
+        std::fs::read_dir(d.path().join("openshift"))
+            .unwrap()
+            .count(),
+        0
+    );
+
+    // ipi (baremetal, 2 workers): not schedulable; Machines and a MachineSet.
+    let d = assets("ipi");
+    run(d.path(), &["create", "manifests"]);
+    let scheduler = read(d.path(), "manifests/cluster-scheduler-02-config.yml");
+    assert!(
+        scheduler.contains("mastersSchedulable: false"),
+        "{scheduler}"
+    );
+    for f in [
+        "99_openshift-cluster-api_master-machines-0.yaml",
+        "99_openshift-cluster-api_master-machines-2.yaml",
+        "99_openshift-cluster-api_worker-machineset-0.yaml",
+    ] {
+        assert!(d.path().join("openshift").join(f).exists(), "{f}");
+    }
+}
+
+#[test]
+fn ignition_configs_are_the_installer_files_with_its_modes() {
+    let d = assets("upi");
+    run(d.path(), &["create", "manifests"]);
+    // The install-config lives on in the state file once consumed.
+    let out = run(d.path(), &["create", "ignition-configs"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("Consuming Common Manifests"), "{log}");
+    assert!(!d.path().join("manifests").exists());
+    assert_eq!(
+        merge_source(d.path(), "master"),
+        "https://api-int.lab1.lab.test:22623/config/master"
+    );
+    assert_eq!(
+        merge_source(d.path(), "worker"),
+        "https://api-int.lab1.lab.test:22623/config/worker"
+    );
+    let pw = read(d.path(), "auth/kubeadmin-password");
+    let groups: Vec<&str> = pw.split('-').collect();
+    assert_eq!(
+        (pw.len(), groups.len()),
+        (23, 4),
+        "5char-5char-5char-5char: {pw}"
+    );
+    let meta: serde_json::Value = serde_json::from_str(&read(d.path(), "metadata.json")).unwrap();
+    assert_eq!(meta["clusterName"], "lab1");
+    assert!(meta["infraID"].as_str().unwrap().starts_with("lab1-"));
+    assert!(read(d.path(), "auth/kubeconfig").contains("server: https://api.lab1.lab.test:6443"));
+    for f in [
+        "bootstrap.ign",
+        "auth/kubeadmin-password",
+        ".openshift_install_state.json",
+    ] {
+        let mode = std::fs::metadata(d.path().join(f))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o640, "{f}");
+    }
+
+    // Baremetal: the pointer configs name the API VIP.
+    let d = assets("ipi");
+    run(d.path(), &["create", "ignition-configs"]);
+    assert_eq!(
+        merge_source(d.path(), "master"),
+        "https://192.168.129.2:22623/config/master"
+    );
+}
+
+#[test]
+fn no_install_config_is_the_installers_error_and_unmodeled_verbs_say_so() {
+    let d = tempfile::tempdir().unwrap();
+    let out = Command::new(fake())
+        .args(["create", "manifests", "--dir"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("install-config.yaml not found"));
+    let out = Command::new(fake())
+        .args(["destroy", "cluster"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not modeled"));
+}
+
+#[test]
+fn version_names_the_binary_as_invoked() {
+    let out = Command::new(fake()).arg("version").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with(&format!("{} 4.18.0-fake\n", fake().display())),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nrelease image quay.io/openshift-release-dev/ocp-release:4.18.0-fake\n")
+    );
+}
