@@ -68,7 +68,9 @@ impl AtomicFile {
 
     /// The temp file, to write into (or to set its owner).
     pub fn file(&mut self) -> &mut fs::File {
-        self.file.as_mut().expect("an uncommitted AtomicFile has its file")
+        self.file
+            .as_mut()
+            .expect("an uncommitted AtomicFile has its file")
     }
 
     /// The temp file's path, for messages.
@@ -341,7 +343,11 @@ mod tests {
         .unwrap_err();
         assert!(format!("{e:#}").contains("interrupted"), "{e:#}");
         assert_eq!(fs::read(&p).unwrap(), b"old");
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temp file left");
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
         let mut a = AtomicFile::create(&p, 0o755).unwrap();
         a.file().write_all(b"new").unwrap();
         a.commit().unwrap();

@@ -1,6 +1,7 @@
 //! shiftlab: OpenShift and OKD labs on one libvirt/KVM host.
 
 pub mod cli;
+pub mod cluster;
 pub mod commands;
 pub mod files;
 pub mod host;

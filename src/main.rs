@@ -44,7 +44,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Serve(args) => commands::serve::run(args, &state),
-        Command::Bmc(args) => shiftlab::redfish::cli::run(args.clone(), &state.root),
+        Command::Bmc(args) => shiftlab::redfish::cli::run(args.clone(), &state.bmc_dir()),
         Command::Completion(args) => {
             completion::completion(args, &mut std::io::stdout().lock());
             Ok(())

@@ -21,7 +21,12 @@ fn commands_that_change_a_cluster_wait_for_no_one_and_touch_nothing() {
     std::fs::create_dir_all(dir.join("assets/auth")).unwrap();
     std::fs::write(dir.join("assets/auth/kubeconfig"), "secret").unwrap();
     // Another shiftlab (this test) is working on lab1.
-    let held = shiftlab::install::state::lock(&dir, "lab1").unwrap();
+    let held = shiftlab::state::StateDir {
+        root: h.join("state"),
+    }
+    .cluster("lab1")
+    .lock()
+    .unwrap();
     let before = tree(h);
     let file = file.display().to_string();
     let out_dir = h.join("out").display().to_string();

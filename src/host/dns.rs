@@ -170,9 +170,9 @@ pub struct HostDns {
 }
 
 impl HostDns {
-    /// The real host, with its lock in shiftlab's state directory.
+    /// The real host, serialised by `lock_file` (in shiftlab's state directory).
     /// `SHIFTLAB_HOSTS_FILE` points the hosts-file mechanism elsewhere.
-    pub fn system(state_root: &Path) -> Self {
+    pub fn system(lock_file: PathBuf) -> Self {
         HostDns {
             hosts_file: std::env::var_os("SHIFTLAB_HOSTS_FILE")
                 .filter(|p| !p.is_empty())
@@ -181,7 +181,7 @@ impl HostDns {
             nm_dir: "/etc/NetworkManager".into(),
             run_dir: "/run".into(),
             resolv_conf: "/etc/resolv.conf".into(),
-            lock_file: state_root.join("host-dns.lock"),
+            lock_file,
             run_commands: true,
         }
     }

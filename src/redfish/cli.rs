@@ -128,10 +128,11 @@ pub fn load_or_create_password(path: &std::path::Path) -> Result<String> {
     }
 }
 
-pub fn run(args: Args, shiftlab_state: &std::path::Path) -> Result<()> {
+/// `default_dir`: the BMC's state directory without `--bmc-dir` (`<state>/bmc`).
+pub fn run(args: Args, default_dir: &std::path::Path) -> Result<()> {
     let state_dir = match &args.bmc_dir {
         Some(d) => d.clone(),
-        None => shiftlab_state.join("bmc"),
+        None => default_dir.to_path_buf(),
     };
     std::fs::create_dir_all(&state_dir)
         .with_context(|| format!("creating {}", state_dir.display()))?;

@@ -112,7 +112,10 @@ pub fn ensure(dir: &Path, ips: &[IpAddr], names: &[String]) -> Result<TlsMateria
         .context("signing server certificate")?;
     let cert_pem = cert.pem();
     let key_pem = key.serialize_pem();
-    write_atomic(&dir.join("bmc.crt"), format!("{cert_pem}{ca_pem}").as_bytes())?;
+    write_atomic(
+        &dir.join("bmc.crt"),
+        format!("{cert_pem}{ca_pem}").as_bytes(),
+    )?;
     write_private(&dir.join("bmc.key"), key_pem.as_bytes())?;
     Ok(TlsMaterial {
         ca_pem,
