@@ -70,11 +70,16 @@ pub fn reach(ctx: &Ctx, goal: Target) -> Result<()> {
 
 /// [`reach`], the lock still held.
 fn reach_locked(ctx: &Ctx, goal: Target) -> Result<Locked> {
+    let path = ctx.flow.path_to(goal);
+    if let (Err(e), false) = (&path, ctx.cluster.exists()) {
+        return Err(e.clone().into());
+    }
     let mut locked = state::lock(&ctx.cluster)?;
-    // Checks first, writes after: a refused run leaves the state as it was.
+    // Checks first, writes after: a refused run leaves the state as it was (a
+    // changed plan explains more than a target the new flow lacks: said first).
     locked.check_flow(ctx.flow)?;
     locked.verify_plan(ctx.flow, ctx.plan)?;
-    let path = ctx.flow.path_to(goal)?;
+    let path = path?;
     locked.enter(ctx.flow)?;
     locked.record_plan(ctx.plan)?;
     for step in path {
