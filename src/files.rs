@@ -1,6 +1,8 @@
-//! Writing files the way shiftlab always does: atomically (temp file, fsync, rename),
-//! and with mode 0600 when they hold a secret; and the one way shiftlab takes a
-//! lock (flock on a file that names the holder).
+//! Writing files the way shiftlab always does: atomically (temp file, fsync, rename,
+//! directory fsync — [`AtomicFile`] and the `write_*` functions over it), with mode
+//! 0600 when they hold a secret, JSON through [`read_json`]/[`write_json`]; the one
+//! way shiftlab takes a lock (flock on a file that names the holder); and the one
+//! generator of random secrets. Which file is where is `state`'s business.
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -26,50 +28,124 @@ pub fn sync_dir(path: &Path) -> std::io::Result<()> {
     fs::File::open(dir)?.sync_all()
 }
 
-/// Atomic write with the given mode (0600 for secrets, 0644 for the rest).
-pub fn write_atomic_mode(path: &Path, data: &[u8], mode: u32) -> Result<()> {
-    write_with_mode(path, data, mode)
+/// A file being written atomically: a temp file beside `path`, created with its
+/// final mode, that [`AtomicFile::commit`] fsyncs and renames over `path` (the
+/// directory fsynced too). Dropped uncommitted, the temp file goes and `path` is
+/// as it was. The one way shiftlab replaces a file.
+pub struct AtomicFile {
+    path: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+    file: Option<fs::File>,
 }
 
-fn write_with_mode(path: &Path, data: &[u8], mode: u32) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| -> Result<()> {
-        let mut f = OpenOptions::new()
+impl AtomicFile {
+    /// Start replacing `path` (its directory made if missing); `mode` applies from
+    /// the first byte (0600 for secrets).
+    pub fn create(path: &Path, mode: u32) -> Result<AtomicFile> {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let file = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .mode(mode)
             .open(&tmp)
             .with_context(|| format!("creating {}", tmp.display()))?;
-        f.write_all(data)
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        f.sync_all()
-            .with_context(|| format!("syncing {}", tmp.display()))?;
-        rename_durably(&tmp, path).with_context(|| format!("renaming into {}", path.display()))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+        Ok(AtomicFile {
+            path: path.to_path_buf(),
+            tmp,
+            file: Some(file),
+        })
     }
-    result
+
+    /// The temp file, to write into (or to set its owner).
+    pub fn file(&mut self) -> &mut fs::File {
+        self.file
+            .as_mut()
+            .expect("an uncommitted AtomicFile has its file")
+    }
+
+    /// The temp file's path, for messages.
+    pub fn temp_path(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// fsync the content and rename it over the target. On an error the temp file
+    /// is gone and the target untouched; the error is the raw one, so that a caller
+    /// can tell a rename over a mount point (`EBUSY`, `EXDEV`) from the rest.
+    pub fn commit(mut self) -> std::io::Result<()> {
+        let result = self
+            .file
+            .take()
+            .expect("an uncommitted AtomicFile has its file")
+            .sync_all()
+            .and_then(|()| rename_durably(&self.tmp, &self.path));
+        if result.is_ok() {
+            self.tmp = std::path::PathBuf::new();
+        }
+        result
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Atomic write of what `fill` writes, with the given mode.
+pub fn write_atomic_with(
+    path: &Path,
+    mode: u32,
+    fill: impl FnOnce(&mut fs::File) -> Result<()>,
+) -> Result<()> {
+    let mut f = AtomicFile::create(path, mode)?;
+    fill(f.file()).with_context(|| format!("writing {}", f.temp_path().display()))?;
+    f.commit()
+        .with_context(|| format!("renaming into {}", path.display()))
+}
+
+/// Atomic write with the given mode (0600 for secrets, 0644 for the rest).
+pub fn write_atomic_mode(path: &Path, data: &[u8], mode: u32) -> Result<()> {
+    write_atomic_with(path, mode, |f| Ok(f.write_all(data)?))
 }
 
 /// Atomic write of an ordinary file (0644).
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
-    write_with_mode(path, data, 0o644)
+    write_atomic_mode(path, data, 0o644)
 }
 
 /// Atomic write of a file holding a secret: 0600 from the first byte.
 pub fn write_private(path: &Path, data: &[u8]) -> Result<()> {
-    write_with_mode(path, data, 0o600)
+    write_atomic_mode(path, data, 0o600)
+}
+
+/// Read a JSON file shiftlab wrote; `None` when it does not exist.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    match fs::read_to_string(path) {
+        Ok(text) => Ok(Some(
+            serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?,
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Write `value` as pretty JSON with a final newline, atomically (0644).
+pub fn write_json<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    write_atomic(path, text.as_bytes())
 }
 
 /// An exclusive flock, released when dropped (or when the process dies).
@@ -161,7 +237,11 @@ pub fn random_bytes(n: usize) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// A random secret of `len` URL-safe characters from the kernel's CSPRNG.
+/// How long the passwords shiftlab makes are (BMC passwords).
+pub const PASSWORD_LEN: usize = 24;
+
+/// A random secret of `len` URL-safe characters from the kernel's CSPRNG: the one
+/// generator of passwords and tokens.
 pub fn random_secret(len: usize) -> Result<String> {
     const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
     let buf = random_bytes(len * 2)?;
@@ -252,9 +332,51 @@ mod tests {
     }
 
     #[test]
+    fn an_uncommitted_write_leaves_the_file_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        write_atomic(&p, b"old").unwrap();
+        let e = write_atomic_with(&p, 0o644, |f| {
+            f.write_all(b"half")?;
+            anyhow::bail!("interrupted")
+        })
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("interrupted"), "{e:#}");
+        assert_eq!(fs::read(&p).unwrap(), b"old");
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+        let mut a = AtomicFile::create(&p, 0o755).unwrap();
+        a.file().write_all(b"new").unwrap();
+        a.commit().unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"new");
+        let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755);
+    }
+
+    #[test]
+    fn json_round_trips_and_absence_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.json");
+        assert_eq!(read_json::<Vec<u32>>(&p).unwrap(), None);
+        write_json(&p, &vec![1u32, 2]).unwrap();
+        assert!(fs::read_to_string(&p).unwrap().ends_with("]\n"));
+        assert_eq!(read_json::<Vec<u32>>(&p).unwrap(), Some(vec![1, 2]));
+        fs::write(&p, "{").unwrap();
+        assert!(format!("{:#}", read_json::<Vec<u32>>(&p).unwrap_err()).contains("x.json"));
+    }
+
+    #[test]
     fn secrets_are_random_and_sized() {
         let a = random_secret(24).unwrap();
         assert_eq!(a.len(), 24);
         assert_ne!(a, random_secret(24).unwrap());
+        // (was redfish::auth::generate_password's test)
+        let p = random_secret(PASSWORD_LEN).unwrap();
+        assert_eq!(p.len(), 24);
+        assert_ne!(p, random_secret(PASSWORD_LEN).unwrap());
+        assert!(p.chars().all(|c| c.is_ascii_alphanumeric()));
     }
 }

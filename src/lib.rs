@@ -2,6 +2,7 @@
 
 pub mod addressing;
 pub mod cli;
+pub mod cluster;
 pub mod commands;
 pub mod files;
 pub mod host;

@@ -517,7 +517,7 @@ async fn a_deadline_ends_the_watch_with_what_is_missing() {
         .map(|m| (m.node.clone(), m.kind))
         .collect();
     assert_eq!(missing, [("lab1-worker-1".to_string(), CsrKind::Serving)]);
-    let text = shiftlab::install::driver::csr_timeout_message(
+    let text = shiftlab::install::targets::csr_approval::csr_timeout_message(
         &report.missing,
         std::path::Path::new("/s/openshift-install.log"),
     );
@@ -535,11 +535,11 @@ fn compact_clusters_await_their_control_planes_by_name() {
             .spec,
     );
     assert_eq!(
-        shiftlab::install::driver::csr_awaited(&compact),
+        shiftlab::install::targets::csr_approval::csr_awaited(&compact),
         ["lab1-ctlplane-0", "lab1-ctlplane-1", "lab1-ctlplane-2"]
     );
     assert_eq!(
-        shiftlab::install::driver::csr_awaited(&plan()),
+        shiftlab::install::targets::csr_approval::csr_awaited(&plan()),
         ["lab1-worker-0", "lab1-worker-1"]
     );
 }

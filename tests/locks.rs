@@ -9,21 +9,18 @@ use common::{shiftlab, tree};
 fn commands_that_change_a_cluster_wait_for_no_one_and_touch_nothing() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    let file = h.join("lab1.yaml");
-    std::fs::write(
-        &file,
-        "cluster: lab1\ndomain: lab.test\ndistribution: okd\nrehearsal: true\n\
-         ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n\
-         libvirt:\n  uri: test:///default\n",
-    )
-    .unwrap();
+    let file = common::rehearsal_file(h, "");
     let dir = h.join("state/clusters/lab1");
     std::fs::create_dir_all(dir.join("assets/auth")).unwrap();
     std::fs::write(dir.join("assets/auth/kubeconfig"), "secret").unwrap();
     // Another shiftlab (this test) is working on lab1.
-    let held = shiftlab::install::state::lock(&dir, "lab1").unwrap();
+    let held = shiftlab::state::StateDir {
+        root: h.join("state"),
+    }
+    .cluster("lab1")
+    .lock()
+    .unwrap();
     let before = tree(h);
-    let file = file.display().to_string();
     let out_dir = h.join("out").display().to_string();
     for args in [
         vec!["destroy", "cluster", "lab1", "-c", "test:///default"],
@@ -61,19 +58,7 @@ fn commands_that_change_a_cluster_wait_for_no_one_and_touch_nothing() {
 fn a_changed_cluster_file_is_refused_after_the_install_used_it() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    let write = |workers: u32| {
-        let f = h.join("lab1.yaml");
-        std::fs::write(
-            &f,
-            format!(
-                "cluster: lab1\ndomain: lab.test\ndistribution: okd\nrehearsal: true\nworkers: {workers}\n\
-                 ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n\
-                 libvirt:\n  uri: test:///default\n"
-            ),
-        )
-        .unwrap();
-        f.display().to_string()
-    };
+    let write = |workers: u32| common::rehearsal_file(h, &format!("workers: {workers}\n"));
     let f = write(2);
     let out = shiftlab(&["create", "install-config", "-f", &f], h);
     assert!(

@@ -151,7 +151,7 @@ fn artifacts_are_served_read_only_with_ranges_and_digests() {
 /// withdrawn per node.
 #[test]
 fn private_artifacts_need_the_token_and_are_never_listed() {
-    use shiftlab::serve::ClusterFiles;
+    use shiftlab::serve::http::{publish_private, unpublish_node, Roots};
     use shiftlab::state::StateDir;
     use std::os::unix::fs::PermissionsExt;
 
@@ -159,28 +159,28 @@ fn private_artifacts_need_the_token_and_are_never_listed() {
     let state = StateDir {
         root: dir.path().into(),
     };
-    let files = ClusterFiles::new(&state, "c1");
-    std::fs::create_dir_all(files.http_dir()).unwrap();
-    std::fs::write(files.http_dir().join("live.iso"), b"public iso").unwrap();
+    let files = state.cluster("c1");
+    std::fs::create_dir_all(files.http_public()).unwrap();
+    std::fs::write(files.http_public().join("live.iso"), b"public iso").unwrap();
     let secret = br#"{"ignition":{"version":"3.4.0"},"pullSecret":"s3cret"}"#;
-    let url = files.publish_private("c1-bootstrap.ign", secret).unwrap();
+    let url = publish_private(&files, "c1-bootstrap.ign", secret).unwrap();
     let token = std::fs::read_to_string(files.http_token()).unwrap();
     let token = token.trim();
     assert!(token.len() >= 32, "an unguessable token");
     assert_eq!(url, format!("/{token}/c1-bootstrap.ign"));
     for f in [
         files.http_token(),
-        files.http_private_dir().join("c1-bootstrap.ign"),
+        files.http_private().join("c1-bootstrap.ign"),
     ] {
         let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{}", f.display());
     }
     // The token is made once and kept.
     assert_eq!(
-        files.publish_private("c1-master.ign", b"{}").unwrap(),
+        publish_private(&files, "c1-master.ign", b"{}").unwrap(),
         format!("/{token}/c1-master.ign")
     );
-    assert!(files.publish_private("../x", b"{}").is_err());
+    assert!(publish_private(&files, "../x", b"{}").is_err());
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -190,7 +190,7 @@ fn private_artifacts_need_the_token_and_are_never_listed() {
     let listener = rt
         .block_on(Listener::start(
             "127.77.40.2:0".parse().unwrap(),
-            files.http_roots(),
+            Roots::of(&files),
             Arc::new(Digests::default()),
         ))
         .unwrap();
@@ -231,20 +231,20 @@ fn private_artifacts_need_the_token_and_are_never_listed() {
     assert!(sums.contains("  live.iso"), "{sums}");
     assert!(!sums.contains(".ign") && !sums.contains(token), "{sums}");
     assert_eq!(
-        shiftlab::serve::http::list_files(&files.http_dir()),
+        shiftlab::serve::http::list_files(&files.http_public()),
         vec![std::path::PathBuf::from("live.iso")]
     );
     // Log lines never carry the token.
     assert_eq!(shiftlab::serve::http::loggable(&url), "/…/c1-bootstrap.ign");
 
     // The bootstrap's files go when it does; the others stay.
-    let removed = files.unpublish_node("c1-bootstrap").unwrap();
+    let removed = unpublish_node(&files, "c1-bootstrap").unwrap();
     assert_eq!(removed.len(), 1, "{removed:?}");
     let (status, _, _) = get(addr, &url, &[]).unwrap();
     assert_eq!(status, 404);
     let (status, _, _) = get(addr, &format!("/{token}/c1-master.ign"), &[]).unwrap();
     assert_eq!(status, 200);
-    assert!(files.unpublish_node("c1-bootstrap").unwrap().is_empty());
+    assert!(unpublish_node(&files, "c1-bootstrap").unwrap().is_empty());
 
     rt.block_on(listener.stop());
 }

@@ -95,7 +95,7 @@ fn serve_runs_checks_reloads_restarts_and_forgets_a_cluster() {
     });
     write_plan(&root, &plan);
     assert!(serve::notify(&state, Some("svc1")).unwrap());
-    let files = serve::ClusterFiles::new(&state, "svc1");
+    let files = state.cluster("svc1");
     let cfg = std::fs::read_to_string(files.haproxy_cfg()).unwrap();
     assert!(cfg.contains("bind 127.77.10.2:21001"));
 
@@ -137,7 +137,7 @@ fn serve_runs_checks_reloads_restarts_and_forgets_a_cluster() {
     // Removing the bootstrap: no new traffic to it, persisted, reported.
     let pid_before = std::fs::read_to_string(files.haproxy_pid()).unwrap();
     serve::remove_bootstrap(&state, "svc1").unwrap();
-    assert!(files.read_lb_state().bootstrap_removed);
+    assert!(serve::read_lb_state(&files).bootstrap_removed);
     let cfg = std::fs::read_to_string(files.haproxy_cfg()).unwrap();
     assert!(!cfg.contains("server lab1-bootstrap"));
     for _ in 0..24 {
@@ -190,7 +190,7 @@ fn serve_runs_checks_reloads_restarts_and_forgets_a_cluster() {
     assert!(get_body(api, "/readyz").is_none());
     assert!(!files.haproxy_pid().exists());
     // ...and destroy then removes the directory.
-    std::fs::remove_dir_all(&files.dir).unwrap();
+    std::fs::remove_dir_all(files.path()).unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(std::fs::read(&hosts).unwrap(), original);
 }
@@ -225,8 +225,7 @@ fn a_destroyed_directory_stops_its_haproxy_and_dns() {
     });
     // svc3 checks /readyz over HTTPS: the plain-HTTP stand-ins are not started
     // for it, so its frontend is open but has no backend up.
-    let cfg_b =
-        std::fs::read_to_string(serve::ClusterFiles::new(&state, "svc3").haproxy_cfg()).unwrap();
+    let cfg_b = std::fs::read_to_string(state.cluster("svc3").haproxy_cfg()).unwrap();
     assert!(cfg_b.contains("check check-ssl verify none"));
 
     // Destroy without the hook: the directory disappears; serve notices.

@@ -8,14 +8,15 @@ use crate::install::target::Target;
 /// recorded in the cluster's state, so a run can be stopped and resumed anywhere.
 #[derive(Debug, Subcommand)]
 pub enum CreateCommand {
-    /// Write install-config.yaml (and agent-config.yaml for method agent): into --dir with
-    /// backup copies, or without --dir as the first target of the install
+    /// Write install-config.yaml (and agent-config.yaml for method agent) into the cluster's
+    /// asset directory, with a backup of each; with --dir, copies into DIR too
     InstallConfig(InstallConfigArgs),
     /// Run `openshift-install create manifests` and add the lab's manifests
     Manifests(TargetArgs),
     /// Run `openshift-install create ignition-configs`
     Ignition(TargetArgs),
-    /// Build the cluster's libvirt objects: network, pool, base image, volumes, Ignition, domains
+    /// Build the cluster's libvirt objects: network, pool, base image, volumes, Ignition,
+    /// domains (in a rehearsal without a release: again each time, converging on the plan)
     Infra(InfraArgs),
     /// Wait for `openshift-install wait-for bootstrap-complete`
     BootstrapComplete(TargetArgs),
@@ -32,7 +33,7 @@ pub enum CreateCommand {
 }
 
 impl CreateCommand {
-    /// The install driver's target name and arguments, for the driver's targets.
+    /// The target and arguments of the subcommands that take nothing but the file.
     pub fn target(&self) -> Option<(Target, &TargetArgs)> {
         match self {
             CreateCommand::Manifests(a) => Some((Target::Manifests, a)),
@@ -60,7 +61,7 @@ pub struct InstallConfigArgs {
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
 
-    /// Directory to write into [default: the cluster's asset directory, as an install target]
+    /// Also copy the configs and their backups into DIR (0600)
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 }

@@ -6,10 +6,7 @@ use crate::redfish::machine_libvirt::Scope;
 use crate::state::StateDir;
 
 pub fn run(args: &BmcArgs, state: &StateDir) -> Result<()> {
-    let dir = args
-        .bmc_dir
-        .clone()
-        .unwrap_or_else(|| state.root.join("bmc"));
+    let dir = args.bmc_dir.clone().unwrap_or_else(|| state.bmc_dir());
     let systems = if !args.fake.is_empty() {
         Systems::Memory(args.fake.clone())
     } else {
@@ -50,13 +47,13 @@ pub fn run(args: &BmcArgs, state: &StateDir) -> Result<()> {
         eprintln!("bmc CA certificate: {}", ca.display());
     }
     let scheme = bmc.scheme();
-    super::serve::runtime()?.block_on(async move {
+    crate::serve::daemon::runtime()?.block_on(async move {
         let server = bmc.start().await?;
         eprintln!(
             "redfish bmc on {scheme}://{}/redfish/v1/",
             server.local_addr()
         );
-        super::serve::shutdown_signal().await;
+        crate::serve::daemon::shutdown_signal().await;
         server.shutdown().await;
         Ok(())
     })

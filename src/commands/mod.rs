@@ -22,16 +22,3 @@ pub fn load_spec(file: &Path) -> Result<Loaded> {
     }
     Ok(loaded)
 }
-
-/// The cluster's lock, for a command that changes a cluster that may not exist:
-/// none is taken (and no directory made) when the cluster has no state at all.
-pub fn lock_if_exists(
-    state: &crate::state::StateDir,
-    name: &str,
-) -> Result<Option<crate::install::state::Locked>> {
-    let dir = state.cluster(name);
-    if !dir.exists() {
-        return Ok(None);
-    }
-    crate::install::state::lock(&dir, name).map(Some)
-}

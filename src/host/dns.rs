@@ -23,7 +23,7 @@
 use std::fs;
 use std::io::Write as _;
 use std::net::Ipv4Addr;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -170,9 +170,9 @@ pub struct HostDns {
 }
 
 impl HostDns {
-    /// The real host, with its lock in shiftlab's state directory.
+    /// The real host, serialised by `lock_file` (in shiftlab's state directory).
     /// `SHIFTLAB_HOSTS_FILE` points the hosts-file mechanism elsewhere.
-    pub fn system(state_root: &Path) -> Self {
+    pub fn system(lock_file: PathBuf) -> Self {
         HostDns {
             hosts_file: std::env::var_os("SHIFTLAB_HOSTS_FILE")
                 .filter(|p| !p.is_empty())
@@ -181,7 +181,7 @@ impl HostDns {
             nm_dir: "/etc/NetworkManager".into(),
             run_dir: "/run".into(),
             resolv_conf: "/etc/resolv.conf".into(),
-            lock_file: state_root.join("host-dns.lock"),
+            lock_file,
             run_commands: true,
         }
     }
@@ -217,7 +217,7 @@ impl HostDns {
                 mechanism.as_str()
             );
         }
-        let _lock = Lock::take(&self.lock_file)?;
+        let _lock = crate::files::lock_blocking(&self.lock_file)?;
         match mechanism {
             Mechanism::HostsFile => {
                 let text = read_or_empty(&self.hosts_file)?;
@@ -272,7 +272,7 @@ impl HostDns {
 
     /// Undo what `record` says was done. Idempotent.
     pub fn remove(&self, record: &Record) -> Result<()> {
-        let _lock = Lock::take(&self.lock_file)?;
+        let _lock = crate::files::lock_blocking(&self.lock_file)?;
         match record.mechanism {
             Mechanism::HostsFile => {
                 let path = record.file.as_deref().unwrap_or(&self.hosts_file);
@@ -486,44 +486,23 @@ fn read_or_empty(path: &Path) -> Result<String> {
 /// be renamed over: it is then rewritten in place with one write.
 pub fn replace_file(path: &Path, data: &[u8]) -> Result<()> {
     let meta = fs::metadata(path).ok();
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.shiftlab-{}", std::process::id()));
     let mode = meta.as_ref().map(|m| m.permissions().mode() & 0o7777);
-    let result = (|| -> Result<()> {
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(mode.unwrap_or(0o644))
-            .open(&tmp)
-            .with_context(|| format!("creating {}", tmp.display()))?;
-        if let Some(m) = &meta {
-            std::os::unix::fs::fchown(&f, Some(m.uid()), Some(m.gid()))
-                .with_context(|| format!("keeping the owner of {}", path.display()))?;
-            f.set_permissions(m.permissions())
-                .with_context(|| format!("keeping the mode of {}", path.display()))?;
-        }
-        f.write_all(data)
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        f.sync_all()
-            .with_context(|| format!("syncing {}", tmp.display()))?;
-        Ok(())
-    })();
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
+    let mut f = crate::files::AtomicFile::create(path, mode.unwrap_or(0o644))?;
+    if let Some(m) = &meta {
+        std::os::unix::fs::fchown(f.file(), Some(m.uid()), Some(m.gid()))
+            .with_context(|| format!("keeping the owner of {}", path.display()))?;
+        f.file()
+            .set_permissions(m.permissions())
+            .with_context(|| format!("keeping the mode of {}", path.display()))?;
     }
-    match crate::files::rename_durably(&tmp, path) {
+    f.file()
+        .write_all(data)
+        .with_context(|| format!("writing {}", f.temp_path().display()))?;
+    match f.commit() {
         Ok(()) => Ok(()),
         Err(e)
             if e.raw_os_error() == Some(libc::EBUSY) || e.raw_os_error() == Some(libc::EXDEV) =>
         {
-            let _ = fs::remove_file(&tmp);
             tracing::warn!(path = %path.display(), "a mount point: rewriting it in place");
             let mut f = fs::OpenOptions::new()
                 .write(true)
@@ -535,19 +514,7 @@ pub fn replace_file(path: &Path, data: &[u8]) -> Result<()> {
             f.sync_all()
                 .with_context(|| format!("syncing {}", path.display()))
         }
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            Err(e).with_context(|| format!("renaming into {}", path.display()))
-        }
-    }
-}
-
-/// An exclusive `flock` held until dropped.
-struct Lock;
-
-impl Lock {
-    fn take(path: &Path) -> Result<crate::files::FileLock> {
-        crate::files::lock_blocking(path)
+        Err(e) => Err(e).with_context(|| format!("renaming into {}", path.display())),
     }
 }
 

@@ -1,8 +1,121 @@
-//! Targets, persisted state and the install driver.
+//! The install pipeline: every target of every flow reached the same way. A
+//! target is reached with its predecessors, each idempotent and recorded in the
+//! cluster's state before (intent) and after (done) its side effects, so a run
+//! stopped anywhere — even by `kill -9` — converges when started again.
+//!
+//! - [`target`]: `Target`, the per-flow tables of steps, the transition errors;
+//! - [`state`]: the versioned, locked install state, typed `Facts`, the plan
+//!   fingerprint;
+//! - [`targets`]: one file per target, dispatched by [`targets::run`];
+//! - [`installer`] and [`process`]: running `openshift-install`.
 
-pub mod driver;
-pub mod infra;
-pub mod install_config;
+pub mod installer;
 pub mod process;
 pub mod state;
 pub mod target;
+pub mod targets;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::plan::Plan;
+use crate::spec::ClusterSpec;
+use crate::state::{ClusterDir, StateDir};
+use state::Locked;
+use target::{Flow, Kind, Target};
+
+/// What a command adds to the cluster file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// `create infra --start-workers`: infra also starts the nodes planned to
+    /// start after bootstrap.
+    pub start_workers: bool,
+}
+
+/// Everything a target needs: the spec loaded once and the plan derived once.
+pub struct Ctx<'a> {
+    pub spec: &'a ClusterSpec,
+    pub plan: &'a Plan,
+    pub state: &'a StateDir,
+    pub cluster: ClusterDir,
+    pub flow: Flow,
+    pub options: Options,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(
+        spec: &'a ClusterSpec,
+        plan: &'a Plan,
+        state: &'a StateDir,
+        options: Options,
+    ) -> Self {
+        Ctx {
+            cluster: state.cluster(&spec.cluster),
+            flow: Flow::of(spec),
+            spec,
+            plan,
+            state,
+            options,
+        }
+    }
+}
+
+/// Reach `goal`: under the cluster's lock, with the plan checked against the one
+/// done targets were made from, run every step before it that is not done yet
+/// (and those that converge), then `goal` itself.
+pub fn reach(ctx: &Ctx, goal: Target) -> Result<()> {
+    reach_locked(ctx, goal).map(drop)
+}
+
+/// [`reach`], the lock still held.
+fn reach_locked(ctx: &Ctx, goal: Target) -> Result<Locked> {
+    let path = ctx.flow.path_to(goal);
+    if let (Err(e), false) = (&path, ctx.cluster.exists()) {
+        return Err(e.clone().into());
+    }
+    let mut locked = state::lock(&ctx.cluster)?;
+    // Checks first, writes after: a refused run leaves the state as it was (a
+    // changed plan explains more than a target the new flow lacks: said first).
+    locked.check_flow(ctx.flow)?;
+    locked.verify_plan(ctx.flow, ctx.plan)?;
+    let path = path?;
+    locked.enter(ctx.flow)?;
+    locked.record_plan(ctx.plan)?;
+    for step in path {
+        let target = step.target;
+        if locked.is_done(target) && step.kind != Kind::Converge {
+            if target == goal {
+                eprintln!("{goal} is done already (shiftlab status shows what each target did)");
+            }
+            continue;
+        }
+        eprintln!("==> {target}");
+        locked.start(ctx.flow, target, None)?;
+        let note =
+            targets::run(target, ctx, &mut locked).with_context(|| format!("target {target}"))?;
+        if let Some(n) = &note {
+            eprintln!("    {n}");
+        }
+        locked.done(target, note)?;
+    }
+    Ok(locked)
+}
+
+/// `create cluster`: reach the flow's last target.
+pub fn reach_end(ctx: &Ctx) -> Result<()> {
+    reach(ctx, ctx.flow.end(ctx.spec)?)
+}
+
+/// `create install-config --dir DIR`: reach install-config, then copy what it
+/// wrote into `dir` (each config and a backup, 0600).
+pub fn export_install_config(ctx: &Ctx, dir: &Path) -> Result<Vec<PathBuf>> {
+    let _locked = reach_locked(ctx, Target::InstallConfig)?;
+    targets::install_config::export(ctx, dir)
+}
+
+/// The install state of a cluster for `shiftlab status`: `None` when no target
+/// ever ran.
+pub fn status(cluster: &ClusterDir) -> Result<Option<state::InstallStatus>> {
+    Ok(state::read(cluster)?.map(|s| state::InstallStatus::of(&s)))
+}

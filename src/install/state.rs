@@ -1,16 +1,18 @@
-//! The install's persisted state: which targets are done, and which one was
-//! started (its intent on disk before its side effects run). Versioned, written
-//! atomically, and guarded by an exclusive lock so two shiftlabs never drive the
-//! same cluster at once.
+//! The install's persisted state: which flow it follows, which targets are done,
+//! and which one was started (its intent on disk before its side effects run).
+//! Versioned, written atomically, and guarded by the cluster's lock so two
+//! shiftlabs never drive the same cluster at once.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::files::write_atomic;
+use super::target::{Flow, IllegalTransition, Kind, Target};
+use crate::files::{read_json, write_json};
 use crate::plan::Plan;
+use crate::state::{ClusterDir, ClusterLock};
 
 pub const STATE_FORMAT: u32 = 1;
 
@@ -36,6 +38,9 @@ pub struct TargetRecord {
 pub struct InstallState {
     pub format: u32,
     pub cluster: String,
+    /// The flow the targets belong to. Absent in older states (all upi): adopted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<Flow>,
     pub targets: BTreeMap<String, TargetRecord>,
     /// Facts later targets need (installer path, release version, …).
     #[serde(default)]
@@ -80,60 +85,38 @@ fn now() -> u64 {
 
 /// An exclusive hold on a cluster's state, released when dropped.
 pub struct Locked {
-    path: PathBuf,
-    _lock: crate::files::FileLock,
+    cluster: ClusterDir,
+    _lock: ClusterLock,
     pub state: InstallState,
 }
 
-pub fn state_path(cluster_dir: &Path) -> PathBuf {
-    cluster_dir.join("install-state.json")
+/// Read a cluster's install state without taking its lock (for `status`): `None`
+/// when no target ever ran.
+pub fn read(cluster: &ClusterDir) -> Result<Option<InstallState>> {
+    let state: Option<InstallState> = read_json(&cluster.install_state())?;
+    if let Some(s) = &state {
+        if s.format > STATE_FORMAT {
+            bail!(
+                "{} was written by a newer shiftlab (format {}); upgrade shiftlab",
+                cluster.install_state().display(),
+                s.format
+            );
+        }
+    }
+    Ok(state)
 }
-
-/// The plan the done targets were made from.
-pub fn recorded_plan_path(cluster_dir: &Path) -> PathBuf {
-    cluster_dir.join("install-plan.json")
-}
-
-/// Targets that only fetch things and do not depend on the plan's shape.
-const PLAN_FREE: &[&str] = &["release"];
-
-use super::target::{order, predecessors, IllegalTransition, Target};
-use crate::spec::Method;
 
 /// Take the cluster's lock (failing at once if another shiftlab holds it) and read
 /// its state.
-pub fn lock(cluster_dir: &Path, cluster: &str) -> Result<Locked> {
-    std::fs::create_dir_all(cluster_dir)
-        .with_context(|| format!("creating {}", cluster_dir.display()))?;
-    let lock = match crate::files::try_lock(&cluster_dir.join(".lock"))? {
-        Ok(l) => l,
-        Err(holder) => {
-            bail!("another shiftlab is working on {cluster} (pid {holder}); wait for it or stop it")
-        }
-    };
-    let path = state_path(cluster_dir);
-    let state = match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            let s: InstallState = serde_json::from_str(&text)
-                .with_context(|| format!("reading {}", path.display()))?;
-            if s.format > STATE_FORMAT {
-                bail!(
-                    "{} was written by a newer shiftlab (format {}); upgrade shiftlab",
-                    path.display(),
-                    s.format
-                );
-            }
-            s
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => InstallState {
-            format: STATE_FORMAT,
-            cluster: cluster.to_string(),
-            ..InstallState::default()
-        },
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    };
+pub fn lock(cluster: &ClusterDir) -> Result<Locked> {
+    let lock = cluster.lock()?;
+    let state = read(cluster)?.unwrap_or_else(|| InstallState {
+        format: STATE_FORMAT,
+        cluster: cluster.name().to_string(),
+        ..InstallState::default()
+    });
     Ok(Locked {
-        path,
+        cluster: cluster.clone(),
         _lock: lock,
         state,
     })
@@ -141,25 +124,61 @@ pub fn lock(cluster_dir: &Path, cluster: &str) -> Result<Locked> {
 
 impl Locked {
     fn save(&self) -> Result<()> {
-        let mut text = serde_json::to_string_pretty(&self.state)?;
-        text.push('\n');
-        write_atomic(&self.path, text.as_bytes())
+        write_json(&self.cluster.install_state(), &self.state)
     }
 
     pub fn is_done(&self, target: Target) -> bool {
-        self.state
-            .targets
-            .get(target.as_str())
-            .is_some_and(|r| r.status == Status::Done)
+        self.status(target) == Some(Status::Done)
     }
 
-    /// Record that `target` is about to run: on disk before any side effect. Its
-    /// predecessors on `method` must be done.
-    pub fn start(&mut self, method: Method, target: Target, note: Option<String>) -> Result<()> {
-        let before = predecessors(method, target)?;
-        if !order(method)?.contains(&target) {
-            return Err(IllegalTransition::NotInMethod { target, method }.into());
+    fn status(&self, target: Target) -> Option<Status> {
+        self.state.targets.get(target.as_str()).map(|r| r.status)
+    }
+
+    /// Refuse to go on in `flow` when targets ran in another one (the cluster file
+    /// turned a rehearsal into an install, or changed the method): what was made
+    /// for one is not what the other expects. Changes nothing.
+    pub fn check_flow(&self, flow: Flow) -> Result<()> {
+        match self.state.flow {
+            Some(f) if f != flow && !self.state.targets.is_empty() => bail!(
+                "{} was begun as {} ({}), and its cluster file now makes it {} ({}): a rehearsal without a release, a mirror or installer, or the method changed; restore the cluster file, or start over with `shiftlab destroy cluster {}`",
+                self.state.cluster,
+                f.describe(),
+                targets_of(&self.state),
+                flow.describe(),
+                flow,
+                self.state.cluster
+            ),
+            _ => Ok(()),
         }
+    }
+
+    /// Record that the targets from now on belong to `flow`.
+    pub fn enter(&mut self, flow: Flow) -> Result<()> {
+        self.check_flow(flow)?;
+        if self.state.flow != Some(flow) {
+            self.state.flow = Some(flow);
+            self.save()?;
+        }
+        Ok(())
+    }
+
+    /// Record that `target` is about to run: on disk before any side effect. The
+    /// state must be in `flow`, `target` one of its targets, its predecessors
+    /// done, and it must not be done already unless it converges.
+    pub fn start(&mut self, flow: Flow, target: Target, note: Option<String>) -> Result<()> {
+        let Some(step) = flow.step(target) else {
+            return Err(IllegalTransition::NotInFlow { target, flow }.into());
+        };
+        if self.state.flow != Some(flow) {
+            return Err(IllegalTransition::OtherFlow {
+                target,
+                flow,
+                entered: self.state.flow,
+            }
+            .into());
+        }
+        let before = flow.predecessors(target)?;
         if let Some(missing) = before.iter().find(|t| !self.is_done(**t)) {
             return Err(IllegalTransition::PredecessorNotDone {
                 target,
@@ -167,12 +186,15 @@ impl Locked {
             }
             .into());
         }
+        if self.is_done(target) && step.kind != Kind::Converge {
+            return Err(IllegalTransition::AlreadyDone(target).into());
+        }
         self.record(target, Status::Started, note)
     }
 
     /// Record that `target`, started, is done.
     pub fn done(&mut self, target: Target, note: Option<String>) -> Result<()> {
-        if self.state.targets.get(target.as_str()).map(|r| r.status) != Some(Status::Started) {
+        if self.status(target) != Some(Status::Started) {
             return Err(IllegalTransition::DoneWithoutStart(target).into());
         }
         self.record(target, Status::Done, note)
@@ -190,56 +212,77 @@ impl Locked {
         self.save()
     }
 
-    /// Make sure `plan` is the one the done targets were made from. While no
-    /// target that used the plan is done, the plan is (re)recorded; after that a
-    /// different plan is refused with what changed, so shiftlab never builds a
-    /// cluster other than the one the installer's assets describe.
-    pub fn check_plan(&mut self, plan: &Plan) -> Result<()> {
+    /// The done targets that pin the plan in `flow`: those that made something
+    /// from it that is kept (a target of another flow counts, to be safe).
+    fn pinning(&self, flow: Flow) -> Vec<&str> {
+        self.state
+            .targets
+            .iter()
+            .filter(|(_, r)| r.status == Status::Done)
+            .filter(|(t, _)| {
+                Target::parse(t)
+                    .and_then(|t| flow.step(t))
+                    .is_none_or(|s| s.kind == Kind::Build)
+            })
+            .map(|(t, _)| t.as_str())
+            .collect()
+    }
+
+    /// Refuse `plan` when it is not the one the done targets of `flow` were made
+    /// from, with what changed, so shiftlab never builds a cluster other than the
+    /// one the installer's assets describe. Changes nothing.
+    pub fn verify_plan(&self, flow: Flow, plan: &Plan) -> Result<()> {
         let fp = crate::plan::diff::fingerprint(plan);
         if self.state.plan_fingerprint.as_deref() == Some(fp.as_str()) {
             return Ok(());
         }
-        let done: Vec<&str> = self
-            .state
-            .targets
-            .iter()
-            .filter(|(t, r)| r.status == Status::Done && !PLAN_FREE.contains(&t.as_str()))
-            .map(|(t, _)| t.as_str())
-            .collect();
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        let recorded_path = recorded_plan_path(dir);
-        if self.state.plan_fingerprint.is_some() && !done.is_empty() {
-            let changes = std::fs::read_to_string(&recorded_path)
-                .ok()
-                .and_then(|t| serde_json::from_str::<Plan>(&t).ok())
-                .map(|old| crate::plan::diff::diff(&old, plan))
-                .unwrap_or_else(|| {
-                    vec![format!(
-                        "(the recorded plan {} is unreadable)",
-                        recorded_path.display()
-                    )]
-                });
-            const SHOWN: usize = 20;
-            let mut lines: Vec<String> = changes.iter().take(SHOWN).cloned().collect();
-            if changes.len() > SHOWN {
-                lines.push(format!("… and {} more", changes.len() - SHOWN));
-            }
-            bail!(
-                "the cluster file of {} changed after {} {} done; the installer's assets and the VMs were made from the recorded plan, and shiftlab will not build a different cluster:\n  - {}\nrestore the cluster file (the recorded plan is {}), or start over with `shiftlab destroy cluster {}`",
-                self.state.cluster,
-                done.join(", "),
-                if done.len() == 1 { "was" } else { "were" },
-                lines.join("\n  - "),
-                recorded_path.display(),
-                self.state.cluster
-            );
+        let done = self.pinning(flow);
+        if self.state.plan_fingerprint.is_none() || done.is_empty() {
+            return Ok(());
         }
-        write_atomic(
-            &recorded_path,
-            (serde_json::to_string_pretty(plan)? + "\n").as_bytes(),
-        )?;
+        let recorded_path = self.cluster.install_plan();
+        let changes = crate::state::read_plan_file(&recorded_path)
+            .ok()
+            .map(|old| crate::plan::diff::diff(&old, plan))
+            .unwrap_or_else(|| {
+                vec![format!(
+                    "(the recorded plan {} is unreadable)",
+                    recorded_path.display()
+                )]
+            });
+        const SHOWN: usize = 20;
+        let mut lines: Vec<String> = changes.iter().take(SHOWN).cloned().collect();
+        if changes.len() > SHOWN {
+            lines.push(format!("… and {} more", changes.len() - SHOWN));
+        }
+        bail!(
+            "the cluster file of {} changed after {} {} done; the installer's assets and the VMs were made from the recorded plan, and shiftlab will not build a different cluster:\n  - {}\nrestore the cluster file (the recorded plan is {}), or start over with `shiftlab destroy cluster {}`",
+            self.state.cluster,
+            done.join(", "),
+            if done.len() == 1 { "was" } else { "were" },
+            lines.join("\n  - "),
+            recorded_path.display(),
+            self.state.cluster
+        )
+    }
+
+    /// Record `plan` (after [`Self::verify_plan`]) as the one targets are made from.
+    pub fn record_plan(&mut self, plan: &Plan) -> Result<()> {
+        let fp = crate::plan::diff::fingerprint(plan);
+        if self.state.plan_fingerprint.as_deref() == Some(fp.as_str()) {
+            return Ok(());
+        }
+        write_json(&self.cluster.install_plan(), plan)?;
         self.state.plan_fingerprint = Some(fp);
         self.save()
+    }
+
+    /// Make sure `plan` is the one the done targets of `flow` were made from: while
+    /// none that pins it is done, the plan is (re)recorded; after that a different
+    /// plan is refused with what changed.
+    pub fn check_plan(&mut self, flow: Flow, plan: &Plan) -> Result<()> {
+        self.verify_plan(flow, plan)?;
+        self.record_plan(plan)
     }
 
     pub fn facts(&self) -> &Facts {
@@ -253,35 +296,139 @@ impl Locked {
     }
 }
 
+fn targets_of(s: &InstallState) -> String {
+    let t: Vec<&str> = s.targets.keys().map(String::as_str).collect();
+    format!("targets {}", t.join(", "))
+}
+
+/// What `shiftlab status` shows of the install.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InstallStatus {
+    pub flow: Option<Flow>,
+    /// The flow's targets in order (pending ones too), then any other recorded.
+    pub targets: Vec<TargetStatus>,
+    pub facts: Facts,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TargetStatus {
+    pub target: String,
+    /// `done`, `started` or `pending`.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl InstallStatus {
+    pub fn of(s: &InstallState) -> InstallStatus {
+        let mut names: Vec<String> = s
+            .flow
+            .map(|f| f.order().iter().map(|t| t.as_str().to_string()).collect())
+            .unwrap_or_default();
+        let others: Vec<String> = s
+            .targets
+            .keys()
+            .filter(|k| !names.contains(k))
+            .cloned()
+            .collect();
+        names.extend(others);
+        let targets = names
+            .into_iter()
+            .map(|t| {
+                let r = s.targets.get(&t);
+                TargetStatus {
+                    status: match r.map(|r| r.status) {
+                        Some(Status::Done) => "done",
+                        Some(Status::Started) => "started",
+                        None => "pending",
+                    }
+                    .to_string(),
+                    at: r.map(|r| r.at),
+                    note: r.and_then(|r| r.note.clone()),
+                    target: t,
+                }
+            })
+            .collect();
+        InstallStatus {
+            flow: s.flow,
+            targets,
+            facts: s.facts.clone(),
+        }
+    }
+
+    /// The human form, a section of `shiftlab status`.
+    pub fn table(&self) -> String {
+        let rows: Vec<Vec<String>> = self
+            .targets
+            .iter()
+            .map(|t| {
+                vec![
+                    t.target.clone(),
+                    t.status.clone(),
+                    t.note.clone().unwrap_or_else(|| "-".into()),
+                ]
+            })
+            .collect();
+        format!(
+            "\ninstall targets ({}):\n{}",
+            self.flow
+                .map(|f| format!("{f}: {}", f.describe()))
+                .unwrap_or_else(|| "flow not recorded".into()),
+            crate::plan::render_table_rows(&["TARGET", "STATUS", "NOTE"], &rows)
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::Method;
+    use crate::state::StateDir;
+
+    /// A state directory in a temp dir, and its cluster lab1.
+    fn dir() -> (tempfile::TempDir, ClusterDir) {
+        let d = tempfile::tempdir().unwrap();
+        let c = StateDir {
+            root: d.path().into(),
+        }
+        .cluster("lab1");
+        (d, c)
+    }
+
+    /// Lock and enter the upi flow, as `reach` does.
+    fn upi(c: &ClusterDir) -> Locked {
+        let mut l = lock(c).unwrap();
+        l.enter(Flow::Upi).unwrap();
+        l
+    }
 
     #[test]
     fn intent_then_done_persists_and_the_lock_is_exclusive() {
-        let dir = tempfile::tempdir().unwrap();
+        let (_d, c) = dir();
         {
-            let mut l = lock(dir.path(), "lab1").unwrap();
+            let mut l = upi(&c);
             for t in [
                 Target::Release,
                 Target::InstallConfig,
                 Target::Manifests,
                 Target::Ignition,
             ] {
-                l.start(Method::Upi, t, None).unwrap();
+                l.start(Flow::Upi, t, None).unwrap();
                 l.done(t, None).unwrap();
             }
-            l.start(Method::Upi, Target::Infra, None).unwrap();
-            let again = lock(dir.path(), "lab1");
+            l.start(Flow::Upi, Target::Infra, None).unwrap();
+            let again = lock(&c);
             assert!(again.is_err());
             assert!(format!("{:#}", again.err().unwrap()).contains("another shiftlab"));
         }
-        let mut l = lock(dir.path(), "lab1").unwrap();
+        let mut l = lock(&c).unwrap();
         assert_eq!(l.state.targets["infra"].status, Status::Started);
         assert!(!l.is_done(Target::Infra));
         l.done(Target::Infra, Some("6 domains".into())).unwrap();
         drop(l);
-        let l = lock(dir.path(), "lab1").unwrap();
+        let l = lock(&c).unwrap();
         assert!(l.is_done(Target::Infra));
     }
 
@@ -298,48 +445,53 @@ mod tests {
 
     #[test]
     fn a_changed_plan_is_refused_once_targets_used_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut l = lock(dir.path(), "lab1").unwrap();
-        l.check_plan(&plan(2)).unwrap();
+        let (_d, c) = dir();
+        let mut l = upi(&c);
+        l.check_plan(Flow::Upi, &plan(2)).unwrap();
         // Before any plan-dependent target is done, a new plan is just recorded.
-        l.start(Method::Upi, Target::Release, None).unwrap();
+        l.start(Flow::Upi, Target::Release, None).unwrap();
         l.done(Target::Release, None).unwrap();
-        l.check_plan(&plan(3)).unwrap();
-        l.check_plan(&plan(2)).unwrap();
-        l.start(Method::Upi, Target::InstallConfig, None).unwrap();
+        l.check_plan(Flow::Upi, &plan(3)).unwrap();
+        l.check_plan(Flow::Upi, &plan(2)).unwrap();
+        l.start(Flow::Upi, Target::InstallConfig, None).unwrap();
         l.done(Target::InstallConfig, None).unwrap();
-        l.check_plan(&plan(2)).unwrap();
-        let e = format!("{:#}", l.check_plan(&plan(3)).unwrap_err());
+        l.check_plan(Flow::Upi, &plan(2)).unwrap();
+        let e = format!("{:#}", l.check_plan(Flow::Upi, &plan(3)).unwrap_err());
         assert!(e.contains("changed after install-config was done"), "{e}");
         assert!(e.contains("nodes[lab1-worker-2]: added"), "{e}");
         assert!(e.contains("install-plan.json"), "{e}");
         assert!(e.contains("shiftlab destroy cluster lab1"), "{e}");
         drop(l);
         // Persisted: a later run refuses too, and the recorded plan is unchanged.
-        let mut l = lock(dir.path(), "lab1").unwrap();
-        assert!(l.check_plan(&plan(3)).is_err());
-        l.check_plan(&plan(2)).unwrap();
+        let mut l = lock(&c).unwrap();
+        assert!(l.check_plan(Flow::Upi, &plan(3)).is_err());
+        l.check_plan(Flow::Upi, &plan(2)).unwrap();
     }
 
     #[test]
     fn an_older_state_without_a_fingerprint_is_adopted() {
-        let dir = tempfile::tempdir().unwrap();
+        let (_d, c) = dir();
+        std::fs::create_dir_all(c.path()).unwrap();
         std::fs::write(
-            state_path(dir.path()),
+            c.install_state(),
             r#"{"format": 1, "cluster": "lab1", "targets": {"install-config": {"status": "done", "at": 1}}}"#,
         )
         .unwrap();
-        let mut l = lock(dir.path(), "lab1").unwrap();
-        l.check_plan(&plan(2)).unwrap();
+        let mut l = lock(&c).unwrap();
+        l.check_plan(Flow::Upi, &plan(2)).unwrap();
         assert!(l.state.plan_fingerprint.is_some());
-        assert!(l.check_plan(&plan(3)).is_err());
+        assert!(l.check_plan(Flow::Upi, &plan(3)).is_err());
+        // … and its flow too: the one it is driven in now.
+        assert_eq!(l.state.flow, None);
+        l.enter(Flow::Upi).unwrap();
+        assert_eq!(l.state.flow, Some(Flow::Upi));
     }
 
     #[test]
     fn illegal_transitions_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut l = lock(dir.path(), "lab1").unwrap();
-        let e = l.start(Method::Upi, Target::Infra, None).unwrap_err();
+        let (_d, c) = dir();
+        let mut l = upi(&c);
+        let e = l.start(Flow::Upi, Target::Infra, None).unwrap_err();
         assert_eq!(
             e.downcast_ref::<IllegalTransition>(),
             Some(&IllegalTransition::PredecessorNotDone {
@@ -352,38 +504,202 @@ mod tests {
             e.downcast_ref::<IllegalTransition>(),
             Some(&IllegalTransition::DoneWithoutStart(Target::Release))
         );
-        assert!(l.start(Method::Sno, Target::Release, None).is_err());
+        // (was: starting in method sno, which has no flow of its own)
+        assert!(Flow::driving(Method::Sno).is_err());
+        assert!(l.start(Flow::Lab, Target::Release, None).is_err());
         assert!(l.state.targets.is_empty(), "nothing recorded");
     }
 
     #[test]
     fn facts_read_the_format_of_the_untyped_map() {
-        let dir = tempfile::tempdir().unwrap();
+        let (_d, c) = dir();
+        std::fs::create_dir_all(c.path()).unwrap();
         std::fs::write(
-            state_path(dir.path()),
+            c.install_state(),
             r#"{"format": 1, "cluster": "lab1", "targets": {}, "facts": {"openshift_install": "/c/bin/openshift-install", "release_version": "4.18.7"}}"#,
         )
         .unwrap();
-        let mut l = lock(dir.path(), "lab1").unwrap();
+        let mut l = lock(&c).unwrap();
         assert_eq!(l.facts().release_version.as_deref(), Some("4.18.7"));
         assert_eq!(
             l.facts().openshift_install.as_deref(),
-            Some(Path::new("/c/bin/openshift-install"))
+            Some(std::path::Path::new("/c/bin/openshift-install"))
         );
         l.update_facts(|f| f.console = Some("https://console".into()))
             .unwrap();
-        let text = std::fs::read_to_string(state_path(dir.path())).unwrap();
+        let text = std::fs::read_to_string(c.install_state()).unwrap();
         assert!(text.contains(r#""console": "https://console""#), "{text}");
     }
 
     #[test]
     fn a_newer_format_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
+        let (_d, c) = dir();
+        std::fs::create_dir_all(c.path()).unwrap();
         std::fs::write(
-            state_path(dir.path()),
+            c.install_state(),
             r#"{"format": 99, "cluster": "x", "targets": {}}"#,
         )
         .unwrap();
-        assert!(lock(dir.path(), "x").is_err());
+        assert!(lock(&c).is_err());
+        assert!(read(&c).is_err());
+    }
+
+    /// Walk `steps` as `reach` does: skip what is done unless it converges.
+    fn walk(l: &mut Locked, flow: Flow, goal: Target) {
+        for s in flow.path_to(goal).unwrap() {
+            if l.is_done(s.target) && s.kind != Kind::Converge {
+                continue;
+            }
+            l.start(flow, s.target, None).unwrap();
+            l.done(s.target, None).unwrap();
+        }
+    }
+
+    #[test]
+    fn reaching_any_target_of_any_flow_is_a_legal_sequence() {
+        for flow in Flow::ALL {
+            for goal in flow.order() {
+                let (_d, c) = dir();
+                let mut l = lock(&c).unwrap();
+                l.enter(flow).unwrap();
+                walk(&mut l, flow, goal);
+                assert!(l.is_done(goal), "{flow} {goal}");
+                // Reached again: done steps are skipped, converging ones run.
+                walk(&mut l, flow, goal);
+                for t in flow.order() {
+                    let reached = t == goal || flow.predecessors(goal).unwrap().contains(&t);
+                    assert_eq!(l.is_done(t), reached, "{flow} {goal}: {t}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_target_out_of_order_is_caught_in_every_flow() {
+        for flow in Flow::ALL {
+            for target in flow.order() {
+                let before = flow.predecessors(target).unwrap();
+                let (_d, c) = dir();
+                let mut l = lock(&c).unwrap();
+                // Not entered: any start is a driver bug.
+                assert!(matches!(
+                    l.start(flow, target, None).unwrap_err().downcast_ref(),
+                    Some(IllegalTransition::OtherFlow { .. })
+                ));
+                l.enter(flow).unwrap();
+                match before.first() {
+                    Some(first) => assert_eq!(
+                        l.start(flow, target, None)
+                            .unwrap_err()
+                            .downcast_ref::<IllegalTransition>(),
+                        Some(&IllegalTransition::PredecessorNotDone {
+                            target,
+                            missing: *first
+                        }),
+                        "{flow} {target}"
+                    ),
+                    None => l.start(flow, target, None).unwrap(),
+                }
+            }
+            // A target another flow has and this one lacks.
+            for t in Target::ALL.into_iter().filter(|t| flow.step(*t).is_none()) {
+                let (_d, c) = dir();
+                let mut l = lock(&c).unwrap();
+                l.enter(flow).unwrap();
+                assert_eq!(
+                    l.start(flow, t, None)
+                        .unwrap_err()
+                        .downcast_ref::<IllegalTransition>(),
+                    Some(&IllegalTransition::NotInFlow { target: t, flow })
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_done_target_runs_again_only_if_it_converges() {
+        let (_d, c) = dir();
+        let mut l = lock(&c).unwrap();
+        l.enter(Flow::Lab).unwrap();
+        walk(&mut l, Flow::Lab, Target::Infra);
+        l.start(Flow::Lab, Target::Infra, None).unwrap();
+        l.done(Target::Infra, None).unwrap();
+        assert_eq!(
+            l.start(Flow::Lab, Target::Release, None)
+                .unwrap_err()
+                .downcast_ref::<IllegalTransition>(),
+            Some(&IllegalTransition::AlreadyDone(Target::Release))
+        );
+        assert_eq!(
+            l.done(Target::Release, None)
+                .unwrap_err()
+                .downcast_ref::<IllegalTransition>(),
+            Some(&IllegalTransition::DoneWithoutStart(Target::Release))
+        );
+    }
+
+    #[test]
+    fn the_lab_takes_a_new_plan_until_install_config_is_written() {
+        let (_d, c) = dir();
+        let mut l = lock(&c).unwrap();
+        l.enter(Flow::Lab).unwrap();
+        l.check_plan(Flow::Lab, &plan(2)).unwrap();
+        walk(&mut l, Flow::Lab, Target::Workers);
+        // The VMs converge on whatever the plan is now.
+        l.check_plan(Flow::Lab, &plan(3)).unwrap();
+        walk(&mut l, Flow::Lab, Target::InstallConfig);
+        let e = format!("{:#}", l.check_plan(Flow::Lab, &plan(2)).unwrap_err());
+        assert!(e.contains("changed after install-config was done"), "{e}");
+    }
+
+    #[test]
+    fn another_flow_is_refused_once_targets_ran() {
+        let (_d, c) = dir();
+        let mut l = lock(&c).unwrap();
+        // Nothing ran yet: the flow may change.
+        l.enter(Flow::Lab).unwrap();
+        l.enter(Flow::Upi).unwrap();
+        walk(&mut l, Flow::Upi, Target::Release);
+        let e = format!("{:#}", l.enter(Flow::Lab).unwrap_err());
+        assert!(
+            e.contains("lab1 was begun as a upi install (targets release)"),
+            "{e}"
+        );
+        assert!(e.contains("shiftlab destroy cluster lab1"), "{e}");
+        assert_eq!(l.state.flow, Some(Flow::Upi));
+    }
+
+    #[test]
+    fn status_lists_the_flow_s_targets_pending_ones_too() {
+        let (_d, c) = dir();
+        assert_eq!(read(&c).unwrap(), None);
+        let mut l = lock(&c).unwrap();
+        l.enter(Flow::Lab).unwrap();
+        l.start(Flow::Lab, Target::Release, None).unwrap();
+        l.done(Target::Release, Some("nothing to download".into()))
+            .unwrap();
+        l.start(Flow::Lab, Target::Infra, None).unwrap();
+        drop(l);
+        let s = InstallStatus::of(&read(&c).unwrap().unwrap());
+        let got: Vec<(&str, &str)> = s
+            .targets
+            .iter()
+            .map(|t| (t.target.as_str(), t.status.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("release", "done"),
+                ("install-config", "pending"),
+                ("infra", "started"),
+                ("workers", "pending")
+            ]
+        );
+        let table = s.table();
+        assert!(
+            table.contains("install targets (lab: the lab without an install)"),
+            "{table}"
+        );
+        assert!(table.contains("nothing to download"), "{table}");
     }
 }

@@ -171,46 +171,6 @@ impl NodeIdentity {
             .collect()
     }
 
-    /// The nodes of a persisted plan (`<state>/clusters/<name>/plan.json`), reading only
-    /// the fields CSR approval needs.
-    pub fn from_plan_json(text: &str) -> Result<Vec<NodeIdentity>, String> {
-        #[derive(serde::Deserialize)]
-        struct PlanFile {
-            format: u32,
-            nodes: Vec<NodeFile>,
-        }
-        #[derive(serde::Deserialize)]
-        struct NodeFile {
-            name: String,
-            fqdn: String,
-            ip: Ipv4Addr,
-            role: String,
-        }
-        let plan: PlanFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        if plan.format != crate::plan::PLAN_FORMAT {
-            return Err(format!(
-                "plan format {} is not {} (written by another shiftlab version)",
-                plan.format,
-                crate::plan::PLAN_FORMAT
-            ));
-        }
-        plan.nodes
-            .into_iter()
-            .map(|n| {
-                let role = [Role::Bootstrap, Role::Ctlplane, Role::Worker]
-                    .into_iter()
-                    .find(|r| r.as_str() == n.role)
-                    .ok_or_else(|| format!("node {} has unknown role {:?}", n.name, n.role))?;
-                Ok(NodeIdentity {
-                    name: n.name,
-                    fqdn: n.fqdn,
-                    ip: n.ip,
-                    role,
-                })
-            })
-            .collect()
-    }
-
     fn answers_to(&self, name: &str) -> bool {
         name == self.name || name == self.fqdn
     }

@@ -4,3 +4,4 @@
 
 pub mod approve;
 pub mod csr;
+pub mod report;

@@ -20,6 +20,7 @@ use super::xml::write::{self as xml, Accel, NodePaths};
 use super::{owner_of_domain, preflight, Host};
 use crate::plan::{Node, Plan, Start};
 use crate::spec::{DomainType, Role};
+use crate::state::{ClusterDir, StateDir};
 
 #[derive(Debug, Default)]
 pub struct Report {
@@ -86,7 +87,7 @@ pub fn qcow2_virtual_size(path: &Path) -> Result<u64> {
 
 /// The image's sha256, remembered per (path, size, mtime) so that a multi-GB CoreOS
 /// image is hashed once, not on every `create infra`.
-fn image_digest(state_root: &Path, image: &Path) -> Result<String> {
+fn image_digest(state: &StateDir, image: &Path) -> Result<String> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(image).with_context(|| format!("reading {}", image.display()))?;
     let key = format!(
@@ -99,27 +100,25 @@ fn image_digest(state_root: &Path, image: &Path) -> Result<String> {
         meta.mtime(),
         meta.mtime_nsec()
     );
-    let path = state_root.join("image-digests.json");
-    let mut known: std::collections::BTreeMap<String, String> = std::fs::read_to_string(&path)
+    let path = state.image_digests();
+    // An unreadable cache is only a cache: hash again.
+    let mut known: std::collections::BTreeMap<String, String> = crate::files::read_json(&path)
         .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
+        .flatten()
         .unwrap_or_default();
     if let Some(d) = known.get(&key) {
         return Ok(d.clone());
     }
     let digest = crate::files::hash_file::<Sha256>(image)?;
     known.insert(key, digest.clone());
-    crate::files::write_atomic(
-        &path,
-        (serde_json::to_string_pretty(&known)? + "\n").as_bytes(),
-    )?;
+    crate::files::write_json(&path, &known)?;
     Ok(digest)
 }
 
 fn ensure_pool(
     host: &Host,
     plan: &Plan,
-    state_root: &Path,
+    state: &StateDir,
     report: &mut Report,
 ) -> Result<StoragePool> {
     let name = &plan.libvirt.pool;
@@ -127,11 +126,11 @@ fn ensure_pool(
         Some(p) => p,
         None => {
             // Recorded first: a crash right after defining still leaves a record.
-            let mut rec = ledger::load_host(state_root)?;
+            let mut rec = ledger::load_host(state)?;
             let key = (host.uri.clone(), name.clone());
             if !rec.pools.contains(&key) {
                 rec.pools.push(key);
-                ledger::save_host(state_root, &rec)?;
+                ledger::save_host(state, &rec)?;
             }
             let p = host
                 .conn
@@ -161,22 +160,22 @@ fn ensure_base(
     pool: &StoragePool,
     image: &Path,
     ledger: &mut Ledger,
-    dirs: (&Path, &Path),
+    dirs: (&ClusterDir, &StateDir),
     report: &mut Report,
 ) -> Result<(StorageVol, u64)> {
-    let (cluster_dir, state_root) = dirs;
+    let (cluster_dir, state) = dirs;
     let virtual_size = qcow2_virtual_size(image)?;
-    let digest = image_digest(state_root, image)?;
+    let digest = image_digest(state, image)?;
     let name = format!("shiftlab-base-{}.qcow2", &digest[..16]);
     if !ledger.base_volumes.contains(&name) {
         ledger.base_volumes.push(name.clone());
         ledger::save(cluster_dir, ledger)?;
     }
-    let mut rec = ledger::load_host(state_root)?;
+    let mut rec = ledger::load_host(state)?;
     let key = (host.uri.clone(), ledger.pool.clone(), name.clone());
     if !rec.base_images.contains(&key) {
         rec.base_images.push(key);
-        ledger::save_host(state_root, &rec)?;
+        ledger::save_host(state, &rec)?;
     }
     if let Some(v) = Host::volume(pool, &name)? {
         report.unchanged.push(format!("base image {name}"));
@@ -540,10 +539,10 @@ pub fn domain_differences(domain_xml: &str, node: &Node) -> Vec<String> {
 pub fn apply(
     host: &Host,
     plan: &Plan,
-    state_root: &Path,
+    state: &StateDir,
     opts: &ApplyOptions,
 ) -> Result<(Report, Accel, String)> {
-    let cluster_dir = &state_root.join("clusters").join(&plan.cluster);
+    let cluster_dir = &state.cluster(&plan.cluster);
     let mut ledger = ledger::load(cluster_dir)?.unwrap_or(Ledger {
         format: ledger::LEDGER_FORMAT,
         uri: host.uri.clone(),
@@ -563,14 +562,14 @@ pub fn apply(
 
     // The pool and the base image are shared with other clusters: one shiftlab at
     // a time makes them (else two fresh creates race on `pool already exists`).
-    let host_lock = crate::state::lock_host(state_root)?;
-    let pool = ensure_pool(host, plan, state_root, &mut report)?;
+    let host_lock = state.lock_host()?;
+    let pool = ensure_pool(host, plan, state, &mut report)?;
     let (base, base_size) = ensure_base(
         host,
         &pool,
         opts.base_image,
         &mut ledger,
-        (cluster_dir, state_root),
+        (cluster_dir, state),
         &mut report,
     )?;
     drop(host_lock);

@@ -3,15 +3,13 @@
 //! the ledger (never merely because an owned domain uses them: a volume the user put
 //! into a node's CD-ROM is the user's).
 
-use std::path::Path;
-
 use anyhow::{Context, Result};
 
 use super::ledger;
 use super::xml::parse::{domain_storage, DomainStorage};
 use super::xml::write::console_log_path;
 use super::{Host, MEDIA_VOLUME_PREFIX};
-use crate::state::{ClusterName, StateDir};
+use crate::state::{ClusterDir, ClusterName, StateDir};
 
 /// Stop a domain and undefine it with its NVRAM, managed save and snapshot metadata.
 fn stop_and_undefine(d: &virt::domain::Domain, name: &str) -> Result<()> {
@@ -181,21 +179,20 @@ pub fn destroy(
         removed.push(format!("state {}", dir.display()));
     }
     if purge_images {
-        removed.extend(purge_base_images(host, &state.root)?);
+        removed.extend(purge_base_images(host, state)?);
     }
     Ok(removed)
 }
 
 /// Base images go only when no remaining cluster records them and no volume still
 /// has them as backing store; a pool goes when shiftlab made it and it is empty.
-fn purge_base_images(host: &Host, state_root: &Path) -> Result<Vec<String>> {
+fn purge_base_images(host: &Host, state: &StateDir) -> Result<Vec<String>> {
     let mut removed = Vec::new();
-    let mut rec = ledger::load_host(state_root)?;
-    let clusters: Vec<ledger::Ledger> = std::fs::read_dir(state_root.join("clusters"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| ledger::load(&e.path()).ok().flatten())
+    let mut rec = ledger::load_host(state)?;
+    let clusters: Vec<ledger::Ledger> = state
+        .cluster_dirs()
+        .iter()
+        .filter_map(|c| ledger::load(c).ok().flatten())
         .collect();
     let mut kept = Vec::new();
     for (uri, pool_name, base) in std::mem::take(&mut rec.base_images) {
@@ -254,7 +251,7 @@ fn purge_base_images(host: &Host, state_root: &Path) -> Result<Vec<String>> {
         }
     }
     rec.pools = pools_kept;
-    ledger::save_host(state_root, &rec)?;
+    ledger::save_host(state, &rec)?;
     Ok(removed)
 }
 
@@ -265,7 +262,7 @@ pub fn remove_node(
     cluster: &str,
     node: &crate::plan::Node,
     pool_name: &str,
-    state_root: &Path,
+    cluster_dir: &ClusterDir,
 ) -> Result<Vec<String>> {
     let mut removed = Vec::new();
     let mut logs = Vec::new();
@@ -297,10 +294,9 @@ pub fn remove_node(
             }
         }
     }
-    let dir = state_root.join("clusters").join(cluster);
-    if let Some(mut l) = ledger::load(&dir)? {
+    if let Some(mut l) = ledger::load(cluster_dir)? {
         l.volumes.retain(|v| !names.contains(v));
-        ledger::save(&dir, &l)?;
+        ledger::save(cluster_dir, &l)?;
     }
     Ok(removed)
 }

@@ -3,12 +3,11 @@
 //! has no metadata for them), so they are recorded here — before they are created,
 //! so that a crash in between still leaves a record destroy can follow.
 
-use std::path::{Path, PathBuf};
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::files::write_atomic;
+use crate::files::{read_json, write_json};
+use crate::state::{ClusterDir, StateDir};
 
 pub const LEDGER_FORMAT: u32 = 1;
 
@@ -23,25 +22,12 @@ pub struct Ledger {
     pub base_volumes: Vec<String>,
 }
 
-pub fn path(cluster_dir: &Path) -> PathBuf {
-    cluster_dir.join("libvirt.json")
+pub fn load(cluster: &ClusterDir) -> Result<Option<Ledger>> {
+    read_json(&cluster.ledger())
 }
 
-pub fn load(cluster_dir: &Path) -> Result<Option<Ledger>> {
-    let p = path(cluster_dir);
-    match std::fs::read_to_string(&p) {
-        Ok(t) => Ok(Some(
-            serde_json::from_str(&t).with_context(|| format!("reading {}", p.display()))?,
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
-    }
-}
-
-pub fn save(cluster_dir: &Path, l: &Ledger) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(l)?;
-    text.push('\n');
-    write_atomic(&path(cluster_dir), text.as_bytes())
+pub fn save(cluster: &ClusterDir, l: &Ledger) -> Result<()> {
+    write_json(&cluster.ledger(), l)
 }
 
 impl Ledger {
@@ -70,24 +56,15 @@ pub struct HostRecord {
     pub base_images: Vec<(String, String, String)>,
 }
 
-pub fn host_record_path(state_root: &Path) -> PathBuf {
-    state_root.join("libvirt-host.json")
-}
-
-pub fn load_host(state_root: &Path) -> Result<HostRecord> {
-    let p = host_record_path(state_root);
-    match std::fs::read_to_string(&p) {
-        Ok(t) => serde_json::from_str(&t).with_context(|| format!("reading {}", p.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(HostRecord {
+pub fn load_host(state: &StateDir) -> Result<HostRecord> {
+    Ok(
+        read_json(&state.libvirt_host_record())?.unwrap_or_else(|| HostRecord {
             format: LEDGER_FORMAT,
             ..HostRecord::default()
         }),
-        Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
-    }
+    )
 }
 
-pub fn save_host(state_root: &Path, r: &HostRecord) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(r)?;
-    text.push('\n');
-    write_atomic(&host_record_path(state_root), text.as_bytes())
+pub fn save_host(state: &StateDir, r: &HostRecord) -> Result<()> {
+    write_json(&state.libvirt_host_record(), r)
 }

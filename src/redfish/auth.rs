@@ -84,11 +84,6 @@ fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 /// `n` random bytes from the operating system.
 pub use crate::files::random_bytes;
 
-/// A random password of 24 URL-safe characters (the one generator of secrets).
-pub fn generate_password() -> anyhow::Result<String> {
-    crate::files::random_secret(24)
-}
-
 impl Auth {
     pub fn new(user: &str, password: &str, idle_timeout: Duration) -> Self {
         Auth {
@@ -304,12 +299,5 @@ mod tests {
             a.login("admin", "pw").unwrap();
         }
         assert_eq!(a.list().len(), MAX_SESSIONS);
-    }
-
-    #[test]
-    fn generated_passwords_differ() {
-        let p = generate_password().unwrap();
-        assert_eq!(p.len(), 24);
-        assert_ne!(p, generate_password().unwrap());
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use sha2::{Digest as _, Sha256};
 
-use super::auth::{generate_password, Auth};
+use super::auth::Auth;
 use super::machine::{Machine, MemoryMachine, MemorySystem};
 use super::machine_libvirt::{LibvirtConfig, LibvirtMachine, Scope};
 use super::{tls, Server, Service};
@@ -185,12 +185,12 @@ pub fn load_or_create_password(path: &Path) -> Result<String> {
             Ok(p)
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let p = generate_password()?;
+            let p = crate::files::random_secret(crate::files::PASSWORD_LEN)?;
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("creating {}", dir.display()))?;
             }
-            tls::write_private(path, format!("{p}\n").as_bytes())?;
+            crate::files::write_private(path, format!("{p}\n").as_bytes())?;
             tracing::info!(path = %path.display(), "generated a bmc password");
             Ok(p)
         }

@@ -83,7 +83,7 @@ impl MediaStore {
             if let Some(dir) = self.index_path.parent() {
                 std::fs::create_dir_all(dir)?;
             }
-            super::tls::write_private(&self.index_path, &serde_json::to_vec_pretty(entries)?)
+            crate::files::write_private(&self.index_path, &serde_json::to_vec_pretty(entries)?)
         };
         if let Err(e) = write() {
             tracing::warn!(error = format!("{e:#}"), "saving the media cache index");

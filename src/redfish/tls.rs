@@ -18,6 +18,8 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest as _, Sha256};
 
+use crate::files::{write_atomic, write_private};
+
 /// The CA and the server certificate issued for one BMC address.
 #[derive(Debug, Clone)]
 pub struct TlsMaterial {
@@ -26,15 +28,6 @@ pub struct TlsMaterial {
     pub key_pem: String,
     /// Where the CA certificate was exported.
     pub ca_path: PathBuf,
-}
-
-/// Writes a file readable by its owner only, atomically.
-pub fn write_private(path: &Path, contents: &[u8]) -> Result<()> {
-    write_mode(path, contents, 0o600)
-}
-
-fn write_mode(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
-    crate::files::write_atomic_mode(path, contents, mode)
 }
 
 fn current_year() -> i32 {
@@ -88,7 +81,7 @@ pub fn ensure(dir: &Path, ips: &[IpAddr], names: &[String]) -> Result<TlsMateria
     let ca_pem = match fs::read_to_string(&ca_path) {
         Ok(existing) if !existing.is_empty() => existing,
         _ => {
-            write_mode(&ca_path, ca.pem().as_bytes(), 0o644)?;
+            write_atomic(&ca_path, ca.pem().as_bytes())?;
             ca.pem()
         }
     };
@@ -119,10 +112,9 @@ pub fn ensure(dir: &Path, ips: &[IpAddr], names: &[String]) -> Result<TlsMateria
         .context("signing server certificate")?;
     let cert_pem = cert.pem();
     let key_pem = key.serialize_pem();
-    write_mode(
+    write_atomic(
         &dir.join("bmc.crt"),
         format!("{cert_pem}{ca_pem}").as_bytes(),
-        0o644,
     )?;
     write_private(&dir.join("bmc.key"), key_pem.as_bytes())?;
     Ok(TlsMaterial {

@@ -1,8 +1,7 @@
 //! Taking one binary out of a release tarball.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, BufReader};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -22,27 +21,12 @@ pub fn extract_binary(tarball: &Path, name: &str, dest_dir: &Path) -> Result<Pat
         if path != Path::new(name) || !entry.header().entry_type().is_file() {
             continue;
         }
-        fs::create_dir_all(dest_dir).with_context(|| format!("creating {}", dest_dir.display()))?;
         let dest = dest_dir.join(name);
-        let tmp = dest_dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        let result = (|| -> Result<()> {
-            let mut out = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o755)
-                .open(&tmp)
-                .with_context(|| format!("creating {}", tmp.display()))?;
-            io::copy(&mut entry, &mut out)
+        crate::files::write_atomic_with(&dest, 0o755, |out| {
+            io::copy(&mut entry, out)
                 .with_context(|| format!("extracting {name} from {}", tarball.display()))?;
-            out.sync_all()?;
-            crate::files::rename_durably(&tmp, &dest)
-                .with_context(|| format!("renaming into {}", dest.display()))
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result?;
+            Ok(())
+        })?;
         return Ok(dest);
     }
     bail!("{} has no file `{name}`", tarball.display())

@@ -5,7 +5,6 @@
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -57,13 +56,9 @@ impl Response {
     }
 }
 
-pub fn socket_path(state: &StateDir) -> PathBuf {
-    state.root.join("serve.sock")
-}
-
 /// Send one request to a running serve. `Ok(None)` when none is listening.
 pub fn request(state: &StateDir, req: &Request) -> Result<Option<Response>> {
-    let path = socket_path(state);
+    let path = state.serve_socket();
     let mut s = match UnixStream::connect(&path) {
         Ok(s) => s,
         Err(e)

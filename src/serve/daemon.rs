@@ -19,10 +19,10 @@ use tokio::sync::{mpsc, oneshot};
 use super::control::{self, Request, Response};
 use super::haproxy::{self, Applied, Supervisor};
 use super::http::{self, Digests};
-use super::{cluster_names, http_address, ClusterFiles, Endpoints};
+use super::{cluster_names, http_address, is_retired, read_dns_record, render_haproxy, Endpoints};
 use crate::host::dns::{ClusterDns, HostDns, Mechanism, Record};
 use crate::plan::Plan;
-use crate::state::StateDir;
+use crate::state::{ClusterDir, StateDir};
 
 /// How serve configures host DNS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,9 +65,9 @@ struct Daemon {
 /// (host DNS entries stay: they belong to the cluster, not to serve).
 pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()> {
     let haproxy = haproxy::binary()?;
-    std::fs::create_dir_all(opts.state.root.join("clusters"))
+    std::fs::create_dir_all(opts.state.clusters())
         .with_context(|| format!("creating {}", opts.state.root.display()))?;
-    let sock = control::socket_path(&opts.state);
+    let sock = opts.state.serve_socket();
     if control::request(&opts.state, &Request::Ping)?.is_some() {
         bail!("serve is already running for {}", opts.state.root.display());
     }
@@ -81,7 +81,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     tracing::info!(state = %opts.state.root.display(), haproxy = %haproxy.display(), control = %sock.display(), "serve started");
 
     let mut d = Daemon {
-        host: HostDns::system(&opts.state.root),
+        host: HostDns::system(opts.state.host_dns_lock()),
         opts,
         haproxy,
         digests: Arc::new(Digests::default()),
@@ -110,6 +110,35 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     }
     let _ = std::fs::remove_file(&sock);
     Ok(())
+}
+
+/// [`run`] on its own runtime until SIGTERM or SIGINT: `shiftlab serve`.
+pub fn run_until_signal(opts: Options) -> Result<()> {
+    runtime()?.block_on(run(opts, shutdown_signal()))
+}
+
+/// The runtime a daemon (serve, bmc) runs on.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
 }
 
 async fn accept_control(
@@ -216,8 +245,8 @@ impl Daemon {
 
     /// Converge one cluster. `force`: re-apply even if nothing changed on disk.
     async fn reconcile_one(&mut self, name: &str, force: bool) -> Result<()> {
-        let files = ClusterFiles::new(&self.opts.state, name);
-        if files.is_retired() {
+        let files = self.opts.state.cluster(name);
+        if is_retired(&files) {
             self.forget(name).await;
             return Ok(());
         }
@@ -250,7 +279,7 @@ impl Daemon {
                 });
             served.identity = identity;
             served.plan = plan.clone();
-            match files.render_haproxy(&plan) {
+            match render_haproxy(&files, &plan) {
                 Some(text) => {
                     let sup = served.lb.get_or_insert_with(|| {
                         Supervisor::spawn(name.to_string(), files.clone(), self.haproxy.clone())
@@ -301,10 +330,7 @@ impl Daemon {
                                 tracing::warn!(cluster = %name, "{n}");
                             }
                         }
-                        crate::files::write_atomic(
-                            &files.host_dns(),
-                            &serde_json::to_vec_pretty(&record)?,
-                        )?;
+                        crate::files::write_json(&files.host_dns(), &record)?;
                         served.dns = Some(record);
                     }
                     Err(e) => {
@@ -324,7 +350,7 @@ impl Daemon {
     /// Serve the lab's Redfish BMC for an ipi cluster: its own domains only, on the
     /// plan's BMC address (the gateway), TLS with the lab CA, the lab password.
     /// Retried every scan while the address is not on the host yet.
-    async fn ensure_bmc(&mut self, name: &str, files: &ClusterFiles) {
+    async fn ensure_bmc(&mut self, name: &str, files: &ClusterDir) {
         let Some(served) = self.clusters.get_mut(name) else {
             return;
         };
@@ -342,12 +368,12 @@ impl Daemon {
             s.shutdown().await;
         }
         let plan = served.plan.clone();
-        let dir = files.dir.join("bmc");
-        let cluster_dir = files.dir.clone();
+        let dir = files.bmc_dir();
+        let cluster_dir = files.clone();
         let setup = tokio::task::spawn_blocking(move || -> Result<_> {
             use crate::redfish::bmc::{self, Credentials, Systems};
             // The password `create install-config` put into install-config.yaml.
-            let password = crate::install::install_config::lab_bmc_password(&cluster_dir, None)?;
+            let password = cluster_dir.lab_bmc_password(None)?;
             bmc::build(bmc::Config {
                 listen: want,
                 dir,
@@ -391,7 +417,7 @@ impl Daemon {
 
     /// Bind (or rebind) the cluster's artifact listener; retried every scan
     /// while the address is not on the host yet.
-    async fn ensure_http(&mut self, name: &str, files: &ClusterFiles) -> Result<()> {
+    async fn ensure_http(&mut self, name: &str, files: &ClusterDir) -> Result<()> {
         let port = self.opts.http_port;
         let digests = self.digests.clone();
         let Some(served) = self.clusters.get_mut(name) else {
@@ -405,7 +431,7 @@ impl Daemon {
         }
         if served.http.is_none() {
             if let Some(addr) = want {
-                let root = files.http_roots();
+                let root = http::Roots::of(files);
                 std::fs::create_dir_all(&root.public)
                     .with_context(|| format!("creating {}", root.public.display()))?;
                 match http::Listener::start(addr, root, digests).await {
@@ -427,8 +453,8 @@ impl Daemon {
             http: served.http.as_ref().map(|l| format!("http://{}/", l.addr)),
         };
         let text = serde_json::to_vec_pretty(&endpoints)?;
-        if std::fs::read(files.endpoints()).ok().as_deref() != Some(text.as_slice()) {
-            crate::files::write_atomic(&files.endpoints(), &text)?;
+        if std::fs::read(files.serve_endpoints()).ok().as_deref() != Some(text.as_slice()) {
+            crate::files::write_atomic(&files.serve_endpoints(), &text)?;
         }
         Ok(())
     }
@@ -445,8 +471,8 @@ impl Daemon {
             b.shutdown().await;
         }
         if forget {
-            let files = ClusterFiles::new(&self.opts.state, name);
-            let record = s.dns.or_else(|| files.read_dns_record());
+            let files = self.opts.state.cluster(name);
+            let record = s.dns.or_else(|| read_dns_record(&files));
             if let Some(record) = record {
                 let host = self.host.clone();
                 match tokio::task::spawn_blocking(move || host.remove(&record)).await {
@@ -458,7 +484,7 @@ impl Daemon {
                 }
                 let _ = std::fs::remove_file(files.host_dns());
             }
-            let _ = std::fs::remove_file(files.endpoints());
+            let _ = std::fs::remove_file(files.serve_endpoints());
         }
     }
 }

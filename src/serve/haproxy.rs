@@ -16,7 +16,7 @@ use tokio::io::AsyncBufReadExt as _;
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 
-use super::ClusterFiles;
+use crate::state::ClusterDir;
 
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
@@ -61,8 +61,8 @@ pub fn validate(bin: &Path, cfg: &Path) -> Result<()> {
 
 /// Write `text` as the cluster's configuration, but only once `haproxy -c`
 /// accepts it: a rejected text never replaces a working file.
-pub fn install_config(bin: &Path, files: &ClusterFiles, text: &str) -> Result<()> {
-    let candidate = files.dir.join("haproxy.cfg.new");
+pub fn install_config(bin: &Path, files: &ClusterDir, text: &str) -> Result<()> {
+    let candidate = files.haproxy_cfg_candidate();
     crate::files::write_private(&candidate, text.as_bytes())?;
     if let Err(e) = validate(bin, &candidate) {
         let _ = std::fs::remove_file(&candidate);
@@ -88,7 +88,7 @@ pub fn is_our_haproxy(pid: i32, cfg: &Path) -> bool {
 }
 
 /// The master's pid from the cluster's pid file, if it is our HAProxy.
-pub fn running_pid(files: &ClusterFiles) -> Option<i32> {
+pub fn running_pid(files: &ClusterDir) -> Option<i32> {
     let pid: i32 = std::fs::read_to_string(files.haproxy_pid())
         .ok()?
         .trim()
@@ -114,7 +114,7 @@ fn alive(pid: i32) -> bool {
 
 /// Stop the HAProxy of the pid file (not a child of ours): `SIGTERM`, then
 /// `SIGKILL` after a grace period. Verifies it is ours first.
-pub fn stop_by_pid_file(files: &ClusterFiles) -> Result<bool> {
+pub fn stop_by_pid_file(files: &ClusterDir) -> Result<bool> {
     let Some(pid) = running_pid(files) else {
         let _ = std::fs::remove_file(files.haproxy_pid());
         return Ok(false);
@@ -242,7 +242,7 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    pub fn spawn(cluster: String, files: ClusterFiles, bin: PathBuf) -> Supervisor {
+    pub fn spawn(cluster: String, files: ClusterDir, bin: PathBuf) -> Supervisor {
         let (tx, rx) = mpsc::channel(8);
         let task = tokio::spawn(supervise(cluster, files, bin, rx));
         Supervisor { tx, task }
@@ -279,12 +279,7 @@ struct Running {
     tail: Arc<Mutex<VecDeque<String>>>,
 }
 
-async fn supervise(
-    cluster: String,
-    files: ClusterFiles,
-    bin: PathBuf,
-    mut rx: mpsc::Receiver<Msg>,
-) {
+async fn supervise(cluster: String, files: ClusterDir, bin: PathBuf, mut rx: mpsc::Receiver<Msg>) {
     // An HAProxy left by an earlier serve (killed without a chance to stop it)
     // is replaced: it holds our addresses.
     let f = files.clone();
@@ -363,7 +358,7 @@ async fn supervise(
 
 async fn apply(
     cluster: &str,
-    files: &ClusterFiles,
+    files: &ClusterDir,
     bin: &Path,
     text: &str,
     current: &mut Option<String>,
@@ -391,7 +386,7 @@ async fn apply(
 
 /// Start HAProxy on the installed configuration and wait until a worker
 /// answers on the stats socket (or the process exits, e.g. a bind failure).
-async fn start(cluster: &str, files: &ClusterFiles, bin: &Path) -> Result<Running> {
+async fn start(cluster: &str, files: &ClusterDir, bin: &Path) -> Result<Running> {
     let cfg = files.haproxy_cfg();
     let mut cmd = Command::new(bin);
     cmd.args(["-W", "-db", "-f"])

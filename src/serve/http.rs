@@ -30,6 +30,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use sha2::Sha512;
 use tokio::io::{AsyncRead, AsyncSeekExt as _, ReadBuf};
 
+use crate::state::ClusterDir;
+
 /// Name of the digest list at the root.
 pub const SUMS: &str = "SHA512SUMS";
 const CHUNK: usize = 64 * 1024;
@@ -104,6 +106,62 @@ impl From<PathBuf> for Roots {
             private: None,
         }
     }
+}
+
+impl Roots {
+    /// The cluster's artifact directories: `http/` for anyone, `http-private/`
+    /// behind the cluster's token.
+    pub fn of(cluster: &ClusterDir) -> Roots {
+        Roots {
+            public: cluster.http_public(),
+            private: Some(Private {
+                dir: cluster.http_private(),
+                token_file: cluster.http_token(),
+            }),
+        }
+    }
+}
+
+/// Publish an artifact that carries secrets: written 0600 into the private
+/// directory, served at the returned path (`/<token>/<name>`) and nowhere else.
+/// The token is made once per cluster and kept.
+pub fn publish_private(cluster: &ClusterDir, name: &str, bytes: &[u8]) -> Result<String> {
+    if safe_relative(&format!("/{name}")).is_none() || name.contains('/') {
+        anyhow::bail!("{name:?} is not a file name the HTTP server serves");
+    }
+    let token = match std::fs::read_to_string(cluster.http_token()) {
+        Ok(t) if t.trim().len() >= MIN_TOKEN_LEN => t.trim().to_string(),
+        _ => {
+            let t = crate::files::random_secret(MIN_TOKEN_LEN)?;
+            crate::files::write_private(&cluster.http_token(), format!("{t}\n").as_bytes())?;
+            t
+        }
+    };
+    crate::files::write_private(&cluster.http_private().join(name), bytes)?;
+    Ok(format!("/{token}/{name}"))
+}
+
+/// Withdraw everything published for `node` (`<node>.*`, public or private),
+/// e.g. the bootstrap's once it is removed. Returns the files removed.
+pub fn unpublish_node(cluster: &ClusterDir, node: &str) -> Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    for dir in [cluster.http_public(), cluster.http_private()] {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let is_node = name
+                .strip_prefix(node)
+                .is_some_and(|rest| rest.starts_with('.'));
+            if is_node && e.file_type().is_ok_and(|t| t.is_file()) {
+                std::fs::remove_file(e.path())
+                    .with_context(|| format!("removing {}", e.path().display()))?;
+                removed.push(e.path());
+            }
+        }
+    }
+    Ok(removed)
 }
 
 /// Shortest token the private route accepts (a shorter file is not a token).

@@ -31,6 +31,19 @@ pub fn unit_text(exe: &Path, state_root: &Path) -> String {
     )
 }
 
+/// `install` for this host and this shiftlab: `/run`, `/etc/systemd/system`, the
+/// running executable, the state directory made absolute.
+pub fn install_for(state: &crate::state::StateDir) -> Result<String> {
+    let exe = std::env::current_exe().context("locating the shiftlab executable")?;
+    let root = std::path::absolute(&state.root).context("resolving the state directory")?;
+    install(
+        Path::new("/run"),
+        Path::new("/etc/systemd/system"),
+        &exe,
+        &root,
+    )
+}
+
 /// Whether systemd is the init system (`sd_booted()`'s test).
 pub fn systemd_booted(run: &Path) -> bool {
     run.join("systemd/system").is_dir()

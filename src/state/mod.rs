@@ -1,27 +1,31 @@
-//! Where shiftlab keeps its state on the host, and the names allowed into it.
+//! Where shiftlab keeps its state on the host, and the names allowed into it. Every
+//! path under the state directory is spelled here: [`StateDir`] names the files
+//! clusters share, [`ClusterDir`] those of one cluster.
+//!
+//! | under `<state>/` | what |
+//! |---|---|
+//! | `clusters/<name>/` | one cluster ([`ClusterDir`]) |
+//! | `.host.lock` | the host lock around shared objects ([`StateDir::lock_host`]) |
+//! | `images/standin.qcow2` | the stand-in node image |
+//! | `image-digests.json` | digests of base images, by path, size and mtime |
+//! | `libvirt-host.json` | pools and base images shiftlab made on each libvirt host |
+//! | `serve.sock` | `shiftlab serve`'s control socket |
+//! | `host-dns.lock` | serialises host DNS edits |
+//! | `bmc/` | the standalone BMC's state (`shiftlab bmc`) |
 
+mod cluster;
 mod name;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+pub use cluster::{plan_from_json, read_plan_file, Assets, ClusterDir, ClusterLock};
 pub use name::{ClusterName, InvalidClusterName};
 
 /// How long a command waits for another to finish with the host's shared objects
 /// (importing a multi-GB base image takes minutes).
 pub const HOST_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
-
-/// Hold the host-wide lock (`<root>/.host.lock`) around the objects clusters share:
-/// the storage pool, base images, the image-digest cache, the stand-in image. Two
-/// clusters created at once then take turns there instead of racing.
-pub fn lock_host(root: &Path) -> Result<crate::files::FileLock> {
-    crate::files::lock_waiting(
-        &root.join(".host.lock"),
-        HOST_LOCK_WAIT,
-        "the host lock (shared pool and base images)",
-    )
-}
 
 /// The root of shiftlab's state: `--state-dir`, else `SHIFTLAB_HOME`, else
 /// `/var/lib/shiftlab` for root and `$XDG_DATA_HOME/shiftlab` (or
@@ -65,12 +69,67 @@ impl StateDir {
 
     /// `<root>/clusters/<name>`: the cluster's state, secrets and logs. `name` is
     /// a cluster name already checked (a loaded cluster file's, or a [`ClusterName`]).
-    pub fn cluster(&self, name: &str) -> PathBuf {
+    pub fn cluster(&self, name: &str) -> ClusterDir {
         debug_assert!(
             crate::spec::is_cluster_name(name),
             "unchecked cluster name {name:?}"
         );
-        self.clusters().join(name)
+        ClusterDir::new(name, self.clusters().join(name))
+    }
+
+    /// Every cluster directory, by name; an entry whose name is not a cluster
+    /// name is no cluster of shiftlab's and is passed over.
+    pub fn cluster_dirs(&self) -> Vec<ClusterDir> {
+        let mut names: Vec<String> = std::fs::read_dir(self.clusters())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| crate::spec::is_cluster_name(n))
+            .collect();
+        names.sort();
+        names.iter().map(|n| self.cluster(n)).collect()
+    }
+
+    /// Hold the host-wide lock (`.host.lock`) around the objects clusters share:
+    /// the storage pool, base images, the image-digest cache, the stand-in image.
+    /// Two clusters created at once then take turns there instead of racing.
+    pub fn lock_host(&self) -> Result<crate::files::FileLock> {
+        crate::files::lock_waiting(
+            &self.root.join(".host.lock"),
+            HOST_LOCK_WAIT,
+            "the host lock (shared pool and base images)",
+        )
+    }
+
+    /// The stand-in node image rehearsals boot.
+    pub fn standin_image(&self) -> PathBuf {
+        self.root.join("images/standin.qcow2")
+    }
+
+    /// Base images' digests, by path, size and modification time.
+    pub fn image_digests(&self) -> PathBuf {
+        self.root.join("image-digests.json")
+    }
+
+    /// The pools and base images shiftlab made on each libvirt host.
+    pub fn libvirt_host_record(&self) -> PathBuf {
+        self.root.join("libvirt-host.json")
+    }
+
+    /// `shiftlab serve`'s control socket.
+    pub fn serve_socket(&self) -> PathBuf {
+        self.root.join("serve.sock")
+    }
+
+    /// The standalone BMC's state directory (`shiftlab bmc` without `--bmc-dir`).
+    pub fn bmc_dir(&self) -> PathBuf {
+        self.root.join("bmc")
+    }
+
+    /// The lock that serialises host DNS edits.
+    pub fn host_dns_lock(&self) -> PathBuf {
+        self.root.join("host-dns.lock")
     }
 
     /// Remove a cluster's state directory, and nothing else: the entry must be a
@@ -137,9 +196,17 @@ mod tests {
     fn removes_exactly_the_cluster_directory() {
         let (_d, state) = state();
         let lab = ClusterName::parse("lab1").unwrap();
-        let other = state.cluster("lab2");
-        std::fs::create_dir_all(state.cluster("lab1").join("assets/auth")).unwrap();
-        std::fs::write(state.cluster("lab1").join("assets/auth/kubeconfig"), "x").unwrap();
+        let other = state.cluster("lab2").path().to_path_buf();
+        std::fs::create_dir_all(
+            state
+                .cluster("lab1")
+                .assets()
+                .kubeconfig()
+                .parent()
+                .unwrap(),
+        )
+        .unwrap();
+        std::fs::write(state.cluster("lab1").assets().kubeconfig(), "x").unwrap();
         std::fs::create_dir_all(&other).unwrap();
         let removed = state.remove_cluster(&lab).unwrap().unwrap();
         assert!(removed.ends_with("clusters/lab1"));
@@ -154,11 +221,11 @@ mod tests {
         let outside = d.path().join("precious");
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::write(outside.join("keep"), "mine").unwrap();
-        std::os::unix::fs::symlink(&outside, state.cluster("lab1")).unwrap();
+        std::os::unix::fs::symlink(&outside, state.cluster("lab1").path()).unwrap();
         state
             .remove_cluster(&ClusterName::parse("lab1").unwrap())
             .unwrap();
-        assert!(state.cluster("lab1").symlink_metadata().is_err());
+        assert!(state.cluster("lab1").path().symlink_metadata().is_err());
         assert_eq!(
             std::fs::read_to_string(outside.join("keep")).unwrap(),
             "mine"
@@ -200,11 +267,11 @@ mod tests {
     #[test]
     fn a_file_in_place_of_the_directory_is_left_alone() {
         let (_d, state) = state();
-        std::fs::write(state.cluster("lab1"), "not ours").unwrap();
+        std::fs::write(state.cluster("lab1").path(), "not ours").unwrap();
         let e = state
             .remove_cluster(&ClusterName::parse("lab1").unwrap())
             .unwrap_err();
         assert!(e.to_string().contains("left it alone"), "{e}");
-        assert!(state.cluster("lab1").is_file());
+        assert!(state.cluster("lab1").path().is_file());
     }
 }

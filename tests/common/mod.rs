@@ -22,6 +22,22 @@ pub fn shiftlab(args: &[&str], home: &Path) -> Output {
         .expect("running shiftlab")
 }
 
+/// Write `<home>/lab1.yaml`: a rehearsal (no release) on the test driver, with
+/// `extra` lines; returns its path.
+pub fn rehearsal_file(home: &Path, extra: &str) -> String {
+    let f = home.join("lab1.yaml");
+    std::fs::write(
+        &f,
+        format!(
+            "cluster: lab1\ndomain: lab.test\ndistribution: okd\nrehearsal: true\n\
+             ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n\
+             libvirt:\n  uri: test:///default\n{extra}"
+        ),
+    )
+    .unwrap();
+    f.display().to_string()
+}
+
 /// Every file below `dir`, relative, sorted.
 pub fn tree(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();

@@ -55,12 +55,14 @@ pub fn loopback_plan(name: &str, net: u8, base: u16, rehearsal: bool) -> Plan {
     plan
 }
 
+/// Record `plan` as the infra target does.
 pub fn write_plan(state: &Path, plan: &Plan) {
-    let dir = state.join("clusters").join(&plan.cluster);
-    std::fs::create_dir_all(&dir).unwrap();
-    let tmp = dir.join(".plan.json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(plan).unwrap()).unwrap();
-    std::fs::rename(tmp, dir.join("plan.json")).unwrap();
+    shiftlab::state::StateDir {
+        root: state.to_path_buf(),
+    }
+    .cluster(&plan.cluster)
+    .write_plan(plan)
+    .unwrap();
 }
 
 /// A stand-in backend: answers every request with its node name; `/readyz`

@@ -124,6 +124,10 @@ step "status and list"
 [[ $(grep -c ' running ' "$work/status.out") == 6 ]] || fail "status does not show 6 running nodes"
 "$bin" status e2ea -o json | jq -e '.nodes | length == 6' >/dev/null || fail "status -o json"
 "$bin" list -o json | jq -e '.[] | select(.cluster == "e2ea") | .nodes == 6' >/dev/null || fail "list -o json"
+# create infra went through the lab flow: release and infra recorded, shown by status.
+"$bin" status e2ea -o json | jq -e '.install.flow == "lab" and ([.install.targets[] | select(.status == "done") | .target] == ["release", "infra"])' >/dev/null ||
+	fail "status does not show release and infra done: $("$bin" status e2ea -o json | jq -c .install)"
+grep -q '^install targets (lab' "$work/status.out" || fail "status shows no install targets"
 
 step "a third worker is added alone"
 fa3=$(infra_file e2ea 192.168.160.0/24 3 256)

@@ -86,6 +86,8 @@ f1=$(install_file inst1 192.168.180.0/24)
 grep -q 'console: *https://console-openshift-console.apps.inst1.lab.test' "$work/run1.out" || fail "no console URL printed"
 grep -q 'export KUBECONFIG=.*/clusters/inst1/assets/auth/kubeconfig' "$work/run1.out" || fail "no KUBECONFIG printed"
 check_finished inst1
+"$bin" status inst1 -o json | jq -e '.install.flow == "upi" and all(.install.targets[]; .status == "done")' >/dev/null ||
+	fail "status does not show every target done: $("$bin" status inst1 -o json | jq -c .install)"
 # Workers start only after bootstrap-complete: their domain started after the
 # bootstrap-complete target was recorded as done.
 grep -n '^==> \|started domain inst1-worker' "$work/run1.out" | tee "$work/order"

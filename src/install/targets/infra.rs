@@ -1,39 +1,34 @@
 //! The infra target: the plan applied to libvirt — network, pool, base image,
-//! overlays, each fw_cfg node's Ignition, domains — and recorded for the host
-//! services. `create infra` reaches it alone (a rehearsal); the install driver
-//! reaches it after the installer wrote its Ignition configs.
+//! overlays, each fw_cfg node's Ignition, domains — and recorded (`plan.json`)
+//! for the host services. On upi it runs once, after the installer wrote its
+//! Ignition configs; in the lab alone it converges on the plan each time.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use crate::files::write_atomic;
+use super::Note;
+use crate::install::state::Locked;
+use crate::install::Ctx;
 use crate::libvirt::{apply, Host};
-use crate::plan::{Boot, Plan};
-use crate::spec::{ClusterSpec, Role};
-use crate::state::StateDir;
+use crate::plan::Boot;
+use crate::spec::Role;
 
 /// Each fw_cfg node's Ignition: the installer's config for its role (from the
 /// cluster's asset directory) wrapped with the node's own settings. In rehearsal
 /// there is no installer: the node gets shiftlab's part alone.
-fn node_ignition(
-    spec: &ClusterSpec,
-    plan: &Plan,
-    state: &StateDir,
-) -> Result<BTreeMap<String, Vec<u8>>> {
-    let assets = state.cluster(&spec.cluster).join("assets");
+fn node_ignition(ctx: &Ctx) -> Result<BTreeMap<String, Vec<u8>>> {
+    let (spec, plan) = (ctx.spec, ctx.plan);
+    let assets = ctx.cluster.assets();
     let keys: Vec<String> = spec.ssh_keys.iter().map(|k| k.key.clone()).collect();
     let mut out = BTreeMap::new();
     for node in plan.nodes.iter().filter(|n| n.boot == Boot::DiskFwCfg) {
-        let file = assets.join(format!(
-            "{}.ign",
-            match node.role {
-                Role::Bootstrap => "bootstrap",
-                Role::Ctlplane => "master",
-                Role::Worker => "worker",
-            }
-        ));
+        let file = assets.ignition(match node.role {
+            Role::Bootstrap => "bootstrap",
+            Role::Ctlplane => "master",
+            Role::Worker => "worker",
+        });
         // A rehearsal without installer configs gives the stand-ins shiftlab's part alone.
         let installer = match std::fs::read(&file) {
             Ok(bytes) => Some(bytes),
@@ -53,13 +48,18 @@ fn node_ignition(
     Ok(out)
 }
 
-fn base_image(spec: &ClusterSpec, state: &StateDir) -> Result<PathBuf> {
-    if let Some(p) = &spec.image {
+/// The base image: the cluster file's, the release's CoreOS image, or in a
+/// rehearsal the stand-in image (built once per host, under the host lock).
+fn base_image(ctx: &Ctx, locked: &Locked) -> Result<PathBuf> {
+    if let Some(p) = &ctx.spec.image {
         return Ok(p.clone());
     }
-    if spec.rehearsal {
-        let path = state.root.join("images/standin.qcow2");
-        let _host = crate::state::lock_host(&state.root)?;
+    if let Some(p) = &locked.facts().coreos_image {
+        return Ok(p.clone());
+    }
+    if ctx.spec.rehearsal {
+        let path = ctx.state.standin_image();
+        let _host = ctx.state.lock_host()?;
         if !path.exists() {
             eprintln!("building the stand-in node image {}", path.display());
             crate::image::standin::build(&path).context("building the stand-in image")?;
@@ -69,28 +69,18 @@ fn base_image(spec: &ClusterSpec, state: &StateDir) -> Result<PathBuf> {
     bail!("image: no base image given; set `image:` to a local CoreOS qcow2 (or `rehearsal: true`)")
 }
 
-/// Apply the plan to libvirt and record the plan for the host services.
-pub fn apply_infra(
-    spec: &ClusterSpec,
-    plan: &Plan,
-    state: &StateDir,
-    host: &Host,
-    start_workers: bool,
-    image: Option<&std::path::Path>,
-) -> Result<apply::Report> {
-    let dir = state.cluster(&spec.cluster);
-    let image = match image {
-        Some(p) if spec.image.is_none() => p.to_path_buf(),
-        _ => base_image(spec, state)?,
-    };
-    let ignition = node_ignition(spec, plan, state)?;
+pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
+    let (spec, plan) = (ctx.spec, ctx.plan);
+    let host = Host::open(&plan.libvirt.uri)?;
+    let image = base_image(ctx, locked)?;
+    let ignition = node_ignition(ctx)?;
     // Nothing here fetches its Ignition over HTTP: fw_cfg nodes get it from QEMU,
     // ISO nodes have it embedded, IPI nodes get it from Ironic. So none is
     // published; one that carries secrets would go through
-    // `ClusterFiles::publish_private` (behind the cluster's token). An older
+    // `serve::http::publish_private` (behind the cluster's token). An older
     // shiftlab put every node's config in the open `http/`: withdraw those.
     for node in &plan.nodes {
-        let old = dir.join("http").join(format!("{}.ign", node.name));
+        let old = ctx.cluster.http_public().join(format!("{}.ign", node.name));
         if old.exists() {
             std::fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
             println!("withdrew {} from the HTTP server", old.display());
@@ -99,16 +89,13 @@ pub fn apply_infra(
     let opts = apply::ApplyOptions {
         base_image: &image,
         ignition,
-        start_all: start_workers,
+        start_all: ctx.options.start_workers,
     };
-    let (report, accel, why) = apply::apply(host, plan, &state.root, &opts)?;
+    let (report, accel, why) = apply::apply(&host, plan, ctx.state, &opts)?;
     // The services (load balancer, HTTP, DNS) read the plan from here.
-    write_atomic(
-        &dir.join("plan.json"),
-        (serde_json::to_string_pretty(plan)? + "\n").as_bytes(),
-    )?;
+    ctx.cluster.write_plan(plan)?;
     // Tell a running `shiftlab serve` at once; it also rescans on its own.
-    match crate::serve::notify(state, Some(&spec.cluster)) {
+    match crate::serve::notify(ctx.state, Some(&spec.cluster)) {
         Ok(true) => println!("shiftlab serve picked up {}", spec.cluster),
         Ok(false) if plan.load_balancer.is_some() => println!(
             "note: shiftlab serve is not running: start it for the load balancer, HTTP server and host DNS (see docs/serve.md)"
@@ -143,5 +130,9 @@ pub fn apply_infra(
             report.drift.join("\n  - ")
         );
     }
-    Ok(report)
+    Ok(Some(format!(
+        "{} created, {} started",
+        report.created.len(),
+        report.started.len()
+    )))
 }

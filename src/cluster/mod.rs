@@ -1,0 +1,19 @@
+//! A cluster as a whole, across the modules that each hold a part of it: its
+//! status (libvirt, host services, install targets — one value, for `status`
+//! in every output format and for anything else that shows it) and its
+//! destruction (host services, then libvirt objects, then its state).
+
+mod destroy;
+mod status;
+
+pub use destroy::destroy;
+pub use status::{list_table, status, Status};
+
+use anyhow::Result;
+
+use crate::state::ClusterDir;
+
+/// The libvirt URI the cluster was created on, as its ledger recorded it.
+pub fn recorded_uri(cluster: &ClusterDir) -> Result<Option<String>> {
+    Ok(crate::libvirt::ledger::load(cluster)?.map(|l| l.uri))
+}

@@ -1,0 +1,113 @@
+//! `shiftlab status`: one function gathers it, one type holds it.
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::install::state::InstallStatus;
+use crate::libvirt::inspect::{self, ClusterStatus, ClusterSummary};
+use crate::libvirt::Host;
+use crate::plan::render_table_rows;
+use crate::serve::ServicesStatus;
+use crate::state::{ClusterDir, StateDir};
+
+/// Everything known of a cluster. Its JSON is `shiftlab status -o json`'s.
+#[derive(Debug, Serialize)]
+pub struct Status {
+    /// The libvirt objects (network, nodes) at the top level.
+    #[serde(flatten)]
+    pub libvirt: ClusterStatus,
+    /// The host services, known where the cluster's plan is recorded.
+    pub services: Option<ServicesStatus>,
+    /// The install targets, known once one ran.
+    pub install: Option<InstallStatus>,
+}
+
+/// Gather the status of `cluster` on `host`. Changes nothing.
+pub fn status(host: &Host, state: &StateDir, cluster: &ClusterDir) -> Result<Status> {
+    let Some(libvirt) = inspect::status(host, cluster.name())? else {
+        bail!(
+            "no shiftlab cluster named {} on {}",
+            cluster.name(),
+            host.uri
+        );
+    };
+    let services = if cluster.has_plan() {
+        Some(crate::serve::services_status(state, cluster.name())?)
+    } else {
+        None
+    };
+    Ok(Status {
+        libvirt,
+        services,
+        install: crate::install::status(cluster)?,
+    })
+}
+
+impl Status {
+    /// The human form.
+    pub fn table(&self) -> String {
+        let st = &self.libvirt;
+        let mut s = format!(
+            "cluster {}: network {} ({})\n\n",
+            st.cluster,
+            st.network.clone().unwrap_or_else(|| "-".into()),
+            if st.network_active {
+                "active"
+            } else {
+                "inactive"
+            }
+        );
+        let dash = || "-".to_string();
+        let rows: Vec<Vec<String>> = st
+            .nodes
+            .iter()
+            .map(|n| {
+                vec![
+                    n.name.clone(),
+                    n.role.clone(),
+                    n.state.clone(),
+                    n.mac.clone().unwrap_or_else(dash),
+                    n.planned_ip.clone().unwrap_or_else(dash),
+                    n.leased_ip.clone().unwrap_or_else(dash),
+                    n.console_log.clone().unwrap_or_else(dash),
+                ]
+            })
+            .collect();
+        s.push_str(&render_table_rows(
+            &[
+                "NODE",
+                "ROLE",
+                "STATE",
+                "MAC",
+                "PLANNED IP",
+                "LEASED IP",
+                "CONSOLE LOG",
+            ],
+            &rows,
+        ));
+        if let Some(sv) = &self.services {
+            s.push('\n');
+            s.push_str(&sv.table());
+        }
+        if let Some(i) = &self.install {
+            s.push_str(&i.table());
+        }
+        s
+    }
+}
+
+/// `shiftlab list`'s table.
+pub fn list_table(clusters: &[ClusterSummary]) -> String {
+    let rows: Vec<Vec<String>> = clusters
+        .iter()
+        .map(|c| {
+            vec![
+                c.cluster.clone(),
+                c.network.clone().unwrap_or_else(|| "-".into()),
+                c.nodes.to_string(),
+                c.running.to_string(),
+            ]
+        })
+        .collect();
+    render_table_rows(&["CLUSTER", "NETWORK", "NODES", "RUNNING"], &rows)
+}

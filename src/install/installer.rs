@@ -1,0 +1,126 @@
+//! Finding and running `openshift-install` for a cluster: its output appended to
+//! the cluster's log, its progress on one line, the child tied to shiftlab
+//! ([`super::process`]).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use super::state::Locked;
+use super::Ctx;
+
+/// Find the `openshift-install` binary: the cluster file's, the one the release
+/// target extracted, a cluster-local one, else the one on `PATH`.
+pub fn find(ctx: &Ctx, locked: &Locked) -> Result<PathBuf> {
+    if let Some(p) = &ctx.spec.openshift_install {
+        return Ok(p.clone());
+    }
+    if let Some(p) = &locked.facts().openshift_install {
+        return Ok(p.clone());
+    }
+    let local = ctx.cluster.installer_bin();
+    if local.is_file() {
+        return Ok(local);
+    }
+    if let Some(paths) = std::env::var_os("PATH") {
+        for d in std::env::split_paths(&paths) {
+            let p = d.join("openshift-install");
+            if p.is_file() {
+                return Ok(p);
+            }
+        }
+    }
+    bail!("no openshift-install: set `openshift_install:` in the cluster file or put it on PATH")
+}
+
+/// Run `openshift-install ARGS --dir <assets>`.
+pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
+    let bin = find(ctx, locked)?;
+    let assets = ctx.cluster.assets();
+    let log_path = ctx.cluster.installer_log();
+    std::fs::create_dir_all(assets.path())?;
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("opening {}", log_path.display()))?;
+    writeln!(log, "### {} {}", bin.display(), args.join(" "))?;
+    // One killed with an earlier shiftlab (kill -9 leaves no chance to stop it)
+    // must not race this one over the asset directory.
+    let record = ctx.cluster.installer_pid();
+    if let Some(pid) = super::process::stop_leftover(&record, std::time::Duration::from_secs(30))? {
+        eprintln!("    stopped openshift-install (pid {pid}) left running by an earlier shiftlab");
+    }
+    let mut child = super::process::spawn_tied(
+        Command::new(&bin)
+            .args(args)
+            .arg("--dir")
+            .arg(assets.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .with_context(|| format!("running {}", bin.display()))?;
+    super::process::record(&record, &child)?;
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar.set_message(format!("openshift-install {}", args.join(" ")));
+    // openshift-install logs on stderr; merge both into the log and the display.
+    let stderr = child.stderr.take();
+    let err_log = log.try_clone()?;
+    let err_bar = bar.clone();
+    let err_thread = std::thread::spawn(move || {
+        let mut err_log = err_log;
+        if let Some(e) = stderr {
+            for line in BufReader::new(e).lines().map_while(Result::ok) {
+                let _ = writeln!(err_log, "{line}");
+                err_bar.set_message(short(&line));
+            }
+        }
+    });
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = writeln!(log, "{line}");
+            bar.set_message(short(&line));
+        }
+    }
+    let _ = err_thread.join();
+    let status = child.wait()?;
+    let _ = std::fs::remove_file(&record);
+    bar.finish_and_clear();
+    if !status.success() {
+        bail!(
+            "openshift-install {} failed ({status}); its log is {}",
+            args.join(" "),
+            log_path.display()
+        );
+    }
+    Ok(())
+}
+
+/// `level=info msg="…"` → the message, cut for one line.
+fn short(line: &str) -> String {
+    let msg = line
+        .split_once("msg=\"")
+        .map(|(_, m)| m.trim_end_matches('"'))
+        .unwrap_or(line);
+    msg.chars().take(100).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn progress_shows_the_message() {
+        assert_eq!(
+            super::short(r#"time="x" level=info msg="Waiting up to 20m0s""#),
+            "Waiting up to 20m0s"
+        );
+        assert_eq!(super::short("plain"), "plain");
+    }
+}

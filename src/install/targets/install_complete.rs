@@ -1,0 +1,30 @@
+//! The install-complete target: `openshift-install wait-for install-complete`,
+//! then how to log in.
+
+use anyhow::Result;
+
+use super::Note;
+use crate::install::state::Locked;
+use crate::install::{installer, Ctx};
+
+pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
+    installer::run(
+        ctx,
+        locked,
+        &["wait-for", "install-complete", "--log-level", "info"],
+    )?;
+    let console = format!(
+        "https://console-openshift-console.apps.{}",
+        ctx.plan.cluster_domain
+    );
+    locked.update_facts(|f| f.console = Some(console.clone()))?;
+    let assets = ctx.cluster.assets();
+    println!("The cluster is installed.");
+    println!("  console:  {console}");
+    println!(
+        "  user:     kubeadmin, password in {}",
+        assets.kubeadmin_password().display()
+    );
+    println!("  export KUBECONFIG={}", assets.kubeconfig().display());
+    Ok(Some(console))
+}

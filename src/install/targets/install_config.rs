@@ -1,0 +1,136 @@
+//! The install-config target: install-config.yaml (and agent-config.yaml for
+//! method agent) written into the asset directory, where `openshift-install`
+//! consumes it, with a backup beside it in the cluster's directory that keeps
+//! what was asked for. All 0600: they hold or sit beside secrets.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::Note;
+use crate::files::write_private;
+use crate::install::state::Locked;
+use crate::install::Ctx;
+use crate::render::install_config::{self, Secrets, OKD_FAKE_PULL_SECRET};
+use crate::spec::{ClusterSpec, Distribution, Method};
+use crate::state::ClusterDir;
+
+/// Read the pull secret as compact JSON (the fake one for OKD without a file).
+pub fn read_pull_secret(spec: &ClusterSpec) -> Result<String> {
+    match &spec.pull_secret {
+        Some(p) => {
+            let text = crate::spec::read_input(p)
+                .with_context(|| format!("reading pull secret {}", p.display()))?;
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("parsing pull secret {}", p.display()))?;
+            Ok(v.to_string())
+        }
+        None if spec.distribution == Distribution::Okd => Ok(OKD_FAKE_PULL_SECRET.into()),
+        None => anyhow::bail!("no pull secret: OCP needs `pull_secret` in the cluster file"),
+    }
+}
+
+/// One config file the installer reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Config {
+    Install,
+    Agent,
+}
+
+impl Config {
+    /// The configs of `method`.
+    fn of(method: Method) -> &'static [Config] {
+        match method {
+            Method::Agent => &[Config::Install, Config::Agent],
+            _ => &[Config::Install],
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Config::Install => "install-config",
+            Config::Agent => "agent-config",
+        }
+    }
+
+    fn asset(self, cluster: &ClusterDir) -> PathBuf {
+        match self {
+            Config::Install => cluster.assets().install_config(),
+            Config::Agent => cluster.assets().agent_config(),
+        }
+    }
+
+    fn backup(self, cluster: &ClusterDir) -> PathBuf {
+        match self {
+            Config::Install => cluster.install_config_backup(),
+            Config::Agent => cluster.agent_config_backup(),
+        }
+    }
+}
+
+pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
+    let spec = ctx.spec;
+    let secrets = Secrets {
+        pull_secret: read_pull_secret(spec)?,
+        bmc_password: if spec.method == Method::Ipi {
+            Some(ctx.cluster.lab_bmc_password(spec.bmc.password.as_deref())?)
+        } else {
+            None
+        },
+    };
+    let bundle = match &spec.additional_trust_bundle {
+        Some(p) => Some(
+            crate::spec::read_input(p)
+                .with_context(|| format!("reading trust bundle {}", p.display()))?,
+        ),
+        None => None,
+    };
+    for config in Config::of(spec.method) {
+        let text = match config {
+            Config::Install => {
+                install_config::install_config(spec, ctx.plan, &secrets, bundle.as_deref())
+            }
+            Config::Agent => install_config::agent_config(spec, ctx.plan),
+        };
+        for path in [config.asset(&ctx.cluster), config.backup(&ctx.cluster)] {
+            write_private(&path, text.as_bytes())
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    Ok(Some(
+        ctx.cluster.assets().install_config().display().to_string(),
+    ))
+}
+
+/// Copy the configs the target wrote (their backups: the installer may have
+/// consumed the originals) into `dir`, each with a backup copy; returns the files
+/// written.
+pub fn export(ctx: &Ctx, dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for config in Config::of(ctx.spec.method) {
+        let from = config.backup(&ctx.cluster);
+        let text = std::fs::read(&from).with_context(|| format!("reading {}", from.display()))?;
+        for file in [
+            format!("{}.yaml", config.name()),
+            format!("{}.backup.yaml", config.name()),
+        ] {
+            let path = dir.join(file);
+            write_private(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}
+
+/// Make sure the installer has its input again after an interrupted run consumed
+/// it (openshift-install deletes install-config.yaml once it has read it).
+pub fn restore(cluster: &ClusterDir) -> Result<()> {
+    let assets = cluster.assets();
+    if !assets.install_config().exists() && !assets.installer_state().exists() {
+        let backup = cluster.install_config_backup();
+        let text =
+            std::fs::read(&backup).with_context(|| format!("reading {}", backup.display()))?;
+        write_private(&assets.install_config(), &text)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! The manifests target: `openshift-install create manifests`; the Machine API's
+//! objects removed (on UPI the nodes are shiftlab's, not Machines); the lab's
+//! manifests and the cluster file's `manifests` directory added.
+
+use anyhow::{Context, Result};
+
+use super::Note;
+use crate::install::state::Locked;
+use crate::install::{installer, Ctx};
+use crate::spec::ClusterSpec;
+
+/// The manifests the lab adds to what the installer generates, by their path in
+/// the asset directory.
+pub fn lab_manifests(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
+    let mut out = vec![(
+        "openshift/99-shiftlab-image-registry.yaml",
+        // platform none has no storage for the registry: emptyDir, fine for a lab.
+        "apiVersion: imageregistry.operator.openshift.io/v1\nkind: Config\nmetadata:\n  name: cluster\nspec:\n  managementState: Managed\n  storage:\n    emptyDir: {}\n".to_string(),
+    )];
+    if spec.workers == 0 {
+        out.push((
+            "manifests/cluster-scheduler-02-config.yml",
+            "apiVersion: config.openshift.io/v1\nkind: Scheduler\nmetadata:\n  creationTimestamp: null\n  name: cluster\nspec:\n  mastersSchedulable: true\n  policy:\n    name: \"\"\nstatus: {}\n".to_string(),
+        ));
+    }
+    out
+}
+
+pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
+    super::install_config::restore(&ctx.cluster)?;
+    installer::run(ctx, locked, &["create", "manifests"])?;
+    let assets = ctx.cluster.assets();
+    let openshift = assets.openshift_manifests();
+    if let Ok(rd) = std::fs::read_dir(&openshift) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.starts_with("99_openshift-cluster-api_master-machines-")
+                || name.starts_with("99_openshift-cluster-api_worker-machineset-")
+                || name.starts_with("99_openshift-machine-api_master-control-plane-machine-set")
+            {
+                std::fs::remove_file(e.path())?;
+            }
+        }
+    }
+    let mut added = Vec::new();
+    for (rel, text) in lab_manifests(ctx.spec) {
+        crate::files::write_atomic(&assets.file(rel), text.as_bytes())?;
+        added.push(rel.to_string());
+    }
+    if let Some(dir) = &ctx.spec.manifests {
+        for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+            let e = e?;
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".json") {
+                let text = std::fs::read(e.path())?;
+                crate::files::write_atomic(&openshift.join(&name), &text)?;
+                added.push(format!("openshift/{name}"));
+            }
+        }
+    }
+    Ok(Some(format!("added {}", added.join(", "))))
+}

@@ -1,0 +1,39 @@
+//! One file per target, each `run(ctx, locked) -> note`: what the target does,
+//! idempotently (it may run again after a crash, or every time if it converges).
+//! The note goes into `install-state.json` and `shiftlab status`.
+
+pub mod bootstrap_complete;
+pub mod bootstrap_removal;
+pub mod csr_approval;
+pub mod ignition;
+pub mod infra;
+pub mod install_complete;
+pub mod install_config;
+pub mod manifests;
+pub mod release;
+pub mod workers;
+
+use anyhow::Result;
+
+use super::state::Locked;
+use super::target::Target;
+use super::Ctx;
+
+/// What a target found or did, for the user.
+pub type Note = Option<String>;
+
+/// Run `target`'s body (the driver recorded its start; it records it done).
+pub fn run(target: Target, ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
+    match target {
+        Target::Release => release::run(ctx, locked),
+        Target::InstallConfig => install_config::run(ctx, locked),
+        Target::Manifests => manifests::run(ctx, locked),
+        Target::Ignition => ignition::run(ctx, locked),
+        Target::Infra => infra::run(ctx, locked),
+        Target::BootstrapComplete => bootstrap_complete::run(ctx, locked),
+        Target::BootstrapRemoval => bootstrap_removal::run(ctx, locked),
+        Target::Workers => workers::run(ctx, locked),
+        Target::CsrApproval => csr_approval::run(ctx, locked),
+        Target::InstallComplete => install_complete::run(ctx, locked),
+    }
+}

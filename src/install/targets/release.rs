@@ -1,0 +1,69 @@
+//! The release target: the release resolved to concrete, verified, cached
+//! artifacts — the installer (unless the cluster file names one) and the CoreOS
+//! image (unless it gives one).
+
+use anyhow::Result;
+
+use super::Note;
+use crate::install::state::Locked;
+use crate::install::target::{without_release, Flow};
+use crate::install::Ctx;
+
+pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
+    use crate::release::{self, Cache, CoreosKind, Progress, Source};
+    let spec = ctx.spec;
+    if without_release(spec) {
+        return Ok(Some(
+            "rehearsal without a release: nothing to download".into(),
+        ));
+    }
+    // The lab alone runs no installer: the release matters only for its image.
+    if ctx.flow == Flow::Lab && spec.image.is_some() {
+        return Ok(Some(
+            "nothing to download: no installer runs here, and the cluster file gives the image"
+                .into(),
+        ));
+    }
+    let cache = Cache::from_env()?;
+    let progress = Progress::stderr();
+    let mut notes = Vec::new();
+    let installer = match &spec.openshift_install {
+        Some(p) => {
+            notes.push(format!("installer {}", p.display()));
+            p.clone()
+        }
+        None => {
+            let source = spec
+                .mirror
+                .as_deref()
+                .map(Source::parse)
+                .unwrap_or_else(|| Source::default_for(spec.distribution));
+            let rel = release::resolve_verified(
+                spec.distribution,
+                &spec.version,
+                &source,
+                &cache,
+                &progress,
+                spec.release_key.as_deref(),
+            )?;
+            let tools = rel.tools(&cache)?;
+            locked.update_facts(|f| {
+                f.release_version = Some(rel.version.clone());
+                f.release_image = Some(rel.release_image.clone());
+                f.openshift_install = Some(tools.openshift_install.clone());
+                f.oc = Some(tools.oc.clone());
+            })?;
+            notes.push(format!("release {} ({})", rel.version, rel.release_image));
+            tools.openshift_install
+        }
+    };
+    if spec.image.is_none() {
+        let image = release::coreos_image(&installer, CoreosKind::Qemu, &cache, &progress)?;
+        locked.update_facts(|f| f.coreos_image = Some(image.clone()))?;
+        notes.push(format!("CoreOS image {}", image.display()));
+    }
+    for n in progress.notes() {
+        eprintln!("    {n}");
+    }
+    Ok(Some(notes.join(", ")))
+}

@@ -1,0 +1,123 @@
+//! `shiftlab create <target>` through the binary: every target goes through the
+//! same reach, records what it did, and a target the cluster file's flow lacks is
+//! a clear error that changes nothing. (The targets that need libvirt run in the
+//! sandbox e2e tests.)
+
+mod common;
+
+use std::path::Path;
+
+use common::{rehearsal_file, shiftlab, tree};
+
+/// Run shiftlab; its exit code and stderr.
+fn run(h: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = shiftlab(args, h);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `create install-config -f FILE --dir <home>/DIR`.
+fn install_config_into(h: &Path, file: &Path, dir: &str) -> (Option<i32>, String) {
+    let dir = h.join(dir);
+    run(
+        h,
+        &[
+            "create",
+            "install-config",
+            "-f",
+            file.to_str().unwrap(),
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+    )
+}
+
+fn install_state(h: &Path, cluster: &str) -> serde_json::Value {
+    let p = h
+        .join("state/clusters")
+        .join(cluster)
+        .join("install-state.json");
+    serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()
+}
+
+#[test]
+fn install_config_with_dir_is_reached_and_needs_no_release() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let file = common::repo().join("examples/upi.yaml");
+    let (code, err) = install_config_into(h, &file, "out");
+    assert_eq!(code, Some(0), "{err}");
+    // Reached as a target of the upi flow: recorded, and its only predecessor-free
+    // step ran alone (the release, a download, is not install-config's business).
+    let s = install_state(h, "lab1");
+    assert_eq!(s["flow"], "upi");
+    assert_eq!(s["targets"]["install-config"]["status"], "done");
+    assert!(s["targets"].get("release").is_none(), "{s}");
+    assert!(err.contains("==> install-config"), "{err}");
+    // What DIR got is what the install will use.
+    let cluster = h.join("state/clusters/lab1");
+    assert_eq!(
+        std::fs::read(h.join("out/install-config.yaml")).unwrap(),
+        std::fs::read(cluster.join("assets/install-config.yaml")).unwrap()
+    );
+    assert_eq!(
+        std::fs::read(h.join("out/install-config.backup.yaml")).unwrap(),
+        std::fs::read(cluster.join("install-config.backup.yaml")).unwrap()
+    );
+    // Asked again: done, not written again, exported again.
+    let (code, err) = install_config_into(h, &file, "again");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("install-config is done already"), "{err}");
+    assert!(!err.contains("==> "), "{err}");
+    assert!(h.join("again/install-config.yaml").is_file());
+}
+
+#[test]
+fn a_target_the_flow_lacks_is_refused_and_changes_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let file = rehearsal_file(h, "");
+    let before = tree(h);
+    // A rehearsal without a release is the lab: no installer, so no manifests.
+    let (code, err) = run(h, &["create", "manifests", "-f", &file]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("manifests is not a target of lab (the lab without an install); its targets are: release, install-config, infra, workers"),
+        "{err}"
+    );
+    assert_eq!(tree(h), before);
+    // A method the driver does not drive: said before anything is touched.
+    let ipi = common::repo().join("examples/ipi.yaml");
+    let before = tree(h);
+    let (code, err) = run(h, &["create", "cluster", "-f", ipi.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("method ipi: the install driver drives upi so far"),
+        "{err}"
+    );
+    assert_eq!(tree(h), before);
+}
+
+#[test]
+fn the_lab_records_its_flow_and_install_config_pins_its_plan() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let file = rehearsal_file(h, "");
+    let (code, err) = run(h, &["create", "install-config", "-f", &file]);
+    assert_eq!(code, Some(0), "{err}");
+    let s = install_state(h, "lab1");
+    assert_eq!(s["flow"], "lab");
+    assert_eq!(s["targets"]["install-config"]["status"], "done");
+    // The same cluster file made an install (a mirror): refused, the lab's state kept.
+    let file = rehearsal_file(h, "mirror: http://127.0.0.1:9/\n");
+    let before = tree(h);
+    let (code, err) = run(h, &["create", "manifests", "-f", &file]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("lab1 was begun as the lab without an install"),
+        "{err}"
+    );
+    assert_eq!(tree(h), before);
+}
