@@ -2,7 +2,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::serve::{HostDnsArg, ServeAction, ServeArgs};
+use crate::cli::serve::{HostDnsArg, HostFirewallArg, ServeAction, ServeArgs};
 use crate::host::dns::Mechanism;
 use crate::serve::{self, daemon::HostDnsMode};
 use crate::state::StateDir;
@@ -45,6 +45,7 @@ pub fn run(args: &ServeArgs, state: &StateDir) -> Result<()> {
                 HostDnsArg::Networkmanager => HostDnsMode::Use(Mechanism::NetworkManagerDnsmasq),
                 HostDnsArg::Resolved => HostDnsMode::Use(Mechanism::SystemdResolved),
             },
+            host_firewall: args.host_firewall == HostFirewallArg::Auto,
             scan_interval: Duration::from_secs(args.scan_interval.max(1)),
         }),
     }

@@ -1,6 +1,7 @@
 //! Facts about the host shiftlab runs on: KVM, routes, free space.
 
 pub mod dns;
+pub mod firewall;
 pub mod kvm;
 
 use std::net::Ipv4Addr;

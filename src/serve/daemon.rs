@@ -1,15 +1,15 @@
 //! The serve loop: rescan `<state>/clusters/*/plan.json` every few seconds and
 //! on every control request, and converge each cluster's services on its
 //! plan — start, reload, or stop HAProxy, bind or unbind the HTTP listener,
-//! configure or remove host DNS.
+//! configure or remove host DNS, open or close the host firewall for the nodes.
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, SocketAddrV4};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
@@ -21,6 +21,7 @@ use super::haproxy::{self, Applied, Supervisor};
 use super::http::{self, Digests};
 use super::{cluster_names, http_address, is_retired, read_dns_record, render_haproxy, Endpoints};
 use crate::host::dns::{ClusterDns, HostDns, Mechanism, Record};
+use crate::host::firewall::{self, Firewall, Openings};
 use crate::plan::Plan;
 use crate::state::{ClusterDir, StateDir};
 
@@ -38,8 +39,14 @@ pub struct Options {
     pub state: StateDir,
     pub http_port: u16,
     pub host_dns: HostDnsMode,
+    /// Open the host firewall for the nodes (`--host-firewall auto`).
+    pub host_firewall: bool,
     pub scan_interval: Duration,
 }
+
+/// How often serve checks that the firewall rules are still in place (a
+/// `firewall-cmd --reload` drops runtime rules).
+const FIREWALL_RECHECK: Duration = Duration::from_secs(60);
 
 struct Served {
     identity: String,
@@ -51,6 +58,10 @@ struct Served {
     /// The lab's Redfish BMC (method ipi).
     bmc: Option<crate::redfish::Server>,
     bmc_error: Option<String>,
+    /// The host firewall rules added for the nodes, and when they were checked.
+    firewall: Option<firewall::Record>,
+    firewall_checked: Option<Instant>,
+    firewall_error: Option<String>,
 }
 
 struct Daemon {
@@ -276,7 +287,12 @@ impl Daemon {
                     dns: None,
                     bmc: None,
                     bmc_error: None,
+                    firewall: None,
+                    firewall_checked: None,
+                    firewall_error: None,
                 });
+            // A changed plan (or a forced reconcile) checks the firewall now.
+            served.firewall_checked = None;
             served.identity = identity;
             served.plan = plan.clone();
             match render_haproxy(&files, &plan) {
@@ -344,7 +360,68 @@ impl Daemon {
         }
         self.ensure_http(name, &files).await?;
         self.ensure_bmc(name, &files).await;
+        self.ensure_firewall(name, &files).await;
         result
+    }
+
+    /// Let the nodes reach this cluster's services through the host firewall
+    /// (`host::firewall`): applied when the plan changes or serve starts, checked
+    /// again every [`FIREWALL_RECHECK`]; rules of an older plan are taken away
+    /// first. A failure is logged and retried; it does not stop the services.
+    async fn ensure_firewall(&mut self, name: &str, files: &ClusterDir) {
+        if !self.opts.host_firewall {
+            return;
+        }
+        let port = self.opts.http_port;
+        let Some(served) = self.clusters.get_mut(name) else {
+            return;
+        };
+        if served
+            .firewall_checked
+            .is_some_and(|t| t.elapsed() < FIREWALL_RECHECK)
+        {
+            return;
+        }
+        served.firewall_checked = Some(Instant::now());
+        let http = http_address(&served.plan).map(|a| SocketAddrV4::new(a, port));
+        let want = Openings::from_plan(&served.plan, http);
+        let old = served.firewall.clone().or_else(|| {
+            crate::files::read_json::<firewall::Record>(&files.host_firewall())
+                .ok()
+                .flatten()
+        });
+        let path = files.host_firewall();
+        let result = tokio::task::spawn_blocking(move || -> Result<firewall::Record> {
+            let fw = Firewall {
+                runner: &firewall::System,
+            };
+            if let Some(old) = old.filter(|o| o.openings != want) {
+                fw.remove(&old)
+                    .context("removing the rules of the previous plan")?;
+            }
+            let record = fw.apply(&want)?;
+            crate::files::write_json(&path, &record)?;
+            Ok(record)
+        })
+        .await
+        .map_err(|e| anyhow!("host firewall task: {e}"))
+        .and_then(|r| r);
+        match result {
+            Ok(record) => {
+                if served.firewall.as_ref() != Some(&record) {
+                    tracing::info!(cluster = %name, backend = %record.backend.describe(), rules = record.lines().len(), "host firewall open for the nodes");
+                }
+                served.firewall = Some(record);
+                served.firewall_error = None;
+            }
+            Err(e) => {
+                let msg = format!("{e:#}");
+                if served.firewall_error.as_deref() != Some(msg.as_str()) {
+                    tracing::warn!(cluster = %name, error = %msg, "host firewall (retrying)");
+                }
+                served.firewall_error = Some(msg);
+            }
+        }
     }
 
     /// Serve the lab's Redfish BMC for an ipi cluster: its own domains only, on the
@@ -483,6 +560,28 @@ impl Daemon {
                     Err(e) => tracing::warn!(cluster = %name, error = %e, "removing host dns"),
                 }
                 let _ = std::fs::remove_file(files.host_dns());
+            }
+            let record = s.firewall.or_else(|| super::read_firewall_record(&files));
+            if let Some(record) = record {
+                let done = tokio::task::spawn_blocking(move || {
+                    Firewall {
+                        runner: &firewall::System,
+                    }
+                    .remove(&record)
+                })
+                .await;
+                match done {
+                    Ok(Ok(())) => {
+                        tracing::info!(cluster = %name, "host firewall rules removed");
+                        let _ = std::fs::remove_file(files.host_firewall());
+                    }
+                    Ok(Err(e)) => {
+                        tracing::warn!(cluster = %name, error = %format!("{e:#}"), "removing host firewall rules")
+                    }
+                    Err(e) => {
+                        tracing::warn!(cluster = %name, error = %e, "removing host firewall rules")
+                    }
+                }
             }
             let _ = std::fs::remove_file(files.serve_endpoints());
         }
