@@ -51,6 +51,10 @@ pub enum HostDnsArg {
     Resolved,
     /// A marked block in /etc/hosts
     Hosts,
+    /// serve answers the cluster zones on 127.0.1.53, named first in
+    /// /etc/resolv.conf; other names are refused and go to the next nameserver
+    /// (for hosts without NetworkManager's dnsmasq or systemd-resolved)
+    Local,
     /// Leave host DNS alone
     Off,
 }

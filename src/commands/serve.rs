@@ -42,6 +42,7 @@ pub fn run(args: &ServeArgs, state: &StateDir) -> Result<()> {
                 HostDnsArg::Auto => HostDnsMode::Auto,
                 HostDnsArg::Off => HostDnsMode::Off,
                 HostDnsArg::Hosts => HostDnsMode::Use(Mechanism::HostsFile),
+                HostDnsArg::Local => HostDnsMode::Use(Mechanism::LocalDns),
                 HostDnsArg::Networkmanager => HostDnsMode::Use(Mechanism::NetworkManagerDnsmasq),
                 HostDnsArg::Resolved => HostDnsMode::Use(Mechanism::SystemdResolved),
             },

@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::control::{self, Request, Response};
 use super::haproxy::{self, Applied, Supervisor};
 use super::http::{self, Digests};
+use super::resolver::{Responder, Zone};
 use super::{cluster_names, http_address, is_retired, read_dns_record, render_haproxy, Endpoints};
 use crate::host::dns::{ClusterDns, HostDns, Mechanism, Record};
 use crate::host::firewall::{self, Firewall, Openings};
@@ -70,6 +71,8 @@ struct Daemon {
     host: HostDns,
     digests: Arc<Digests>,
     clusters: BTreeMap<String, Served>,
+    /// The responder of `--host-dns local`, started with its first cluster.
+    resolver: Option<Responder>,
 }
 
 /// Run until `shutdown` completes; then stop every HAProxy and listener
@@ -97,6 +100,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         haproxy,
         digests: Arc::new(Digests::default()),
         clusters: BTreeMap::new(),
+        resolver: None,
     };
     let mut tick = tokio::time::interval(d.opts.scan_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -117,6 +121,17 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     for name in names {
         if let Some(s) = d.clusters.remove(&name) {
             d.stop(&name, s, false).await;
+        }
+    }
+    if let Some(r) = d.resolver.take() {
+        // Nothing answers at the local address any more: out of resolv.conf
+        // (the records stay; serve puts it back when it serves them again).
+        r.stop();
+        let host = d.host.clone();
+        match tokio::task::spawn_blocking(move || host.withdraw_local()).await {
+            Ok(Ok(())) => tracing::info!("local dns withdrawn from resolv.conf"),
+            Ok(Err(e)) => tracing::warn!(error = %format!("{e:#}"), "withdrawing local dns"),
+            Err(e) => tracing::warn!(error = %e, "withdrawing local dns"),
         }
     }
     let _ = std::fs::remove_file(&sock);
@@ -267,8 +282,14 @@ impl Daemon {
             file_identity(&files.lb_state())
         );
         let known = self.clusters.get(name).map(|s| s.identity.clone());
+        // A resolv.conf rewritten under us (dhclient) lost the local block: again.
+        let local_dns_lost = self
+            .clusters
+            .get(name)
+            .and_then(|s| s.dns.as_ref())
+            .is_some_and(|r| r.mechanism == Mechanism::LocalDns && !self.host.is_configured(r));
         let mut result = Ok(());
-        if force || known.as_deref() != Some(identity.as_str()) {
+        if force || local_dns_lost || known.as_deref() != Some(identity.as_str()) {
             let plan = files
                 .read_plan()
                 .with_context(|| format!("cluster {name}"))?;
@@ -319,7 +340,26 @@ impl Daemon {
                 }
             }
             let mode = self.opts.host_dns;
-            if mode != HostDnsMode::Off {
+            let local = mode == HostDnsMode::Use(Mechanism::LocalDns);
+            if local {
+                // The responder answers before resolv.conf names it.
+                if self.resolver.is_none() {
+                    let addr = SocketAddr::from((crate::host::dns::LOCAL_DNS_ADDR, 53));
+                    match Responder::start(addr).await {
+                        Ok(r) => self.resolver = Some(r),
+                        Err(e) => {
+                            tracing::warn!(cluster = %name, error = %format!("{e:#}"), "local dns");
+                            if result.is_ok() {
+                                result = Err(e.context("host dns (local responder)"));
+                            }
+                        }
+                    }
+                }
+                if let Some(r) = &self.resolver {
+                    r.set(name, Some(Zone::from_plan(&plan)));
+                }
+            }
+            if mode != HostDnsMode::Off && (!local || self.resolver.is_some()) {
                 let host = self.host.clone();
                 let c = ClusterDns::from_plan(&plan);
                 let applied = tokio::task::spawn_blocking(move || {
@@ -548,6 +588,9 @@ impl Daemon {
             b.shutdown().await;
         }
         if forget {
+            if let Some(r) = &self.resolver {
+                r.set(name, None);
+            }
             let files = self.opts.state.cluster(name);
             let record = s.dns.or_else(|| read_dns_record(&files));
             if let Some(record) = record {
