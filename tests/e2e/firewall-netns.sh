@@ -98,9 +98,9 @@ stop_serve() {
   rm -rf "$state/clusters/fw" "$state/serve.sock"
 }
 
-# phase NAME SNAPSHOT-COMMAND: the three checks for one firewall.
+# phase NAME SNAPSHOT-COMMAND [WHILE-OPEN-COMMAND]: the three checks for one firewall.
 phase() {
-  local name=$1 snap=$2 before after
+  local name=$1 snap=$2 while_open=${3:-} before after
   step "$name: blocked without shiftlab's rules"
   before=$(eval "$snap")
   start_serve off
@@ -111,9 +111,11 @@ phase() {
   step "$name: open with --host-firewall auto"
   start_serve auto
   wait_for 15 "the node to reach every service" nodes_reach_all
-  sl serve status fw -o json >/dev/null || fail "$name: status"
+  sl serve status fw -o json | jq -e '.host_firewall.rules | length >= 5' >/dev/null ||
+    fail "$name: status does not show the rules: $(sl serve status fw -o json)"
   jq -e '.openings.ports | length == 5' "$state/clusters/fw/host-firewall.json" >/dev/null ||
     fail "$name: record $(cat "$state/clusters/fw/host-firewall.json")"
+  [ -z "$while_open" ] || eval "$while_open"
   step "$name: destroy's hook takes exactly that away"
   sl serve forget fw || fail "$name: forget"
   after=$(eval "$snap")
@@ -163,7 +165,14 @@ if command -v firewalld >/dev/null && command -v dbus-daemon >/dev/null; then
   firewall-cmd --zone=libvirt --change-interface=sl-fwe2e >/dev/null || fail "binding the bridge to zone libvirt"
   [ "$(firewall-cmd --get-zone-of-interface=sl-fwe2e)" = libvirt ] || fail "zone of the bridge"
   permanent_before=$(firewall-cmd --permanent --zone=libvirt --list-rich-rules)
-  phase firewalld 'firewall-cmd --zone=libvirt --list-all; nft list ruleset'
+  # A reload drops runtime rules (and the bridge's runtime zone, which libvirt
+  # sets again on firewalld's Reloaded signal); serve adds them back.
+  reload='firewall-cmd --reload >/dev/null
+    firewall-cmd --zone=libvirt --change-interface=sl-fwe2e >/dev/null
+    reach 192.168.151.1 8080 && fail "firewalld: open right after a reload"
+    sl serve notify fw || fail "notify"
+    wait_for 15 "the rules back after a firewalld reload" nodes_reach_all'
+  phase firewalld 'firewall-cmd --zone=libvirt --list-all; nft list ruleset' "$reload"
   [ "$(firewall-cmd --permanent --zone=libvirt --list-rich-rules)" = "$permanent_before" ] ||
     fail "firewalld: a permanent rule was written"
 else
