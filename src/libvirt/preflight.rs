@@ -243,7 +243,20 @@ pub fn host_notes(host: &Host, plan: &Plan, http: Option<std::net::SocketAddrV4>
         })
         .plan(&openings)
         {
-            Ok(record) => notes.extend(firewall::preflight_lines(&record)),
+            Ok(mut record) => {
+                // The NAT bridge does not exist yet: libvirt will put it into
+                // firewalld's `libvirt` zone when it starts the network
+                // (`src/network/bridge_driver_linux.c`), not the default zone.
+                if record.backend == firewall::Backend::Firewalld
+                    && plan.network.mode == NetworkMode::Nat
+                    && !Path::new("/sys/class/net")
+                        .join(&plan.network.bridge)
+                        .exists()
+                {
+                    record.zone = Some("libvirt".into());
+                }
+                notes.extend(firewall::preflight_lines(&record))
+            }
             Err(e) => notes.push(format!("host firewall: could not tell ({e:#})")),
         }
     }

@@ -60,20 +60,10 @@ upstream=$!
 on_exit 'stop_pid "$upstream"'
 wait_for 10 "the stand-in upstream" sh -c 'dig +short +time=1 +tries=1 @127.0.0.1 upstream.example.test | grep -x 10.9.9.9 >/dev/null'
 
-cat >"$work/cluster.yaml" <<'EOF'
-cluster: loc
-domain: lab.test
-distribution: okd
-method: upi
-rehearsal: true
-ctlplanes: 3
-workers: 1
-network:
-  cidr: 192.168.152.0/24
-  bridge: sl-dnse2e
-EOF
+cf=$(cluster_file loc 192.168.152.0/24 "method: upi" "ctlplanes: 3" "workers: 1")
+echo "  bridge: sl-dnse2e" >>"$cf" # under network:, which cluster_file writes last
 mkdir -p "$state/clusters/loc"
-HOME=$work "$bin" --state-dir "$state" plan -f "$work/cluster.yaml" -o json >"$state/clusters/loc/plan.json" 2>/dev/null
+HOME=$work "$bin" --state-dir "$state" plan -f "$cf" -o json >"$state/clusters/loc/plan.json" 2>/dev/null
 
 step "before: a route name does not resolve on the host"
 getent hosts myapp-myns.apps.loc.lab.test && fail "resolved before serve"

@@ -68,24 +68,14 @@ nodes_reach_all() {
 # A listener of this namespace answers locally (lo is accepted by every ruleset here).
 serving() { timeout 2 bash -c 'exec 3<>/dev/tcp/192.168.151.1/8080' 2>/dev/null; }
 
-cat >"$work/cluster.yaml" <<'EOF'
-cluster: fw
-domain: lab.test
-distribution: okd
-method: upi
-rehearsal: true
-ctlplanes: 3
-workers: 1
-network:
-  cidr: 192.168.151.0/24
-  bridge: sl-fwe2e
-EOF
+cf=$(cluster_file fw 192.168.151.0/24 "method: upi" "ctlplanes: 3" "workers: 1")
+echo "  bridge: sl-fwe2e" >>"$cf" # under network:, which cluster_file writes last
 serve=
 on_exit 'stop_pid "$serve"'
 start_serve() { # --host-firewall value
   mkdir -p "$state/clusters/fw"
   rm -f "$state/clusters/fw/serve-stopped"
-  HOME=$work sl plan -f "$work/cluster.yaml" -o json >"$state/clusters/fw/plan.json" 2>/dev/null
+  HOME=$work sl plan -f "$cf" -o json >"$state/clusters/fw/plan.json" 2>/dev/null
   # Not through sl(): $! must be serve itself, not a subshell around it.
   SHIFTLAB_LOG=info "$bin" --state-dir "$state" serve --host-dns off --host-firewall "$1" --scan-interval 1 >>"$work/serve.log" 2>&1 &
   serve=$!
