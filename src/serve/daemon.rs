@@ -391,6 +391,11 @@ impl Daemon {
                     }
                     Err(e) => {
                         tracing::warn!(cluster = %name, error = %format!("{e:#}"), "host dns");
+                        if local {
+                            // Refused (resolv.conf changed under us): not retried at
+                            // every scan, only with the next plan change or notify.
+                            served.dns = None;
+                        }
                         if result.is_ok() {
                             result = Err(e.context("host dns"));
                         }
