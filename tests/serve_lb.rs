@@ -38,6 +38,9 @@ fn start_serve(state: &Path, hosts: &Path, http_port: u16) -> Serve {
             "serve",
             "--host-dns",
             "hosts",
+            // Never the machine's firewall from a test.
+            "--host-firewall",
+            "off",
             "--scan-interval",
             "1",
             "--http-port",

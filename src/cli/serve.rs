@@ -27,6 +27,12 @@ pub struct ServeArgs {
     #[arg(long, value_enum, value_name = "HOW", default_value_t = HostDnsArg::Auto)]
     pub host_dns: HostDnsArg,
 
+    /// Open the host firewall (firewalld, ufw, nftables or iptables) for each
+    /// cluster's nodes to reach its services, runtime rules removed at destroy
+    /// (docs/firewall.md)
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = HostFirewallArg::Auto)]
+    pub host_firewall: HostFirewallArg,
+
     /// Seconds between rescans of the state directory
     #[arg(long, value_name = "SECONDS", default_value_t = 2)]
     pub scan_interval: u64,
@@ -45,7 +51,19 @@ pub enum HostDnsArg {
     Resolved,
     /// A marked block in /etc/hosts
     Hosts,
+    /// serve answers the cluster zones on 127.0.1.53, named first in
+    /// /etc/resolv.conf; other names are refused and go to the next nameserver
+    /// (for hosts without NetworkManager's dnsmasq or systemd-resolved)
+    Local,
     /// Leave host DNS alone
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HostFirewallArg {
+    /// Detect what filters traffic from the nodes and add exactly the rules needed
+    Auto,
+    /// Leave the host firewall alone
     Off,
 }
 

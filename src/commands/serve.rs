@@ -2,7 +2,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::serve::{HostDnsArg, ServeAction, ServeArgs};
+use crate::cli::serve::{HostDnsArg, HostFirewallArg, ServeAction, ServeArgs};
 use crate::host::dns::Mechanism;
 use crate::serve::{self, daemon::HostDnsMode};
 use crate::state::StateDir;
@@ -42,9 +42,11 @@ pub fn run(args: &ServeArgs, state: &StateDir) -> Result<()> {
                 HostDnsArg::Auto => HostDnsMode::Auto,
                 HostDnsArg::Off => HostDnsMode::Off,
                 HostDnsArg::Hosts => HostDnsMode::Use(Mechanism::HostsFile),
+                HostDnsArg::Local => HostDnsMode::Use(Mechanism::LocalDns),
                 HostDnsArg::Networkmanager => HostDnsMode::Use(Mechanism::NetworkManagerDnsmasq),
                 HostDnsArg::Resolved => HostDnsMode::Use(Mechanism::SystemdResolved),
             },
+            host_firewall: args.host_firewall == HostFirewallArg::Auto,
             scan_interval: Duration::from_secs(args.scan_interval.max(1)),
         }),
     }

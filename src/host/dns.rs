@@ -11,6 +11,25 @@
 //!   ~<cluster>.<domain>`), undone by `resolvectl revert <bridge>`; no file;
 //! - neither: a marked block in `/etc/hosts` naming api and the usual routes.
 //!
+//! And one only when asked (`--host-dns local`), for hosts with neither
+//! NetworkManager's dnsmasq nor systemd-resolved where `*.apps` must resolve:
+//! serve answers every cluster's zone itself on [`LOCAL_DNS_ADDR`] (port 53,
+//! `serve::resolver`) and refuses every other name; a marked block at the top of
+//! `/etc/resolv.conf` puts that address first. glibc goes on to the next
+//! nameserver when a server answers REFUSED (`resolv/res_send.c` `send_dg`: `if
+//! (anhp->rcode == SERVFAIL || anhp->rcode == NOTIMP || anhp->rcode == REFUSED)`
+//! … `next_ns`, bminor/glibc@04130e53ba685dd7138e3e928708e17923f795b5) and
+//! without waiting when nothing listens (the connected UDP socket gets
+//! ECONNREFUSED, same file); Go's resolver does the same (`src/net/dnsclient_unix.go`
+//! `tryOneName`: a `checkHeader` error other than NXDOMAIN `continue`s to the next
+//! server, golang/go@44a0f15bd58d096559bddf370b84e9e979c32747). So other names
+//! resolve as before, through the host's own nameservers. Refused where it could
+//! not be undone exactly or would change other lookups: a symlinked resolv.conf
+//! (another program owns it), `options rotate` (the cluster names would go
+//! upstream half the time), three nameservers already (glibc reads three,
+//! `MAXNS`: the third would be hidden), or none (glibc's implicit 127.0.0.1 would
+//! be hidden).
+//!
 //! The first two change how the host resolves through a link (the bridge, the
 //! DNS server on it). shiftlab does that only on the bridge of a NAT network it
 //! created: in `mode: bridge` the bridge is the user's LAN and no cluster DNS runs
@@ -56,6 +75,9 @@ pub enum Mechanism {
     /// A marked block in the hosts file.
     #[value(name = "hosts")]
     HostsFile,
+    /// serve's own responder for the cluster zones, first in /etc/resolv.conf.
+    #[value(name = "local")]
+    LocalDns,
 }
 
 impl Mechanism {
@@ -64,6 +86,7 @@ impl Mechanism {
             Mechanism::NetworkManagerDnsmasq => "networkmanager-dnsmasq",
             Mechanism::SystemdResolved => "systemd-resolved",
             Mechanism::HostsFile => "hosts-file",
+            Mechanism::LocalDns => "local-dns",
         }
     }
 }
@@ -141,7 +164,8 @@ pub fn choose(
     link: &str,
 ) -> (Mechanism, Option<String>) {
     let wanted = requested.unwrap_or_else(detect);
-    if link_owned || wanted == Mechanism::HostsFile {
+    // The hosts file and the local responder touch no link.
+    if link_owned || matches!(wanted, Mechanism::HostsFile | Mechanism::LocalDns) {
         return (wanted, None);
     }
     (
@@ -210,7 +234,7 @@ impl HostDns {
 
     /// Configure the host for the cluster with `mechanism`. Idempotent.
     pub fn apply(&self, c: &ClusterDns, mechanism: Mechanism) -> Result<Record> {
-        if mechanism != Mechanism::HostsFile && !c.link_owned {
+        if !matches!(mechanism, Mechanism::HostsFile | Mechanism::LocalDns) && !c.link_owned {
             bail!(
                 "{} is not a bridge shiftlab created: refusing to change its DNS with {}",
                 c.link,
@@ -250,6 +274,27 @@ impl HostDns {
                     note: None,
                 })
             }
+            Mechanism::LocalDns => {
+                let path = &self.resolv_conf;
+                let meta = fs::symlink_metadata(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                let text = read_or_empty(path)?;
+                if let Some(why) = local_dns_refusal(&text, meta.file_type().is_symlink()) {
+                    bail!("--host-dns local: {}: {why}", path.display());
+                }
+                let new = with_local_zone(&text, &c.cluster_domain, true);
+                if new != text {
+                    replace_file(path, new.as_bytes())?;
+                }
+                Ok(Record {
+                    mechanism,
+                    cluster_domain: c.cluster_domain.clone(),
+                    file: Some(path.clone()),
+                    link: None,
+                    link_owned: c.link_owned,
+                    note: None,
+                })
+            }
             Mechanism::SystemdResolved => {
                 self.run(&["resolvectl", "dns", &c.link, &c.server.to_string()])?;
                 self.run(&[
@@ -274,6 +319,14 @@ impl HostDns {
     pub fn remove(&self, record: &Record) -> Result<()> {
         let _lock = crate::files::lock_blocking(&self.lock_file)?;
         match record.mechanism {
+            Mechanism::LocalDns => {
+                let path = record.file.as_deref().unwrap_or(&self.resolv_conf);
+                let text = read_or_empty(path)?;
+                let new = with_local_zone(&text, &record.cluster_domain, false);
+                if new != text {
+                    replace_file(path, new.as_bytes())?;
+                }
+            }
             Mechanism::HostsFile => {
                 let path = record.file.as_deref().unwrap_or(&self.hosts_file);
                 let text = read_or_empty(path)?;
@@ -306,9 +359,28 @@ impl HostDns {
         Ok(())
     }
 
+    /// Take the local responder out of resolv.conf for every cluster (serve
+    /// stops: nothing answers there any more). Records stay: serve puts the block
+    /// back when it serves the clusters again.
+    pub fn withdraw_local(&self) -> Result<()> {
+        let _lock = crate::files::lock_blocking(&self.lock_file)?;
+        let text = read_or_empty(&self.resolv_conf)?;
+        let new = remove_block(&text, LOCAL_DNS_KEY);
+        if new != text {
+            replace_file(&self.resolv_conf, new.as_bytes())?;
+        }
+        Ok(())
+    }
+
     /// Whether what `record` describes is in place.
     pub fn is_configured(&self, record: &Record) -> bool {
         match record.mechanism {
+            Mechanism::LocalDns => {
+                let path = record.file.as_deref().unwrap_or(&self.resolv_conf);
+                fs::read_to_string(path)
+                    .map(|t| local_zones(&t).contains(&record.cluster_domain))
+                    .unwrap_or(false)
+            }
             Mechanism::HostsFile => {
                 let path = record.file.as_deref().unwrap_or(&self.hosts_file);
                 fs::read_to_string(path)
@@ -379,6 +451,89 @@ fn nm_uses_dnsmasq(nm_dir: &Path) -> bool {
         }
     }
     dns.as_deref() == Some("dnsmasq")
+}
+
+/// Where serve's responder answers the cluster zones (`--host-dns local`): port
+/// 53 (a resolv.conf `nameserver` has no port) on a loopback address of its own,
+/// not systemd-resolved's 127.0.0.53 nor Debian's hostname address 127.0.1.1.
+pub const LOCAL_DNS_ADDR: Ipv4Addr = Ipv4Addr::new(127, 0, 1, 53);
+
+/// The marker key of the resolv.conf block.
+const LOCAL_DNS_KEY: &str = "local-dns";
+const ZONES_PREFIX: &str =
+    "# zones answered by shiftlab serve (other names: REFUSED, the next nameserver is asked):";
+
+/// Why resolv.conf cannot take the local responder, if it cannot.
+pub fn local_dns_refusal(text: &str, is_symlink: bool) -> Option<String> {
+    if is_symlink {
+        return Some(
+            "a symbolic link: another program (systemd-resolved, resolvconf, NetworkManager) manages it; use --host-dns resolved or networkmanager, or hosts".into(),
+        );
+    }
+    let outside = remove_block(text, LOCAL_DNS_KEY);
+    let words = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let lines: Vec<Vec<String>> = outside
+        .lines()
+        .map(words)
+        .filter(|w| !w.is_empty() && !w[0].starts_with('#') && !w[0].starts_with(';'))
+        .collect();
+    let servers = lines.iter().filter(|w| w[0] == "nameserver").count();
+    if lines
+        .iter()
+        .any(|w| w[0] == "options" && w.iter().any(|o| o == "rotate"))
+    {
+        return Some("`options rotate` would send cluster names to the other nameservers too; use --host-dns hosts".into());
+    }
+    if servers == 0 {
+        return Some("no nameserver line (glibc then asks 127.0.0.1, which a first nameserver would hide); add your nameserver first".into());
+    }
+    if servers >= 3 {
+        return Some(format!("{servers} nameservers already; glibc reads only three, so another one would hide the last; use --host-dns hosts"));
+    }
+    None
+}
+
+/// The zones listed in the local-dns block of resolv.conf.
+pub fn local_zones(text: &str) -> Vec<String> {
+    let Some((s, e, _)) = find_block(text, LOCAL_DNS_KEY) else {
+        return Vec::new();
+    };
+    text[s..e]
+        .lines()
+        .find_map(|l| l.strip_prefix(ZONES_PREFIX))
+        .map(|z| z.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// resolv.conf with `zone` added to (or taken from) the local-dns block at its
+/// top; the block goes when its last zone does, giving back the file byte for byte.
+pub fn with_local_zone(text: &str, zone: &str, add: bool) -> String {
+    let mut zones = local_zones(text);
+    zones.retain(|z| z != zone);
+    if add {
+        zones.push(zone.to_string());
+        zones.sort();
+    }
+    if zones.is_empty() {
+        return remove_block(text, LOCAL_DNS_KEY);
+    }
+    let entries = format!(
+        "{ZONES_PREFIX} {}
+nameserver {LOCAL_DNS_ADDR}
+",
+        zones.join(" ")
+    );
+    if find_block(text, LOCAL_DNS_KEY).is_some() {
+        return insert_block(text, LOCAL_DNS_KEY, &entries);
+    }
+    // First in the file: glibc asks nameservers in their order.
+    format!(
+        "{}
+{entries}{}
+{text}",
+        begin_marker(LOCAL_DNS_KEY),
+        end_marker(LOCAL_DNS_KEY)
+    )
 }
 
 /// The NetworkManager dnsmasq drop-in for a cluster.
@@ -728,6 +883,99 @@ mod tests {
         assert_eq!(h.detect(), Mechanism::NetworkManagerDnsmasq);
         fs::write(h.nm_dir.join("conf.d/90-dns.conf"), "[main]\ndns=default\n").unwrap();
         assert_eq!(h.detect(), Mechanism::SystemdResolved);
+    }
+
+    const RESOLV: &str = "# Generated by dhclient\nsearch lab.example\nnameserver 10.0.0.2\n";
+
+    #[test]
+    fn local_dns_block_goes_first_and_leaves_the_file_byte_for_byte() {
+        let one = with_local_zone(RESOLV, "a.lab.test", true);
+        let lines: Vec<&str> = one.lines().collect();
+        assert_eq!(lines[0], "# shiftlab begin local-dns");
+        assert!(lines[1].ends_with(" a.lab.test"), "{one}");
+        assert_eq!(lines[2], "nameserver 127.0.1.53");
+        assert_eq!(lines[3], "# shiftlab end local-dns");
+        assert!(one.ends_with(RESOLV));
+        assert_eq!(local_zones(&one), ["a.lab.test"]);
+        // Idempotent; a second cluster shares the block.
+        assert_eq!(with_local_zone(&one, "a.lab.test", true), one);
+        let two = with_local_zone(&one, "b.lab.test", true);
+        assert_eq!(local_zones(&two), ["a.lab.test", "b.lab.test"]);
+        assert_eq!(two.matches("nameserver 127.0.1.53").count(), 1);
+        // Removed in either order: the original, byte for byte.
+        let rm_a = with_local_zone(&two, "a.lab.test", false);
+        assert_eq!(local_zones(&rm_a), ["b.lab.test"]);
+        assert_eq!(with_local_zone(&rm_a, "b.lab.test", false), RESOLV);
+        let rm_b = with_local_zone(&two, "b.lab.test", false);
+        assert_eq!(rm_b, one);
+        assert_eq!(with_local_zone(&rm_b, "a.lab.test", false), RESOLV);
+        // A file without a final newline.
+        let bare = "nameserver 10.0.0.2";
+        let t = with_local_zone(bare, "a.lab.test", true);
+        assert_eq!(with_local_zone(&t, "a.lab.test", false), bare);
+    }
+
+    #[test]
+    fn local_dns_is_refused_where_it_could_hide_or_not_be_undone() {
+        assert_eq!(local_dns_refusal(RESOLV, false), None);
+        assert!(local_dns_refusal(RESOLV, true)
+            .unwrap()
+            .contains("symbolic link"));
+        let rotate = format!("{RESOLV}options rotate timeout:1\n");
+        assert!(local_dns_refusal(&rotate, false)
+            .unwrap()
+            .contains("rotate"));
+        let three = "nameserver 10.0.0.2\nnameserver 10.0.0.3\n; x\nnameserver 10.0.0.4\n";
+        assert!(local_dns_refusal(three, false)
+            .unwrap()
+            .contains("3 nameservers"));
+        assert!(local_dns_refusal("search x\n# nameserver 1.1.1.1\n", false)
+            .unwrap()
+            .contains("no nameserver line"));
+        // Our own line is not counted: two of the user's plus ours is fine.
+        let two = with_local_zone(
+            "nameserver 10.0.0.2\nnameserver 10.0.0.3\n",
+            "a.lab.test",
+            true,
+        );
+        assert_eq!(local_dns_refusal(&two, false), None);
+    }
+
+    #[test]
+    fn local_dns_apply_remove_and_withdraw() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = env(dir.path());
+        fs::write(&h.resolv_conf, RESOLV).unwrap();
+        // Local DNS never touches a link: fine on a bridge shiftlab did not create.
+        let (m, note) = choose(
+            Some(Mechanism::LocalDns),
+            || Mechanism::HostsFile,
+            false,
+            "br0",
+        );
+        assert_eq!((m, note), (Mechanism::LocalDns, None));
+        let a = ClusterDns {
+            link_owned: false,
+            ..cluster("a", 10)
+        };
+        let rec = h.apply(&a, Mechanism::LocalDns).unwrap();
+        assert!(h.is_configured(&rec));
+        assert!(fs::read_to_string(&h.resolv_conf)
+            .unwrap()
+            .starts_with("# shiftlab begin local-dns\n"));
+        h.withdraw_local().unwrap();
+        assert_eq!(fs::read_to_string(&h.resolv_conf).unwrap(), RESOLV);
+        assert!(!h.is_configured(&rec));
+        h.apply(&a, Mechanism::LocalDns).unwrap();
+        h.remove(&rec).unwrap();
+        assert_eq!(fs::read_to_string(&h.resolv_conf).unwrap(), RESOLV);
+        // A symlinked resolv.conf is refused and left alone.
+        fs::remove_file(&h.resolv_conf).unwrap();
+        fs::write(dir.path().join("stub"), RESOLV).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("stub"), &h.resolv_conf).unwrap();
+        let e = h.apply(&a, Mechanism::LocalDns).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(fs::read_to_string(dir.path().join("stub")).unwrap(), RESOLV);
     }
 
     #[test]

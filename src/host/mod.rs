@@ -1,7 +1,10 @@
-//! Facts about the host shiftlab runs on: KVM, routes, free space.
+//! Facts about the host shiftlab runs on: KVM, routes, free space; and what
+//! shiftlab changes on it: host DNS, the host firewall; AppArmor/SELinux checks.
 
 pub mod dns;
+pub mod firewall;
 pub mod kvm;
+pub mod security;
 
 use std::net::Ipv4Addr;
 

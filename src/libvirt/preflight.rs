@@ -183,6 +183,13 @@ pub fn check(
         }
     }
 
+    // fw_cfg Ignition needs a libvirt that knows <sysinfo type='fwcfg'>.
+    if let Some(p) =
+        crate::host::security::fwcfg_problem(host.conn.lib_version()?, fwcfg_nodes(plan))
+    {
+        problems.push(p);
+    }
+
     match base_image {
         Some(p) if !p.is_file() => problems.push(format!(
             "image {}: no such file (the CoreOS qcow2 to import)",
@@ -195,4 +202,97 @@ pub fn check(
         ),
     }
     Ok(problems)
+}
+
+fn fwcfg_nodes(plan: &Plan) -> usize {
+    plan.nodes
+        .iter()
+        .filter(|n| n.boot == crate::plan::Boot::DiskFwCfg)
+        .count()
+}
+
+/// What `create infra` tells before it creates anything, none of it blocking:
+/// what the host services will change on the host (firewall rules) and what may
+/// stop a node reading its fw_cfg Ignition (libvirt's labelling, SELinux on the
+/// pool directory). `http` is where serve will bind the artifact server.
+pub fn host_notes(host: &Host, plan: &Plan, http: Option<std::net::SocketAddrV4>) -> Vec<String> {
+    use crate::host::{firewall, security};
+    let mut notes = Vec::new();
+    let fwcfg = fwcfg_nodes(plan);
+    match host.conn.lib_version() {
+        Ok(v) => notes.extend(security::fwcfg_labelling_warning(v, fwcfg)),
+        Err(e) => notes.push(format!("libvirt version unknown ({e})")),
+    }
+    if !host.is_local() {
+        return notes;
+    }
+    if fwcfg > 0 {
+        let dir = &plan.libvirt.pool_path;
+        // A pool made at create gets its directory's context from its parent.
+        let existing = dir.ancestors().find(|d| d.exists()).unwrap_or(dir);
+        notes.extend(security::pool_dir_warning(
+            security::selinux(),
+            dir,
+            security::selinux_context(existing).as_deref(),
+        ));
+    }
+    let openings = firewall::Openings::from_plan(plan, http);
+    if !openings.ports.is_empty() {
+        match (firewall::Firewall {
+            runner: &firewall::System,
+        })
+        .plan(&openings)
+        {
+            Ok(mut record) => {
+                // The NAT bridge does not exist yet: libvirt will put it into
+                // firewalld's `libvirt` zone when it starts the network
+                // (`src/network/bridge_driver_linux.c`), not the default zone.
+                if record.backend == firewall::Backend::Firewalld
+                    && plan.network.mode == NetworkMode::Nat
+                    && !Path::new("/sys/class/net")
+                        .join(&plan.network.bridge)
+                        .exists()
+                {
+                    record.zone = Some("libvirt".into());
+                }
+                notes.extend(firewall::preflight_lines(&record))
+            }
+            Err(e) => notes.push(format!("host firewall: could not tell ({e:#})")),
+        }
+    }
+    notes
+}
+
+/// After the domains started: libvirt labelled each running fw_cfg node's
+/// Ignition file for its VM (SELinux hosts only). Warnings, not blocking.
+pub fn label_notes(host: &Host, plan: &Plan) -> Vec<String> {
+    use crate::host::security;
+    let mode = security::selinux();
+    if mode != security::Selinux::Enforcing || !host.is_local() {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    for node in plan
+        .nodes
+        .iter()
+        .filter(|n| n.boot == crate::plan::Boot::DiskFwCfg)
+    {
+        let Some(vol) = &node.ignition_volume else {
+            continue;
+        };
+        let running = host
+            .domain(&node.name)
+            .ok()
+            .flatten()
+            .is_some_and(|d| d.is_active().unwrap_or(false));
+        if running {
+            let file = plan.libvirt.pool_path.join(vol);
+            notes.extend(security::running_label_warning(
+                mode,
+                &file,
+                security::selinux_context(&file).as_deref(),
+            ));
+        }
+    }
+    notes
 }

@@ -1,15 +1,15 @@
 //! The serve loop: rescan `<state>/clusters/*/plan.json` every few seconds and
 //! on every control request, and converge each cluster's services on its
 //! plan — start, reload, or stop HAProxy, bind or unbind the HTTP listener,
-//! configure or remove host DNS.
+//! configure or remove host DNS, open or close the host firewall for the nodes.
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, SocketAddrV4};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
@@ -19,8 +19,10 @@ use tokio::sync::{mpsc, oneshot};
 use super::control::{self, Request, Response};
 use super::haproxy::{self, Applied, Supervisor};
 use super::http::{self, Digests};
+use super::resolver::{Responder, Zone};
 use super::{cluster_names, http_address, is_retired, read_dns_record, render_haproxy, Endpoints};
 use crate::host::dns::{ClusterDns, HostDns, Mechanism, Record};
+use crate::host::firewall::{self, Firewall, Openings};
 use crate::plan::Plan;
 use crate::state::{ClusterDir, StateDir};
 
@@ -38,8 +40,14 @@ pub struct Options {
     pub state: StateDir,
     pub http_port: u16,
     pub host_dns: HostDnsMode,
+    /// Open the host firewall for the nodes (`--host-firewall auto`).
+    pub host_firewall: bool,
     pub scan_interval: Duration,
 }
+
+/// How often serve checks that the firewall rules are still in place (a
+/// `firewall-cmd --reload` drops runtime rules).
+const FIREWALL_RECHECK: Duration = Duration::from_secs(60);
 
 struct Served {
     identity: String,
@@ -51,6 +59,10 @@ struct Served {
     /// The lab's Redfish BMC (method ipi).
     bmc: Option<crate::redfish::Server>,
     bmc_error: Option<String>,
+    /// The host firewall rules added for the nodes, and when they were checked.
+    firewall: Option<firewall::Record>,
+    firewall_checked: Option<Instant>,
+    firewall_error: Option<String>,
 }
 
 struct Daemon {
@@ -59,6 +71,8 @@ struct Daemon {
     host: HostDns,
     digests: Arc<Digests>,
     clusters: BTreeMap<String, Served>,
+    /// The responder of `--host-dns local`, started with its first cluster.
+    resolver: Option<Responder>,
 }
 
 /// Run until `shutdown` completes; then stop every HAProxy and listener
@@ -86,6 +100,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         haproxy,
         digests: Arc::new(Digests::default()),
         clusters: BTreeMap::new(),
+        resolver: None,
     };
     let mut tick = tokio::time::interval(d.opts.scan_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -106,6 +121,17 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     for name in names {
         if let Some(s) = d.clusters.remove(&name) {
             d.stop(&name, s, false).await;
+        }
+    }
+    if let Some(r) = d.resolver.take() {
+        // Nothing answers at the local address any more: out of resolv.conf
+        // (the records stay; serve puts it back when it serves them again).
+        r.stop();
+        let host = d.host.clone();
+        match tokio::task::spawn_blocking(move || host.withdraw_local()).await {
+            Ok(Ok(())) => tracing::info!("local dns withdrawn from resolv.conf"),
+            Ok(Err(e)) => tracing::warn!(error = %format!("{e:#}"), "withdrawing local dns"),
+            Err(e) => tracing::warn!(error = %e, "withdrawing local dns"),
         }
     }
     let _ = std::fs::remove_file(&sock);
@@ -256,8 +282,14 @@ impl Daemon {
             file_identity(&files.lb_state())
         );
         let known = self.clusters.get(name).map(|s| s.identity.clone());
+        // A resolv.conf rewritten under us (dhclient) lost the local block: again.
+        let local_dns_lost = self
+            .clusters
+            .get(name)
+            .and_then(|s| s.dns.as_ref())
+            .is_some_and(|r| r.mechanism == Mechanism::LocalDns && !self.host.is_configured(r));
         let mut result = Ok(());
-        if force || known.as_deref() != Some(identity.as_str()) {
+        if force || local_dns_lost || known.as_deref() != Some(identity.as_str()) {
             let plan = files
                 .read_plan()
                 .with_context(|| format!("cluster {name}"))?;
@@ -276,7 +308,12 @@ impl Daemon {
                     dns: None,
                     bmc: None,
                     bmc_error: None,
+                    firewall: None,
+                    firewall_checked: None,
+                    firewall_error: None,
                 });
+            // A changed plan (or a forced reconcile) checks the firewall now.
+            served.firewall_checked = None;
             served.identity = identity;
             served.plan = plan.clone();
             match render_haproxy(&files, &plan) {
@@ -303,7 +340,26 @@ impl Daemon {
                 }
             }
             let mode = self.opts.host_dns;
-            if mode != HostDnsMode::Off {
+            let local = mode == HostDnsMode::Use(Mechanism::LocalDns);
+            if local {
+                // The responder answers before resolv.conf names it.
+                if self.resolver.is_none() {
+                    let addr = SocketAddr::from((crate::host::dns::LOCAL_DNS_ADDR, 53));
+                    match Responder::start(addr).await {
+                        Ok(r) => self.resolver = Some(r),
+                        Err(e) => {
+                            tracing::warn!(cluster = %name, error = %format!("{e:#}"), "local dns");
+                            if result.is_ok() {
+                                result = Err(e.context("host dns (local responder)"));
+                            }
+                        }
+                    }
+                }
+                if let Some(r) = &self.resolver {
+                    r.set(name, Some(Zone::from_plan(&plan)));
+                }
+            }
+            if mode != HostDnsMode::Off && (!local || self.resolver.is_some()) {
                 let host = self.host.clone();
                 let c = ClusterDns::from_plan(&plan);
                 let applied = tokio::task::spawn_blocking(move || {
@@ -335,6 +391,11 @@ impl Daemon {
                     }
                     Err(e) => {
                         tracing::warn!(cluster = %name, error = %format!("{e:#}"), "host dns");
+                        if local {
+                            // Refused (resolv.conf changed under us): not retried at
+                            // every scan, only with the next plan change or notify.
+                            served.dns = None;
+                        }
                         if result.is_ok() {
                             result = Err(e.context("host dns"));
                         }
@@ -344,7 +405,68 @@ impl Daemon {
         }
         self.ensure_http(name, &files).await?;
         self.ensure_bmc(name, &files).await;
+        self.ensure_firewall(name, &files).await;
         result
+    }
+
+    /// Let the nodes reach this cluster's services through the host firewall
+    /// (`host::firewall`): applied when the plan changes or serve starts, checked
+    /// again every [`FIREWALL_RECHECK`]; rules of an older plan are taken away
+    /// first. A failure is logged and retried; it does not stop the services.
+    async fn ensure_firewall(&mut self, name: &str, files: &ClusterDir) {
+        if !self.opts.host_firewall {
+            return;
+        }
+        let port = self.opts.http_port;
+        let Some(served) = self.clusters.get_mut(name) else {
+            return;
+        };
+        if served
+            .firewall_checked
+            .is_some_and(|t| t.elapsed() < FIREWALL_RECHECK)
+        {
+            return;
+        }
+        served.firewall_checked = Some(Instant::now());
+        let http = http_address(&served.plan).map(|a| SocketAddrV4::new(a, port));
+        let want = Openings::from_plan(&served.plan, http);
+        let old = served.firewall.clone().or_else(|| {
+            crate::files::read_json::<firewall::Record>(&files.host_firewall())
+                .ok()
+                .flatten()
+        });
+        let path = files.host_firewall();
+        let result = tokio::task::spawn_blocking(move || -> Result<firewall::Record> {
+            let fw = Firewall {
+                runner: &firewall::System,
+            };
+            if let Some(old) = old.filter(|o| o.openings != want) {
+                fw.remove(&old)
+                    .context("removing the rules of the previous plan")?;
+            }
+            let record = fw.apply(&want)?;
+            crate::files::write_json(&path, &record)?;
+            Ok(record)
+        })
+        .await
+        .map_err(|e| anyhow!("host firewall task: {e}"))
+        .and_then(|r| r);
+        match result {
+            Ok(record) => {
+                if served.firewall.as_ref() != Some(&record) {
+                    tracing::info!(cluster = %name, backend = %record.backend.describe(), rules = record.lines().len(), "host firewall open for the nodes");
+                }
+                served.firewall = Some(record);
+                served.firewall_error = None;
+            }
+            Err(e) => {
+                let msg = format!("{e:#}");
+                if served.firewall_error.as_deref() != Some(msg.as_str()) {
+                    tracing::warn!(cluster = %name, error = %msg, "host firewall (retrying)");
+                }
+                served.firewall_error = Some(msg);
+            }
+        }
     }
 
     /// Serve the lab's Redfish BMC for an ipi cluster: its own domains only, on the
@@ -471,6 +593,9 @@ impl Daemon {
             b.shutdown().await;
         }
         if forget {
+            if let Some(r) = &self.resolver {
+                r.set(name, None);
+            }
             let files = self.opts.state.cluster(name);
             let record = s.dns.or_else(|| read_dns_record(&files));
             if let Some(record) = record {
@@ -483,6 +608,28 @@ impl Daemon {
                     Err(e) => tracing::warn!(cluster = %name, error = %e, "removing host dns"),
                 }
                 let _ = std::fs::remove_file(files.host_dns());
+            }
+            let record = s.firewall.or_else(|| super::read_firewall_record(&files));
+            if let Some(record) = record {
+                let done = tokio::task::spawn_blocking(move || {
+                    Firewall {
+                        runner: &firewall::System,
+                    }
+                    .remove(&record)
+                })
+                .await;
+                match done {
+                    Ok(Ok(())) => {
+                        tracing::info!(cluster = %name, "host firewall rules removed");
+                        let _ = std::fs::remove_file(files.host_firewall());
+                    }
+                    Ok(Err(e)) => {
+                        tracing::warn!(cluster = %name, error = %format!("{e:#}"), "removing host firewall rules")
+                    }
+                    Err(e) => {
+                        tracing::warn!(cluster = %name, error = %e, "removing host firewall rules")
+                    }
+                }
             }
             let _ = std::fs::remove_file(files.serve_endpoints());
         }

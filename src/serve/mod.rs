@@ -5,7 +5,7 @@
 //! [`services_status`] (status).
 //!
 //! Its per-cluster files (`plan.json`, `lb-state.json`, `haproxy.*`, `http/`,
-//! `http-private/`, `http-token`, `host-dns.json`, `serve.json`,
+//! `http-private/`, `http-token`, `host-dns.json`, `host-firewall.json`, `serve.json`,
 //! `serve-stopped`) are named in [`crate::state::ClusterDir`], all inside the
 //! cluster's directory so that destroy removes them with it.
 
@@ -13,6 +13,7 @@ pub mod control;
 pub mod daemon;
 pub mod haproxy;
 pub mod http;
+pub mod resolver;
 pub mod status;
 pub mod unit;
 
@@ -44,6 +45,13 @@ pub fn read_lb_state(cluster: &ClusterDir) -> LbState {
 /// How serve configured host DNS for the cluster, if it did.
 pub fn read_dns_record(cluster: &ClusterDir) -> Option<dns::Record> {
     crate::files::read_json(&cluster.host_dns()).ok().flatten()
+}
+
+/// The host firewall rules serve added for the cluster, if it did.
+pub fn read_firewall_record(cluster: &ClusterDir) -> Option<crate::host::firewall::Record> {
+    crate::files::read_json(&cluster.host_firewall())
+        .ok()
+        .flatten()
 }
 
 /// Identity of the current `plan.json` (a rewrite gives a new one).
@@ -117,7 +125,7 @@ pub fn cluster_names(state: &StateDir) -> Vec<String> {
 }
 
 /// The destroy hook: stop the cluster's HAProxy and HTTP listener and remove
-/// its host DNS entries, through a running serve if there is one, else
+/// its host DNS entries and host firewall rules, through a running serve if there is one, else
 /// directly. Marks the plan so that serve does not start it again before the
 /// directory is gone. Idempotent; fine when nothing runs.
 pub fn forget_cluster(state: &StateDir, name: &str) -> Result<()> {
@@ -141,6 +149,14 @@ pub fn forget_cluster(state: &StateDir, name: &str) -> Result<()> {
         host.remove(&record)
             .with_context(|| format!("removing host dns of {name}"))?;
         let _ = std::fs::remove_file(files.host_dns());
+    }
+    if let Some(record) = read_firewall_record(&files) {
+        crate::host::firewall::Firewall {
+            runner: &crate::host::firewall::System,
+        }
+        .remove(&record)
+        .with_context(|| format!("removing the host firewall rules of {name}"))?;
+        let _ = std::fs::remove_file(files.host_firewall());
     }
     let _ = std::fs::remove_file(files.serve_endpoints());
     Ok(())

@@ -60,6 +60,17 @@ pub struct DnsStatus {
     pub names: Vec<String>,
 }
 
+/// The host firewall rules serve added for the cluster's nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FirewallStatus {
+    /// What filters the host's input (`firewalld`, `ufw`, nftables chains, …).
+    pub backend: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    /// Each rule, as the command that added it.
+    pub rules: Vec<String>,
+}
+
 /// What `shiftlab status` shows of the host services of a cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ServicesStatus {
@@ -68,6 +79,9 @@ pub struct ServicesStatus {
     pub load_balancer: Option<LbStatus>,
     pub http: HttpStatus,
     pub host_dns: DnsStatus,
+    /// `None` until serve opened the firewall (or with `--host-firewall off`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_firewall: Option<FirewallStatus>,
 }
 
 /// Gather the status of a cluster's host services. Never changes anything.
@@ -150,6 +164,11 @@ pub fn services_status(state: &StateDir, cluster: &str) -> Result<ServicesStatus
         load_balancer,
         http,
         host_dns,
+        host_firewall: super::read_firewall_record(&files).map(|r| FirewallStatus {
+            backend: r.backend.describe(),
+            zone: r.zone.clone(),
+            rules: r.lines(),
+        }),
     })
 }
 
@@ -222,6 +241,17 @@ impl ServicesStatus {
         ));
         if let Some(n) = &self.host_dns.note {
             s.push_str(&format!("  ({n})\n"));
+        }
+        if let Some(f) = &self.host_firewall {
+            s.push_str(&format!(
+                "host firewall: {}{}, {} rules for the nodes\n",
+                f.backend,
+                f.zone
+                    .as_deref()
+                    .map(|z| format!(" (zone {z})"))
+                    .unwrap_or_default(),
+                f.rules.len()
+            ));
         }
         s
     }

@@ -18,6 +18,7 @@
 //! | `haproxy.cfg`, `haproxy.cfg.new`, `haproxy.pid`, `haproxy.sock` | serve | the load balancer |
 //! | `http/`, `http-private/`, `http-token` | serve | artifacts: public, and private behind the token (0600) |
 //! | `host-dns.json`, `serve.json`, `serve-stopped` | serve | host DNS record, endpoints, retired plan |
+//! | `host-firewall.json` | serve | the host firewall rules added for the nodes, removed at destroy |
 
 use std::path::{Path, PathBuf};
 
@@ -114,6 +115,8 @@ impl ClusterDir {
         http_token => "http-token";
         /// How host DNS was configured, to undo it.
         host_dns => "host-dns.json";
+        /// The host firewall rules serve added for the cluster, to remove them.
+        host_firewall => "host-firewall.json";
         /// The endpoints serve runs for the cluster.
         serve_endpoints => "serve.json";
         /// Marks a plan serve must leave alone (destroy under way).

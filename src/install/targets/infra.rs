@@ -86,12 +86,22 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
             println!("withdrew {} from the HTTP server", old.display());
         }
     }
+    // Say what the host services will change on the host, and what may keep a
+    // node from its Ignition, before anything is created.
+    let http = crate::serve::http_address(plan)
+        .map(|a| std::net::SocketAddrV4::new(a, crate::serve::DEFAULT_HTTP_PORT));
+    for n in crate::libvirt::preflight::host_notes(&host, plan, http) {
+        println!("preflight: {n}");
+    }
     let opts = apply::ApplyOptions {
         base_image: &image,
         ignition,
         start_all: ctx.options.start_workers,
     };
     let (report, accel, why) = apply::apply(&host, plan, ctx.state, &opts)?;
+    for n in crate::libvirt::preflight::label_notes(&host, plan) {
+        println!("warning: {n}");
+    }
     // The services (load balancer, HTTP, DNS) read the plan from here.
     ctx.cluster.write_plan(plan)?;
     // Tell a running `shiftlab serve` at once; it also rescans on its own.
