@@ -226,7 +226,10 @@ fn ignition_configs_say_where_routers_may_run_from_the_manifests() {
     );
     let w = node_facts(d.path(), "worker");
     assert_eq!(w["/etc/shiftlab/schedulable"], "true");
-    assert_eq!(w["/etc/shiftlab/node-labels"], "node-role.kubernetes.io/worker");
+    assert_eq!(
+        w["/etc/shiftlab/node-labels"],
+        "node-role.kubernetes.io/worker"
+    );
 
     // With shiftlab's manifests for a cluster with workers: masters unschedulable,
     // without the worker role; the selector is the IngressController's.
