@@ -39,20 +39,24 @@ pub struct ApplyOptions<'a> {
     pub start_all: bool,
 }
 
-/// The accelerator for this host and why.
-pub fn choose_accel(host: &Host, wanted: DomainType) -> (Accel, String) {
+/// The accelerator for this host and why. `auto` never falls back to TCG for a
+/// real cluster (src/host/kvm.rs, `tcg_fallback`): an error before anything is
+/// created.
+pub fn choose_accel(host: &Host, wanted: DomainType, rehearsal: bool) -> Result<(Accel, String)> {
+    let fallback = |reason: &str| {
+        crate::host::kvm::tcg_fallback(reason, rehearsal)
+            .map(|why| (Accel::Tcg, why))
+            .map_err(|e| anyhow::anyhow!("{e}"))
+    };
     match wanted {
-        DomainType::Kvm => (Accel::Kvm, "libvirt.domain_type is kvm".into()),
-        DomainType::Qemu => (Accel::Tcg, "libvirt.domain_type is qemu".into()),
+        DomainType::Kvm => Ok((Accel::Kvm, "libvirt.domain_type is kvm".into())),
+        DomainType::Qemu => Ok((Accel::Tcg, "libvirt.domain_type is qemu".into())),
         DomainType::Auto if host.is_local() => {
             let c = crate::host::kvm::check();
             if c.usable {
-                (Accel::Kvm, c.reason)
+                Ok((Accel::Kvm, c.reason))
             } else {
-                (
-                    Accel::Tcg,
-                    format!("{}: using QEMU's TCG (slower)", c.reason),
-                )
+                fallback(&c.reason)
             }
         }
         DomainType::Auto => {
@@ -60,11 +64,8 @@ pub fn choose_accel(host: &Host, wanted: DomainType) -> (Accel, String) {
                 .conn
                 .domain_capabilities(None, Some("x86_64"), None, Some("kvm"), 0)
             {
-                Ok(_) => (Accel::Kvm, "the remote libvirt offers KVM".into()),
-                Err(_) => (
-                    Accel::Tcg,
-                    "the remote libvirt offers no KVM: using QEMU's TCG".into(),
-                ),
+                Ok(_) => Ok((Accel::Kvm, "the remote libvirt offers KVM".into())),
+                Err(_) => fallback("the remote libvirt offers no KVM"),
             }
         }
     }
@@ -557,7 +558,7 @@ pub fn apply(
             problems.join("\n  - ")
         );
     }
-    let (accel, why) = choose_accel(host, plan.libvirt.domain_type);
+    let (accel, why) = choose_accel(host, plan.libvirt.domain_type, plan.rehearsal)?;
     let mut report = Report::default();
 
     // The pool and the base image are shared with other clusters: one shiftlab at

@@ -101,7 +101,7 @@ check_ingress() { # cluster cidr-prefix expected-node...
 	want=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
 	for n in $(virsh list --name | grep "^$c-"); do
 		ip=$(dig +short "@$net.1" "$n.$c.lab.test" A | head -n 1)
-		[[ $(curl -fsS -m 3 "http://$ip:8000/report" | jq -r .router) != yes ]] || routers+="$n"$'\n'
+		[[ $(curl -fsS -m 3 "http://$ip:8000/report" | jq -r .router || true) != yes ]] || routers+="$n"$'\n'
 	done
 	routers=$(printf '%s' "$routers" | sort | tr '\n' ' ')
 	[[ $routers == "$want" ]] || fail "$c: routers run on: $routers, expected: $want"
@@ -110,7 +110,7 @@ check_ingress() { # cluster cidr-prefix expected-node...
 	got=$(for port in 80 443; do
 		for _ in $(seq 24); do
 			curl -s -m 3 -o /dev/null -D - -H "Host: console-openshift-console.apps.$c.lab.test" "http://$apps:$port/" |
-				tr -d '\r' | awk -F': ' 'tolower($1) == "x-shiftlab-standin" {print $2}'
+				tr -d '\r' | awk -F': ' 'tolower($1) == "x-shiftlab-standin" {print $2}' || true
 		done
 	done | sort -u | tr '\n' ' ')
 	echo "$c: *.apps ($apps) on 80/443 reached: $got"
@@ -164,7 +164,12 @@ check_finished inst1 2
 
 step "a compact 3+0 cluster: routers on the control planes, *.apps through the load balancer to them"
 f4=$(install_file inst4 192.168.183.0/24 "$V" 0)
-"$bin" create cluster -f "$f4" 2>&1 | tee "$work/run4.out" | tail -3
+"$bin" create cluster -f "$f4" >"$work/run4.out" 2>&1 || {
+	tail -5 "$work/run4.out"
+	tail -15 "$SHIFTLAB_HOME/clusters/inst4/openshift-install.log"
+	fail "the compact install failed"
+}
+tail -3 "$work/run4.out"
 check_finished inst4 0
 check_ingress inst4 192.168.183 inst4-ctlplane-0 inst4-ctlplane-1 inst4-ctlplane-2
 "$bin" destroy cluster inst4 >/dev/null
