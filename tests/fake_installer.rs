@@ -273,3 +273,23 @@ fn ignition_configs_say_where_routers_may_run_from_the_manifests() {
         "node-role.kubernetes.io/master,topology.kubernetes.io/zone=a"
     );
 }
+
+/// `openshift_install:` pins a release: shiftlab reads the installer's `version`
+/// (the fake prints the real layout) and refuses a `version:` it does not install.
+#[test]
+fn a_pinned_installer_is_compared_with_the_version_asked_for() {
+    use shiftlab::release::pin;
+    use shiftlab::spec::{parse_version, Distribution};
+    let iv = pin::installer_version(&fake()).unwrap();
+    assert_eq!(iv.version, "4.18.0-fake");
+    assert_eq!(
+        iv.release_image.as_deref(),
+        Some("quay.io/openshift-release-dev/ocp-release:4.18.0-fake")
+    );
+    let v = |s: &str| parse_version(s).unwrap();
+    assert!(pin::check(Distribution::Ocp, &v("4.18"), &fake(), &iv, None).is_ok());
+    let e = pin::check(Distribution::Ocp, &v("4.17.3"), &fake(), &iv, None).unwrap_err();
+    assert!(e.contains("set `version: 4.18.0-fake`"), "{e}");
+    let e = pin::check(Distribution::Okd, &v("4.18"), &fake(), &iv, None).unwrap_err();
+    assert!(e.contains("distribution: okd"), "{e}");
+}
