@@ -35,6 +35,8 @@ on_exit 'pkill -f "$fake"; pkill -f "$work/cache"'
 destroy_on_exit inst1 inst2 inst3 inst4
 serve=""
 on_exit 'stop_pid "$serve"'
+# On failure: what the installer and serve said (the work directory goes at exit).
+on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME"/clusters/*/openshift-install.log "$work/serve.log"; do [[ -f $l ]] && echo "--- $l" && tail -25 "$l"; done'
 
 # A release mirror on loopback (inside the sandbox's own network namespace), laid
 # out as OKD's release assets: <base>/<version>/{release.txt,sha256sum.txt,tarballs}.
@@ -64,6 +66,8 @@ jq -n --arg loc "$base/coreos-qemu.x86_64.qcow2.gz" \
 	'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{qemu:{formats:{"qcow2.gz":{disk:{location:$loc,sha256:$gz,"uncompressed-sha256":$raw}}}}}}}}' \
 	>"$work/stream.json"
 export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
+# The fake's waits (default 300 s) under a loaded machine's TCG boots.
+export FAKE_INSTALL_TIMEOUT=600
 python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$work/mirror.log" 2>&1 &
 mirror_pid=$!
 for _ in $(seq 50); do curl -fs "$base/$V/release.txt" >/dev/null && break; sleep 0.2; done
@@ -136,6 +140,17 @@ grep -q 'console: *https://console-openshift-console.apps.inst1.lab.test' "$work
 grep -q 'export KUBECONFIG=.*/clusters/inst1/assets/auth/kubeconfig' "$work/run1.out" || fail "no KUBECONFIG printed"
 check_finished inst1 2
 check_ingress inst1 192.168.180 inst1-worker-0 inst1-worker-1
+# The installer prints the kubeadmin password; shiftlab's log and output never
+# carry it, and the files that do are private.
+pw=$(cat "$SHIFTLAB_HOME/clusters/inst1/assets/auth/kubeadmin-password")
+[[ ${#pw} -ge 20 ]] || fail "no kubeadmin password"
+if grep -qF "$pw" "$SHIFTLAB_HOME/clusters/inst1/openshift-install.log" "$work/run1.out" "$work/noserve.out"; then
+	fail "the kubeadmin password is in shiftlab's log or output"
+fi
+grep -q 'password: \\"<redacted>\\"' "$SHIFTLAB_HOME/clusters/inst1/openshift-install.log" || fail "the installer's password line is not in the log, redacted"
+for f in openshift-install.log assets/auth/kubeadmin-password assets/auth/kubeconfig; do
+	[[ $(stat -c %a "$SHIFTLAB_HOME/clusters/inst1/$f") == 600 ]] || fail "$f is not 0600"
+done
 "$bin" status inst1 -o json | jq -e '.install.flow == "upi" and all(.install.targets[]; .status == "done")' >/dev/null ||
 	fail "status does not show every target done: $("$bin" status inst1 -o json | jq -c .install)"
 # Workers start only after bootstrap-complete: their domain started after the
