@@ -16,6 +16,7 @@ pub mod http;
 pub mod resolver;
 pub mod status;
 pub mod unit;
+pub mod web;
 
 pub use status::{services_status, ServicesStatus};
 
