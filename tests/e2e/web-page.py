@@ -55,13 +55,16 @@ class Browser:
         self.from_r, from_w = os.pipe()  # chromium's fd 4 -> we read
 
         def fds():
-            os.dup2(to_r, 3)
-            os.dup2(from_w, 4)
+            # In the child: the pipe ends onto fds 3 and 4 (through copies, in
+            # case one of them is 3 or 4 already); pass_fds keeps 3 and 4 open.
+            r, w = os.dup(to_r), os.dup(from_w)
+            os.dup2(r, 3)
+            os.dup2(w, 4)
 
         self.proc = subprocess.Popen(
             [shutil.which("chromium") or "/usr/bin/chromium", *FLAGS,
              f"--user-data-dir={self.profile}", "about:blank"],
-            preexec_fn=fds, pass_fds=(to_r, from_w),
+            preexec_fn=fds, pass_fds=(3, 4),
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.profile, "stderr"), "wb"))
         os.close(to_r)
         os.close(from_w)
