@@ -176,6 +176,7 @@
 
   function backendsSection(s) {
     const lb = s.services && s.services.load_balancer;
+    if (!s.services) return section("backends", "Load balancer backends", h("p", {}, "Not served yet: serve takes the cluster up once infra has written its plan."));
     if (!lb) return section("backends", "Load balancer backends", h("p", {}, "No load balancer in this plan."));
     const rows = [];
     for (const f of lb.frontends) {

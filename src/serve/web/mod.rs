@@ -170,11 +170,10 @@ impl App {
             .await
             .unwrap_or_else(|e| Snapshot::Failed(format!("gathering the view: {e}")));
         let s = Arc::new(gathered);
-        self.snapshots
-            .by_key
-            .lock()
-            .unwrap()
-            .insert(key, (Instant::now(), s.clone()));
+        let mut by_key = self.snapshots.by_key.lock().unwrap();
+        // Names asked for once do not pile up.
+        by_key.retain(|_, (at, _)| at.elapsed() < SNAPSHOT_TTL * 10);
+        by_key.insert(key, (Instant::now(), s.clone()));
         s
     }
 }

@@ -14,18 +14,22 @@ fn state() -> (tempfile::TempDir, StateDir) {
     (d, s)
 }
 
-/// A cluster `lab1` on libvirt's built-in test driver, with secrets planted in
-/// its files.
-fn plant_cluster(state: &StateDir) {
-    let text = "cluster: lab1\ndomain: example.com\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAAtest t@t']\nworkers: 2\n";
+fn test_plan(name: &str) -> crate::plan::Plan {
+    let text = format!("cluster: {name}\ndomain: example.com\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAAtest t@t']\nworkers: 2\n");
     let mut plan = crate::plan::derive(
-        &crate::spec::from_str(text, "t.yaml", &crate::spec::Env::default())
+        &crate::spec::from_str(&text, "t.yaml", &crate::spec::Env::default())
             .unwrap()
             .spec,
     );
     plan.libvirt.uri = "test:///default".into();
+    plan
+}
+
+/// A cluster `lab1` on libvirt's built-in test driver, with secrets planted in
+/// its files.
+fn plant_cluster(state: &StateDir) {
     let c = state.cluster("lab1");
-    c.write_plan(&plan).unwrap();
+    c.write_plan(&test_plan("lab1")).unwrap();
     std::fs::create_dir_all(c.path().join("assets/auth")).unwrap();
     std::fs::write(c.assets().kubeadmin_password(), "PLANTED-kubeadmin-pw").unwrap();
     std::fs::write(c.bmc_password(), "PLANTED-bmc-password").unwrap();
@@ -154,17 +158,18 @@ async fn pages_assets_and_api_on_loopback() {
     assert_eq!(v["clusters"][0]["method"], "upi");
     assert_eq!(v["clusters"][0]["nodes_running"], 0);
 
-    // No libvirt objects on the test driver: a clear error, as status says it.
+    // No libvirt objects on the test driver yet: the plan's lab and no node,
+    // what status -o json says.
     let c = get(format!("{base}/api/clusters/lab1"), vec![], "GET").await;
-    assert_eq!(c.status, 503, "{}", c.body);
+    assert_eq!(c.status, 200, "{}", c.body);
     let v: serde_json::Value = serde_json::from_str(&c.body).unwrap();
-    assert!(
-        v["error"]
-            .as_str()
-            .unwrap()
-            .contains("no shiftlab cluster named lab1"),
-        "{v}"
-    );
+    assert_eq!(v["cluster"], "lab1");
+    assert_eq!(v["nodes"], serde_json::json!([]));
+    assert_eq!(v["lab"]["cluster_domain"], "lab1.example.com");
+    assert_eq!(v["lab"]["kubeconfig"], serde_json::Value::Null);
+    assert!(v["lab"]["dns"].as_array().unwrap().len() > 2, "{v}");
+    assert_eq!(v["services"]["cluster"], "lab1");
+    let cluster_body = c.body.clone();
     let c = get(format!("{base}/api/clusters/other"), vec![], "GET").await;
     assert_eq!(c.status, 404);
     assert!(c.body.contains("no cluster named other"), "{}", c.body);
@@ -192,11 +197,30 @@ async fn pages_assets_and_api_on_loopback() {
     .await;
     assert_eq!(c.status, 200);
 
-    for body in [&o.body, &c.body] {
+    for body in [&o.body, &c.body, &cluster_body] {
         for planted in ["PLANTED", "UExBTlRFRC1wdWxs"] {
             assert!(!body.contains(planted), "{planted} in {body}");
         }
     }
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_install_before_infra_is_shown_from_its_recorded_plan() {
+    let (_d, st) = state();
+    let c = st.cluster("early");
+    std::fs::create_dir_all(c.path()).unwrap();
+    crate::files::write_json(&c.install_plan(), &test_plan("early")).unwrap();
+    let s = start(&st, None).await;
+    let base = format!("http://{}", s.local_addr());
+    let o = get(format!("{base}/api/clusters"), vec![], "GET").await;
+    let v: serde_json::Value = serde_json::from_str(&o.body).unwrap();
+    assert_eq!(v["clusters"][0]["cluster"], "early", "{v}");
+    let r = get(format!("{base}/api/clusters/early"), vec![], "GET").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["services"], serde_json::Value::Null);
+    assert_eq!(v["lab"]["method"], "upi");
     s.stop().await;
 }
 
@@ -287,14 +311,40 @@ async fn events_stream_what_the_api_says() {
     assert_eq!(lines[0], "retry: 2000", "{lines:?}");
     let ev = lines
         .iter()
-        .position(|l| l == "event: problem")
-        .expect("problem event");
+        .position(|l| l == "event: cluster")
+        .expect("cluster event");
     let data = lines[ev + 1].strip_prefix("data: ").unwrap();
     let v: serde_json::Value = serde_json::from_str(data).unwrap();
-    assert!(v["error"]
-        .as_str()
-        .unwrap()
-        .contains("no shiftlab cluster named lab1"));
+    assert_eq!(v["cluster"], "lab1");
+    assert!(!data.contains("PLANTED"));
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_of_an_unknown_cluster_say_so() {
+    let (_d, st) = state();
+    let s = start(&st, None).await;
+    let url = format!("http://{}/api/clusters/nope/events", s.local_addr());
+    let text = tokio::task::spawn_blocking(move || {
+        let resp = ureq::get(&url).call().unwrap();
+        let mut reader = std::io::BufReader::new(resp.into_reader());
+        let mut text = String::new();
+        let mut line = String::new();
+        while !text.contains("data: ") {
+            line.clear();
+            if reader.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            text.push_str(&line);
+        }
+        text
+    })
+    .await
+    .unwrap();
+    assert!(
+        text.contains("event: problem\ndata: {\"error\":\"no cluster named nope in this state\"}"),
+        "{text}"
+    );
     s.stop().await;
 }
 

@@ -193,12 +193,27 @@ impl Hosts {
     }
 }
 
-/// Every cluster with a plan, in name order.
+/// The plan a cluster's page shows: the one serve works from (`plan.json`,
+/// written by `infra`), else the one the install recorded before its first
+/// target. `None`: neither, no cluster to show.
+fn lab_plan(files: &ClusterDir) -> Option<Result<Plan>> {
+    if files.has_plan() {
+        Some(files.read_plan())
+    } else if files.install_plan().is_file() {
+        Some(crate::state::read_plan_file(&files.install_plan()))
+    } else {
+        None
+    }
+}
+
+/// Every cluster with a plan (or an install under way), in name order.
 pub fn overview(state: &StateDir) -> Overview {
     let mut hosts = Hosts::default();
-    let clusters = super::super::cluster_names(state)
+    let clusters = state
+        .cluster_dirs()
         .into_iter()
-        .map(|name| row(state, &mut hosts, &name))
+        .filter(|c| c.has_plan() || c.install_plan().is_file())
+        .map(|c| row(state, &mut hosts, c.name()))
         .collect();
     Overview { clusters }
 }
@@ -215,7 +230,7 @@ fn row(state: &StateDir, hosts: &mut Hosts, name: &str) -> ClusterRow {
         install: None,
         error: None,
     };
-    let plan = match files.read_plan() {
+    let plan = match lab_plan(&files).unwrap_or_else(|| files.read_plan()) {
         Ok(p) => p,
         Err(e) => {
             r.error = Some(format!("{e:#}"));
@@ -252,10 +267,10 @@ fn row(state: &StateDir, hosts: &mut Hosts, name: &str) -> ClusterRow {
 /// The full view of one cluster. `Ok(None)` when it has no plan.
 pub fn cluster(state: &StateDir, name: &str) -> Result<Option<ClusterView>> {
     let files = state.cluster(name);
-    if !files.has_plan() {
+    let Some(plan) = lab_plan(&files) else {
         return Ok(None);
-    }
-    let plan = files.read_plan()?;
+    };
+    let plan = plan?;
     let mut hosts = Hosts::default();
     let host = hosts.of(&files, &plan)?;
     let status = crate::cluster::status(host, state, &files)?;
