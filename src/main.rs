@@ -38,6 +38,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::ApproveCsrs(args) => {
             commands::approve_csrs::run(args, &state, &mut std::io::stdout().lock())
         }
+        Command::Env(args) => commands::access::env(args, &state, &mut std::io::stdout().lock()),
+        Command::Ssh(args) => commands::access::ssh(args, &state),
+        Command::Console(args) => commands::access::console(args, &state),
         Command::Image(shiftlab::cli::image::ImageCommand::Standin(args)) => {
             if args.iso {
                 shiftlab::image::standin::build_iso(&args.out)?;
