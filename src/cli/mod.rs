@@ -6,6 +6,7 @@ pub mod approve_csrs;
 pub mod bmc;
 pub mod completion;
 pub mod create;
+pub mod doctor;
 pub mod image;
 pub mod inspect;
 pub mod plan;
@@ -62,6 +63,9 @@ pub enum Command {
     Ssh(access::SshArgs),
     /// Attach to a node's serial console through libvirt (Ctrl-] leaves)
     Console(access::ConsoleArgs),
+    /// Check the host before an install: virtualisation, host files and services, capacity
+    /// for a cluster file's plan; exit 0 fine, 3 warnings, 4 failures
+    Doctor(doctor::DoctorArgs),
     /// Build images shiftlab needs
     #[command(subcommand)]
     Image(image::ImageCommand),

@@ -5,6 +5,7 @@ pub mod access;
 pub mod approve_csrs;
 pub mod bmc;
 pub mod create;
+pub mod doctor;
 pub mod inspect;
 pub mod plan;
 pub mod serve;
