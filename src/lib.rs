@@ -4,6 +4,7 @@ pub mod addressing;
 pub mod cli;
 pub mod cluster;
 pub mod commands;
+pub mod doctor;
 pub mod files;
 pub mod host;
 pub mod httpd;

@@ -1,10 +1,12 @@
 //! Command-line definitions (clap derive). No logic here: each subcommand's work lives
 //! in the module of its concept.
 
+pub mod access;
 pub mod approve_csrs;
 pub mod bmc;
 pub mod completion;
 pub mod create;
+pub mod doctor;
 pub mod image;
 pub mod inspect;
 pub mod plan;
@@ -55,6 +57,15 @@ pub enum Command {
     /// Approve the cluster's node CSRs: client CSRs from the node bootstrapper and serving
     /// CSRs from the nodes, for nodes of the plan only
     ApproveCsrs(approve_csrs::ApproveCsrsArgs),
+    /// Print the shell line that points oc and kubectl at the cluster (eval "$(shiftlab env NAME)")
+    Env(access::EnvArgs),
+    /// Log in to a node as core over SSH, or run a command there
+    Ssh(access::SshArgs),
+    /// Attach to a node's serial console through libvirt (Ctrl-] leaves)
+    Console(access::ConsoleArgs),
+    /// Check the host before an install: virtualisation, host files and services, capacity
+    /// for a cluster file's plan; exit 0 fine, 3 warnings, 4 failures
+    Doctor(doctor::DoctorArgs),
     /// Build images shiftlab needs
     #[command(subcommand)]
     Image(image::ImageCommand),

@@ -3,6 +3,7 @@
 //! in every output format and for anything else that shows it) and its
 //! destruction (host services, then libvirt objects, then its state).
 
+pub mod access;
 mod destroy;
 mod status;
 

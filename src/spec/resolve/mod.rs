@@ -18,6 +18,7 @@ mod libvirt;
 mod network;
 mod release;
 mod sizes;
+pub use sizes::documented_minimum;
 mod topology;
 
 use std::path::{Path, PathBuf};
