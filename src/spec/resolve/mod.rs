@@ -13,6 +13,7 @@ mod bmc;
 mod credentials;
 mod identity;
 mod install;
+mod kubevirt;
 mod libvirt;
 mod network;
 mod release;
@@ -28,6 +29,7 @@ use super::parse::{RawSpec, Src};
 use super::types::*;
 
 pub use identity::{is_cluster_name, is_dns_label, parse_version, CLUSTER_NAME_RULE};
+pub use kubevirt::is_dns_subdomain;
 
 /// What resolution may look at outside the file itself. Passed in so that tests are
 /// independent of the machine they run on.
@@ -82,6 +84,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let install = install::resolve(&raw, env, d);
     let release = release::resolve(&raw, env, d);
     let bmc = bmc::resolve(&raw, &network, d);
+    let (backend, kubevirt) = kubevirt::resolve(&raw, env, &id.cluster, topo.method, &network, d);
 
     ClusterSpec {
         cluster: id.cluster,
@@ -115,6 +118,8 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         mirror: release.mirror,
         release_key: release.release_key,
         bmc,
+        backend,
+        kubevirt,
     }
 }
 
