@@ -6,7 +6,7 @@
 mod destroy;
 mod status;
 
-pub use destroy::destroy;
+pub use destroy::{destroy, destroy_kubevirt};
 pub use status::{list_table, status, Status};
 
 use anyhow::Result;

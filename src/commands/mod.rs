@@ -6,6 +6,7 @@ pub mod bmc;
 pub mod create;
 pub mod inspect;
 pub mod plan;
+pub mod render;
 pub mod serve;
 
 use std::path::Path;
