@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod image;
 pub mod inspect;
 pub mod plan;
+pub mod render;
 pub mod serve;
 
 use std::path::PathBuf;
@@ -44,6 +45,9 @@ pub struct Cli {
 pub enum Command {
     /// Validate a cluster file and print the plan derived from it; touches nothing
     Plan(plan::PlanArgs),
+    /// Write the objects a cluster file makes on a backend as files (KubeVirt: YAML);
+    /// touches no cluster
+    Render(render::RenderArgs),
     /// Reach a target of the install (e.g. install-config)
     #[command(subcommand)]
     Create(create::CreateCommand),

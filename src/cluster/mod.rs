@@ -7,7 +7,7 @@ pub mod access;
 mod destroy;
 mod status;
 
-pub use destroy::destroy;
+pub use destroy::{destroy, destroy_kubevirt};
 pub use status::{list_table, status, Status};
 
 use anyhow::Result;

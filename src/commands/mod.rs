@@ -8,6 +8,7 @@ pub mod create;
 pub mod doctor;
 pub mod inspect;
 pub mod plan;
+pub mod render;
 pub mod serve;
 
 use std::path::Path;
