@@ -1,9 +1,11 @@
 //! shiftlab: OpenShift and OKD labs on one libvirt/KVM host.
 
 pub mod addressing;
+pub mod backend;
 pub mod cli;
 pub mod cluster;
 pub mod commands;
+pub mod doctor;
 pub mod files;
 pub mod host;
 pub mod httpd;
@@ -11,6 +13,7 @@ pub mod ignition;
 pub mod image;
 pub mod install;
 pub mod kube;
+pub mod kubevirt;
 pub mod libvirt;
 pub mod output;
 pub mod plan;

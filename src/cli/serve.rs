@@ -37,6 +37,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 2)]
     pub scan_interval: u64,
 
+    /// Address of the lab's web page and its JSON API, or `off` [default:
+    /// 127.0.0.1:8090]. An address that is not loopback needs --web-token-file
+    /// (docs/serve.md, "Web page")
+    #[arg(long, value_name = "ADDR|off")]
+    pub web: Option<String>,
+
+    /// File holding the token the web page requires (one word of 16+
+    /// characters, mode 0600); required to bind --web beyond loopback
+    #[arg(long, value_name = "PATH")]
+    pub web_token_file: Option<std::path::PathBuf>,
+
     #[command(subcommand)]
     pub action: Option<ServeAction>,
 }

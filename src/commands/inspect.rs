@@ -40,6 +40,12 @@ pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
     let cluster = state.cluster(&name);
     // Not under a running install or create: they hold the cluster's lock.
     let _lock = cluster.lock_if_exists()?;
+    if let Some(removed) = crate::cluster::destroy_kubevirt(state, &name)? {
+        for r in removed {
+            println!("removed {r}");
+        }
+        return Ok(());
+    }
     let recorded = crate::cluster::recorded_uri(&cluster)?;
     let host = Host::open(&uri(&args.connect, spec_uri.or(recorded)))?;
     let removed = crate::cluster::destroy(&host, state, &name, args.purge_images)?;

@@ -4,6 +4,7 @@
 //! cluster's objects. The Redfish BMC's machine is built on this module.
 
 pub mod apply;
+pub mod console;
 pub mod destroy;
 pub mod inspect;
 pub mod ledger;

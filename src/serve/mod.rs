@@ -17,6 +17,7 @@ pub mod ready;
 pub mod resolver;
 pub mod status;
 pub mod unit;
+pub mod web;
 
 pub use status::{services_status, ServicesStatus};
 

@@ -19,6 +19,7 @@
 //! | `http/`, `http-private/`, `http-token` | serve | artifacts: public, and private behind the token (0600) |
 //! | `host-dns.json`, `serve.json`, `serve-stopped` | serve | host DNS record, endpoints, retired plan |
 //! | `host-firewall.json` | serve | the host firewall rules added for the nodes, removed at destroy |
+//! | `known_hosts` | ssh | the nodes' SSH host keys |
 
 use std::path::{Path, PathBuf};
 
@@ -121,6 +122,8 @@ impl ClusterDir {
         serve_endpoints => "serve.json";
         /// Marks a plan serve must leave alone (destroy under way).
         serve_stopped => "serve-stopped";
+        /// The nodes' SSH host keys (`shiftlab ssh`), apart from the user's own file.
+        known_hosts => "known_hosts";
     }
 
     /// openshift-install's asset directory.

@@ -18,7 +18,7 @@ use crate::spec::Role;
 /// Each fw_cfg node's Ignition: the installer's config for its role (from the
 /// cluster's asset directory) wrapped with the node's own settings. In rehearsal
 /// there is no installer: the node gets shiftlab's part alone.
-fn node_ignition(ctx: &Ctx) -> Result<BTreeMap<String, Vec<u8>>> {
+pub(crate) fn node_ignition(ctx: &Ctx) -> Result<BTreeMap<String, Vec<u8>>> {
     let (spec, plan) = (ctx.spec, ctx.plan);
     let assets = ctx.cluster.assets();
     let keys: Vec<String> = spec.ssh_keys.iter().map(|k| k.key.clone()).collect();
@@ -69,7 +69,13 @@ fn base_image(ctx: &Ctx, locked: &Locked) -> Result<PathBuf> {
     bail!("image: no base image given; set `image:` to a local CoreOS qcow2 (or `rehearsal: true`)")
 }
 
+/// The infra target, on the cluster's backend (crate::backend).
 pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
+    crate::backend::of(ctx.plan).apply(ctx, locked)
+}
+
+/// The libvirt backend's infra (crate::backend::libvirt).
+pub(crate) fn run_libvirt(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     let (spec, plan) = (ctx.spec, ctx.plan);
     let host = Host::open(&plan.libvirt.uri)?;
     let image = base_image(ctx, locked)?;
