@@ -37,6 +37,7 @@ serve=""
 on_exit 'stop_pid "$serve"'
 # On failure: what the installer and serve said (the work directory goes at exit).
 on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME"/clusters/*/openshift-install.log "$work/serve.log"; do [[ -f $l ]] && echo "--- $l" && tail -25 "$l"; done'
+on_exit '[[ $rc == 0 ]] || grep -h "standin: role" /var/log/libvirt/qemu/*-console.log'
 
 # A release mirror on loopback (inside the sandbox's own network namespace), laid
 # out as OKD's release assets: <base>/<version>/{release.txt,sha256sum.txt,tarballs}.
