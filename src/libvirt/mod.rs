@@ -5,6 +5,7 @@
 
 pub mod apply;
 pub mod destroy;
+pub mod events;
 pub mod inspect;
 pub mod ledger;
 pub mod preflight;
