@@ -6,6 +6,7 @@
 pub mod apply;
 pub mod console;
 pub mod destroy;
+pub mod events;
 pub mod inspect;
 pub mod ledger;
 pub mod preflight;

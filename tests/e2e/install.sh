@@ -170,7 +170,7 @@ grep -q 'Install complete' "$SHIFTLAB_HOME/clusters/inst1/openshift-install.log"
 [[ $(downloads "$V/openshift-install-linux") == 1 ]] || fail "the installer was not downloaded exactly once"
 [[ $(downloads coreos-qemu) == 1 ]] || fail "the CoreOS image was not downloaded exactly once"
 cat "$work/noserve.out" "$work/run1.out" | grep -q "release $V (quay.io/okd/scos-release:$V)" || fail "the release is not named"
-[[ $(virsh vol-list shiftlab | grep -c shiftlab-base-) == 1 ]] || fail "the base image is not the mirror's"
+[[ $(virsh vol-list shiftlab | grep -c 'shiftlab-base-[0-9a-f]*\.qcow2 ') == 1 ]] || fail "the base image is not the mirror's"
 
 step "running it again does nothing"
 "$bin" create cluster -f "$f1" 2>&1 | tee "$work/run2.out"
