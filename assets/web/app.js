@@ -19,7 +19,7 @@
       else if (k === "text") el.textContent = v;
       else el.setAttribute(k, v === true ? "" : String(v));
     }
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === undefined || c === null || c === false) continue;
       el.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
