@@ -103,7 +103,7 @@ grep -q 'console: *https://console-openshift-console.apps.web.lab.test' "$work/c
 
 step "the page shows the lab's full state, as status -o json does"
 # Every backend of the finished install UP (the bootstrap removed) before the page is checked.
-wait_for 120 "every backend UP" api_is '[.services.load_balancer.frontends[].backends[] | select(.bootstrap | not) | .status] | all(. == "UP")'
+wait_for 300 "every backend UP" api_is '[.services.load_balancer.frontends[].backends[] | select(.bootstrap | not) | .status] | all(. == "UP")'
 # One function: the API's status keys are status -o json's.
 diff <("$bin" status web -o json | jq -S '{cluster, network, nodes: [.nodes[] | {name, role, mac, planned_ip}], install: .install.targets | map({target, status, started, finished})}') \
 	<(curl -fs "$base/api/clusters/web" | jq -S '{cluster, network, nodes: [.nodes[] | {name, role, mac, planned_ip}], install: .install.targets | map({target, status, started, finished})}') ||
