@@ -220,7 +220,7 @@
         h("td", { class: "num" }, fmtTime(start || (t.status !== "pending" ? t.at : null))),
         h("td", { class: "num" }, fmtDuration(dur)),
         h("td", { class: "hide-narrow" }, bar),
-        h("td", { class: "hide-narrow" }, t.note || ""));
+        h("td", { class: "hide-narrow note" }, t.note || ""));
     });
     const flow = i.flow ? "flow " + i.flow : "flow not recorded";
     return section("timeline", "Install",
