@@ -19,7 +19,7 @@
       else if (k === "text") el.textContent = v;
       else el.setAttribute(k, v === true ? "" : String(v));
     }
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === undefined || c === null || c === false) continue;
       el.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
@@ -220,7 +220,7 @@
         h("td", { class: "num" }, fmtTime(start || (t.status !== "pending" ? t.at : null))),
         h("td", { class: "num" }, fmtDuration(dur)),
         h("td", { class: "hide-narrow" }, bar),
-        h("td", { class: "hide-narrow" }, t.note || ""));
+        h("td", { class: "hide-narrow note" }, t.note || ""));
     });
     const flow = i.flow ? "flow " + i.flow : "flow not recorded";
     return section("timeline", "Install",

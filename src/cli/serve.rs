@@ -10,7 +10,8 @@ use super::OutputFormat;
     long_about = "Run the host services of every cluster in the state directory, in the foreground: \
 one HAProxy per cluster bound to its load-balancer address (rendered from the plan, validated by \
 `haproxy -c`, reloaded gracefully, restarted with backoff), an HTTP server for its Ignition files \
-and ISOs on the cluster's address, and host DNS for api and *.apps. New, changed and destroyed \
+and ISOs on the cluster's address, host DNS for api and *.apps, and a live web page of every lab \
+with its JSON API (--web, default 127.0.0.1:8090). New, changed and destroyed \
 clusters are picked up without a restart (control socket <state>/serve.sock, and a rescan every \
 --scan-interval seconds). See docs/serve.md and docs/dns.md."
 )]

@@ -103,7 +103,7 @@ grep -q 'console: *https://console-openshift-console.apps.web.lab.test' "$work/c
 
 step "the page shows the lab's full state, as status -o json does"
 # Every backend of the finished install UP (the bootstrap removed) before the page is checked.
-wait_for 120 "every backend UP" api_is '[.services.load_balancer.frontends[].backends[] | select(.bootstrap | not) | .status] | all(. == "UP")'
+wait_for 300 "every backend UP" api_is '[.services.load_balancer.frontends[].backends[] | select(.bootstrap | not) | .status] | all(. == "UP")'
 # One function: the API's status keys are status -o json's.
 diff <("$bin" status web -o json | jq -S '{cluster, network, nodes: [.nodes[] | {name, role, mac, planned_ip}], install: .install.targets | map({target, status, started, finished})}') \
 	<(curl -fs "$base/api/clusters/web" | jq -S '{cluster, network, nodes: [.nodes[] | {name, role, mac, planned_ip}], install: .install.targets | map({target, status, started, finished})}') ||
@@ -139,9 +139,11 @@ jq -e '.consoles[] | select(.node == "web-worker-0") | .lines | any(startswith("
 echo "no planted secret in $(ls "$responses" | wc -l) responses"
 
 step "a destroyed stand-in's backend goes DOWN on the page without a reload"
-# HAProxy: inter 5 s, fall 3 (render/haproxy.rs): DOWN within 20 s of the kill,
-# on the page within 5 s of the API.
-python3 "$here/web-page.py" kill "$base" web api/web-ctlplane-2 25 -- virsh destroy web-ctlplane-2 ||
+# HAProxy (render/haproxy.rs): the next check within inter 5 s, then fall 3
+# failing checks fastinter 2 s apart, each up to timeout check 5 s (a destroyed
+# node's address answers no ARP): DOWN within 5 + 3 × (5 + 2) = 26 s of the
+# kill, 40 s with room for a loaded machine; on the page within 5 s of the API.
+python3 "$here/web-page.py" kill "$base" web api/web-ctlplane-2 40 -- virsh destroy web-ctlplane-2 ||
 	fail "the killed stand-in"
 
 step "destroy"
