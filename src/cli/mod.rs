@@ -7,6 +7,7 @@ pub mod bmc;
 pub mod completion;
 pub mod create;
 pub mod doctor;
+pub mod gather;
 pub mod image;
 pub mod inspect;
 pub mod plan;
@@ -66,6 +67,9 @@ pub enum Command {
     /// Check the host before an install: virtualisation, host files and services, capacity
     /// for a cluster file's plan; exit 0 fine, 3 warnings, 4 failures
     Doctor(doctor::DoctorArgs),
+    /// Collect a cluster's logs, state and libvirt XML into one tarball, secrets redacted,
+    /// and name the known symptoms found
+    Gather(gather::GatherArgs),
     /// Build images shiftlab needs
     #[command(subcommand)]
     Image(image::ImageCommand),

@@ -6,6 +6,7 @@ pub mod approve_csrs;
 pub mod bmc;
 pub mod create;
 pub mod doctor;
+pub mod gather;
 pub mod inspect;
 pub mod plan;
 pub mod serve;
