@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod gather;
 pub mod inspect;
 pub mod plan;
+pub mod power;
 pub mod serve;
 
 use std::path::Path;
