@@ -8,7 +8,6 @@ use crate::cluster::power::{self, PowerRecord};
 use crate::kube::csr::NodeIdentity;
 use crate::libvirt::Host;
 use crate::output::emit;
-use crate::spec::Role;
 use crate::state::{ClusterDir, StateDir};
 
 fn open(
@@ -86,14 +85,7 @@ pub fn start(args: &StartArgs, state: &StateDir, out: &mut dyn Write) -> Result<
             kubeconfig.display()
         ));
     } else {
-        // The plan's nodes that are to be Ready: all but the bootstrap (it never joins).
-        let wanted: Vec<(String, String)> = plan
-            .nodes
-            .iter()
-            .filter(|n| n.role != Role::Bootstrap)
-            .filter(|n| host.domain(&n.name).ok().flatten().is_some())
-            .map(|n| (n.name.clone(), n.fqdn.clone()))
-            .collect();
+        let wanted = power::wanted_ready(&host, &plan)?;
         let api = crate::kube::ready::bring_back_blocking(
             &kubeconfig,
             &NodeIdentity::from_plan(&plan),
