@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod commands;
 pub mod doctor;
 pub mod files;
+pub mod gather;
 pub mod host;
 pub mod httpd;
 pub mod ignition;

@@ -43,6 +43,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ssh(args) => commands::access::ssh(args, &state),
         Command::Console(args) => commands::access::console(args, &state),
         Command::Doctor(_) => unreachable!("doctor is run by main for its exit code"),
+        Command::Gather(args) => commands::gather::run(args, &state, &mut std::io::stdout().lock()),
+        Command::Stop(args) => commands::power::stop(args, &state, &mut std::io::stdout().lock()),
+        Command::Start(args) => commands::power::start(args, &state, &mut std::io::stdout().lock()),
         Command::Image(shiftlab::cli::image::ImageCommand::Standin(args)) => {
             if args.iso {
                 shiftlab::image::standin::build_iso(&args.out)?;

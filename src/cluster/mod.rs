@@ -5,6 +5,7 @@
 
 pub mod access;
 mod destroy;
+pub mod power;
 mod status;
 
 pub use destroy::{destroy, destroy_kubevirt};

@@ -6,8 +6,10 @@ pub mod approve_csrs;
 pub mod bmc;
 pub mod create;
 pub mod doctor;
+pub mod gather;
 pub mod inspect;
 pub mod plan;
+pub mod power;
 pub mod render;
 pub mod serve;
 

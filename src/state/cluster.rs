@@ -20,6 +20,7 @@
 //! | `host-dns.json`, `serve.json`, `serve-stopped` | serve | host DNS record, endpoints, retired plan |
 //! | `host-firewall.json` | serve | the host firewall rules added for the nodes, removed at destroy |
 //! | `known_hosts` | ssh | the nodes' SSH host keys |
+//! | `power.json` | stop, start | the last stop or start, per node (ACPI or forced) |
 
 use std::path::{Path, PathBuf};
 
@@ -124,6 +125,8 @@ impl ClusterDir {
         serve_stopped => "serve-stopped";
         /// The nodes' SSH host keys (`shiftlab ssh`), apart from the user's own file.
         known_hosts => "known_hosts";
+        /// The last `stop` or `start`: what each node went through.
+        power => "power.json";
     }
 
     /// openshift-install's asset directory.
