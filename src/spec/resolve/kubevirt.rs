@@ -4,7 +4,7 @@
 //! namespace or StorageClass name Kubernetes would refuse (its DNS-1123 rules,
 //! kubernetes apimachinery `pkg/util/validation/validation.go`).
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use super::{is_dns_label, pick, Env};
 use crate::spec::diag::Diagnostics;
@@ -192,7 +192,7 @@ pub fn resolve(
 /// The kubeconfig must be a readable YAML file with the context asked for (or a
 /// current context): a wrong one is said now, not after half the objects.
 fn check_kubeconfig(
-    path: &PathBuf,
+    path: &Path,
     field: &str,
     context: Option<&Src<String>>,
     d: &mut Diagnostics,
