@@ -191,12 +191,7 @@ pub fn resolve(
 
 /// The kubeconfig must be a readable YAML file with the context asked for (or a
 /// current context): a wrong one is said now, not after half the objects.
-fn check_kubeconfig(
-    path: &Path,
-    field: &str,
-    context: Option<&Src<String>>,
-    d: &mut Diagnostics,
-) {
+fn check_kubeconfig(path: &Path, field: &str, context: Option<&Src<String>>, d: &mut Diagnostics) {
     let text = match crate::spec::read_input(path) {
         Ok(t) => t,
         Err(e) => {
