@@ -343,6 +343,30 @@ fn create_then_destroy_a_cluster_on_the_fake_api() {
         )),
         "{pointer}"
     );
+    // status reads the VMs through the ledger.
+    fake.set_status(
+        "VirtualMachine",
+        "kv1-lab",
+        "kv1-ctlplane-0",
+        json!({"printableStatus": "Running"}),
+    );
+    let st = shiftlab(home.path(), &["status", "kv1", "-o", "json"]);
+    ok(&st);
+    let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(st["backend"], "kubevirt");
+    assert_eq!(st["nodes"].as_array().unwrap().len(), 6);
+    assert_eq!(st["nodes"][1]["name"], "kv1-ctlplane-0");
+    assert_eq!(st["nodes"][1]["status"], "Running");
+    assert!(st["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|n| n["run_strategy"] == "Always"));
+    let table = ok(&shiftlab(home.path(), &["status", "kv1"]));
+    assert!(
+        table.contains("cluster kv1 on KubeVirt, namespace kv1-lab"),
+        "{table}"
+    );
     // A second run converges: nothing new.
     let out = ok(&shiftlab(home.path(), &["create", "cluster", "-f", f]));
     assert!(!out.contains("created "), "{out}");

@@ -180,6 +180,9 @@ fn control_planes_spread_and_power_follows_the_plan() {
             n.mac.as_str()
         );
     }
+    // The Services are the load balancer: the host runs none for this plan.
+    assert!(plan.load_balancer.is_none());
+    assert!(load("multus.yaml").load_balancer.is_some());
     // Services select what their role runs.
     let api = objs.iter().find(|o| o.name == "kv1-api").unwrap();
     assert_eq!(api.body["spec"]["type"], "LoadBalancer");

@@ -21,6 +21,9 @@ pub fn list(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
 
 pub fn status(args: &StatusArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
     let cluster = state.cluster(&args.name);
+    if let Some(status) = crate::kubevirt::backend::status_recorded(&cluster)? {
+        return emit(out, args.output, &status, || status.table());
+    }
     let host = Host::open(&uri(&args.connect, crate::cluster::recorded_uri(&cluster)?))?;
     let status = crate::cluster::status(&host, state, &cluster)?;
     emit(out, args.output, &status, || status.table())

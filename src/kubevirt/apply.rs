@@ -49,7 +49,7 @@ impl Ledger {
 }
 
 pub fn ledger_path(cluster: &ClusterDir) -> PathBuf {
-    cluster.path().join("kubevirt.json")
+    cluster.kubevirt_ledger()
 }
 
 pub fn load_ledger(cluster: &ClusterDir) -> Result<Option<Ledger>> {

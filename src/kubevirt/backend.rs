@@ -193,3 +193,60 @@ pub fn destroy_recorded(cluster: &crate::state::ClusterDir) -> Result<Option<Vec
         .with_context(|| format!("removing {}", apply::ledger_path(cluster).display()))?;
     Ok(Some(removed))
 }
+
+/// `shiftlab status` of a cluster on KubeVirt: its VMs as the API has them,
+/// and the install targets.
+#[derive(Debug, serde::Serialize)]
+pub struct Status {
+    pub cluster: String,
+    pub backend: &'static str,
+    pub namespace: String,
+    pub nodes: Vec<apply::VmStatus>,
+    pub install: Option<crate::install::state::InstallStatus>,
+}
+
+impl Status {
+    pub fn table(&self) -> String {
+        let mut out = format!(
+            "cluster {} on KubeVirt, namespace {}\n",
+            self.cluster, self.namespace
+        );
+        let rows: Vec<Vec<String>> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let dash = || "-".to_string();
+                vec![
+                    n.name.clone(),
+                    n.role.clone().unwrap_or_else(dash),
+                    n.run_strategy.clone().unwrap_or_else(dash),
+                    n.status.clone().unwrap_or_else(dash),
+                ]
+            })
+            .collect();
+        out.push_str(&crate::plan::render_table_rows(
+            &["NODE", "ROLE", "RUN STRATEGY", "STATUS"],
+            &rows,
+        ));
+        out
+    }
+}
+
+/// The status of a cluster recorded on KubeVirt; `None` when it is not.
+pub fn status_recorded(cluster: &crate::state::ClusterDir) -> Result<Option<Status>> {
+    let Some(ledger) = apply::load_ledger(cluster)? else {
+        return Ok(None);
+    };
+    let rt = apply::runtime()?;
+    let nodes = rt.block_on(async {
+        let client = apply::client(&ledger.kubeconfig, ledger.context.as_deref()).await?;
+        apply::inspect(&client, cluster.name(), &ledger.namespace).await
+    })?;
+    Ok(Some(Status {
+        cluster: cluster.name().to_string(),
+        backend: "kubevirt",
+        namespace: ledger.namespace,
+        nodes,
+        install: crate::install::status(cluster)?,
+    }))
+}

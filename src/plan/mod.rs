@@ -509,6 +509,14 @@ pub fn derive(spec: &ClusterSpec) -> Plan {
         .kubevirt
         .as_ref()
         .map(|k| crate::kubevirt::KubevirtPlan::derive(k, &plan));
+    // On the pod network the API and ingress are Services: no host load balancer.
+    if spec
+        .kubevirt
+        .as_ref()
+        .is_some_and(|k| k.network == crate::spec::PodNetwork::Pod)
+    {
+        plan.load_balancer = None;
+    }
     plan
 }
 

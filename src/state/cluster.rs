@@ -13,6 +13,7 @@
 //! | `openshift-install.log`, `openshift-install.pid` | the install targets | the installer's output; the running child |
 //! | `bin/` | an older shiftlab | a cluster-local `openshift-install` |
 //! | `libvirt.json` | libvirt apply | the ledger: volumes shiftlab created |
+//! | `kubevirt.json` | KubeVirt apply | kubeconfig, context and namespace of a `backend: kubevirt` cluster's objects |
 //! | `bmc-password`, `bmc/` | install-config, serve | the lab BMC's password (0600) and state |
 //! | `lb-state.json` | remove-bootstrap | whether the bootstrap left the backends |
 //! | `haproxy.cfg`, `haproxy.cfg.new`, `haproxy.pid`, `haproxy.sock` | serve | the load balancer |
@@ -95,6 +96,8 @@ impl ClusterDir {
         installer_bin => "bin/openshift-install";
         /// The libvirt ledger.
         ledger => "libvirt.json";
+        /// Where a `backend: kubevirt` cluster's objects are (src/kubevirt/apply.rs).
+        kubevirt_ledger => "kubevirt.json";
         /// The lab BMC's password (0600).
         bmc_password => "bmc-password";
         /// The lab BMC's own state directory (TLS material, media cache).

@@ -107,6 +107,8 @@ struct State {
     seen: Vec<Seen>,
     writes: usize,
     hang_after: Option<usize>,
+    /// VM restarts asked through the `restart` subresource, by `namespace/name`.
+    restarts: BTreeMap<String, usize>,
     version: u64,
     uid: u64,
 }
@@ -176,6 +178,14 @@ impl FakeKube {
 
     pub fn hang_after_writes(&self, n: Option<usize>) {
         self.state.lock().unwrap().hang_after = n;
+    }
+
+    pub fn restarts(&self, ns: &str, name: &str) -> usize {
+        let st = self.state.lock().unwrap();
+        st.restarts
+            .get(&format!("{ns}/{name}"))
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn writes(&self) -> usize {
@@ -296,6 +306,32 @@ impl FakeKube {
             );
         }
         let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+        // KubeVirt's restart subresource (kubevirt/kubevirt
+        // pkg/virt-api/rest/subresource.go, RestartVMRequestHandler): 404 for
+        // no VM, 409 for a VM that is not running, else 202 and the VMI goes.
+        if let ["apis", "subresources.kubevirt.io", "v1", "namespaces", ns, "virtualmachines", name, "restart"] =
+            segs.as_slice()
+        {
+            if method != "PUT" {
+                return (StatusCode::METHOD_NOT_ALLOWED, json!({}));
+            }
+            let mut st = self.state.lock().unwrap();
+            let k = format!("kubevirt.io/virtualmachines/{ns}/{name}");
+            let Some(vm) = st.objects.get(&k) else {
+                return not_found(&format!("virtualmachines.kubevirt.io \"{name}\" not found"));
+            };
+            if !matches!(
+                vm["spec"]["runStrategy"].as_str(),
+                Some("Always" | "RerunOnFailure")
+            ) {
+                return (
+                    StatusCode::CONFLICT,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Conflict", "code": 409, "message": "VM is not running"}),
+                );
+            }
+            *st.restarts.entry(format!("{ns}/{name}")).or_default() += 1;
+            return (StatusCode::ACCEPTED, json!({}));
+        }
         // Discovery.
         let gv = match segs.as_slice() {
             ["api", v] => Some(("", *v)),
