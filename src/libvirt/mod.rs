@@ -6,6 +6,7 @@
 pub mod apply;
 pub mod destroy;
 pub mod inspect;
+pub mod iso;
 pub mod ledger;
 pub mod preflight;
 pub mod xml;
