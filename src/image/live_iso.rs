@@ -33,13 +33,21 @@ pub fn embed(iso: &Path, ignition: &Path, out: &Path) -> Result<()> {
     let bin = coreos_installer()?;
     let partial = out.with_extension("iso.partial");
     let _ = std::fs::remove_file(&partial);
-    let output = Command::new(&bin)
-        .args(["iso", "ignition", "embed", "--force", "--ignition-file"])
-        .arg(ignition)
-        .arg("--output")
-        .arg(&partial)
-        .arg(iso)
-        .output()
+    // Tied to shiftlab: killed with it, it leaves only the partial file.
+    let child = crate::install::process::spawn_tied(
+        Command::new(&bin)
+            .args(["iso", "ignition", "embed", "--force", "--ignition-file"])
+            .arg(ignition)
+            .arg("--output")
+            .arg(&partial)
+            .arg(iso)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped()),
+    )
+    .with_context(|| format!("running {}", bin.display()))?;
+    let output = child
+        .wait_with_output()
         .with_context(|| format!("running {}", bin.display()))?;
     if !output.status.success() {
         let _ = std::fs::remove_file(&partial);
