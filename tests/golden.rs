@@ -134,7 +134,8 @@ fn libvirt_xml() {
     let paths = NodePaths {
         ignition: None,
         console_log: "/var/log/libvirt/qemu/sno-ctlplane-0-console.log",
-        cdrom: None,
+        // The live ISO behind the disk in the boot order.
+        cdrom: Some("sno-live.iso"),
     };
     golden(
         "sno.ctlplane-0.domain.xml",

@@ -79,12 +79,23 @@ iso_file() { # name cidr method-lines...
 target_status() { # cluster target
 	jq -r --arg t "$2" '.targets[$t].status // "none"' "$SHIFTLAB_HOME/clusters/$1/install-state.json" 2>/dev/null || echo none
 }
+# Each disk of a domain's definition: device, boot order, whether it has a source.
+disks() {
+	virsh dumpxml --inactive "$1" | python3 -c '
+import sys, xml.etree.ElementTree as E
+out = []
+for d in E.fromstring(sys.stdin.read()).iter("disk"):
+    b = d.find("boot")
+    out.append("%s %s %s" % (d.get("device"), b.get("order") if b is not None else "-",
+                             "source" if d.find("source") is not None else "empty"))
+print(",".join(out))'
+}
 console() { cat "/var/log/libvirt/qemu/$1-console.log" 2>/dev/null || true; }
 
 # Every target done; each node booted the ISO once, installed once, and runs from
 # its disk; the drives are empty, the ISO volume gone, nothing duplicated.
 check_finished() { # cluster targets nodes...
-	local c=$1 targets=$2 n xml
+	local c=$1 targets=$2 n
 	shift 2
 	for t in $targets; do
 		[[ $(target_status "$c" "$t") == done ]] || fail "$c: target $t is $(target_status "$c" "$t"), not done"
@@ -102,11 +113,9 @@ check_finished() { # cluster targets nodes...
 			fail "$n: booted the ISO $(console "$n" | grep -c 'standin: boot: iso') times, not once"
 		console "$n" | grep 'SHIFTLAB-STANDIN-REPORT' | tail -n 1 | grep -q '"boot":"disk"' ||
 			fail "$n: its last report is not from its disk: $(console "$n" | grep SHIFTLAB-STANDIN-REPORT | tail -n 1)"
-		xml=$(virsh dumpxml "$n")
 		# Disk first, then the CD-ROM; the drive stays, empty.
-		grep -A8 "device='disk'" <<<"$xml" | grep -q "<boot order='1'/>" || fail "$n: the disk is not first in the boot order"
-		grep -A8 "device='cdrom'" <<<"$xml" | grep -q "<boot order='2'/>" || fail "$n: the CD-ROM is not second"
-		if grep -A8 "device='cdrom'" <<<"$xml" | grep -q '<source'; then fail "$n: the ISO was not ejected"; fi
+		[[ $(disks "$n") == "disk 1 source,cdrom 2 empty" ]] ||
+			fail "$n: disks (device, boot order, source): $(disks "$n")"
 	done
 }
 
