@@ -2,6 +2,12 @@
 //! ignition embed` (coreos/coreos-installer src/live/embed.rs: the config goes
 //! into `images/ignition.img`, which the ISO's boot loader loads as the last
 //! initrd). shiftlab never writes the embed area itself.
+//!
+//! The binary, not the `coreos-installer` crate's `libcoreinst`: the crate
+//! exposes its command implementations (`live::iso_ignition_embed` takes the CLI's
+//! argument structs and writes to files it opens itself), not a library API with
+//! compatibility promises, and it would add its C dependencies (zstd, lzma,
+//! OpenSSL) to shiftlab's build. scripts/setup installs the pinned binary.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
