@@ -74,7 +74,7 @@ downloads() { grep -c "GET /$1" "$work/mirror.log" || true; }
 iso_file() { # name cidr method-lines...
 	local n=$1 c=$2
 	shift 2
-	cluster_file "$n" "$c" "version: $V" "mirror: $base" "memory: 320" "$@"
+	cluster_file "$n" "$c" "version: $V" "mirror: $base" "$@"
 }
 target_status() { # cluster target
 	jq -r --arg t "$2" '.targets[$t].status // "none"' "$SHIFTLAB_HOME/clusters/$1/install-state.json" 2>/dev/null || echo none

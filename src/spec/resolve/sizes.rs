@@ -19,6 +19,9 @@ pub const MAX_EXTRA_DISKS: usize = 16;
 const BOOT_MIN_MEMORY: u64 = 2048;
 const BOOT_MIN_DISK: u64 = 20;
 const REHEARSAL_MIN_MEMORY: u64 = 128;
+/// A stand-in booting the live ISO (sno, agent): what tests/e2e/standin-iso.sh
+/// boots it with.
+const REHEARSAL_ISO_MEMORY: u64 = 320;
 
 pub struct Sizes {
     pub bootstrap: NodeSize,
@@ -62,7 +65,12 @@ fn default_size(role: Role, method: Method, rehearsal: bool) -> NodeSize {
     if rehearsal {
         return NodeSize {
             numcpus: 1,
-            memory: 256,
+            // A live ISO boot holds the disk image it installs in memory too.
+            memory: if matches!(method, Method::Sno | Method::Agent) {
+                REHEARSAL_ISO_MEMORY
+            } else {
+                256
+            },
             disk_size: 1,
             extra_disks: vec![],
         };
@@ -267,7 +275,9 @@ mod tests {
             e.contains("50 GB is below the documented minimum of 100 GB"),
             "{e}"
         );
-        assert!(load("method: sno\nrehearsal: true\ndisk_size: 1\n").is_ok());
+        let sno = load("method: sno\nrehearsal: true\ndisk_size: 1\n").unwrap();
+        // Its stand-in boots the live ISO: more memory than a disk boot.
+        assert_eq!(sno.spec.size(crate::spec::Role::Ctlplane).memory, 320);
         // UPI keeps it a warning (its overlays are thin).
         let upi = load("disk_size: 60\n").unwrap();
         assert!(upi
