@@ -293,3 +293,114 @@ fn a_pinned_installer_is_compared_with_the_version_asked_for() {
     let e = pin::check(Distribution::Okd, &v("4.18"), &fake(), &iv, None).unwrap_err();
     assert!(e.contains("distribution: okd"), "{e}");
 }
+
+#[test]
+fn single_node_ignition_config_needs_one_control_plane_and_writes_the_live_config() {
+    let d = assets("sno");
+    let out = run(d.path(), &["create", "single-node-ignition-config"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(!d.path().join("install-config.yaml").exists(), "consumed");
+    assert!(
+        log.contains("Single-Node-Ignition-Config created in"),
+        "{log}"
+    );
+    let ign: serde_json::Value =
+        serde_json::from_str(&read(d.path(), "bootstrap-in-place-for-live-iso.ign")).unwrap();
+    let paths: Vec<&str> = ign["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        paths.contains(&"/usr/local/bin/install-to-disk.sh"),
+        "{paths:?}"
+    );
+    assert!(read(d.path(), "auth/kubeconfig").contains("server: https://api."));
+    // A compact install-config is refused, as the installer refuses it.
+    let d = assets("compact");
+    let out = Command::new(fake())
+        .args(["create", "single-node-ignition-config", "--dir"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("requires a single ControlPlane replica"));
+    assert!(
+        d.path().join("install-config.yaml").exists(),
+        "not consumed"
+    );
+}
+
+#[test]
+fn agent_create_image_embeds_the_hosts_and_the_rendezvous_ip() {
+    if Command::new("coreos-installer")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: coreos-installer is not installed (scripts/setup installs it)");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let iso = home.path().join("live.iso");
+    let out = common::shiftlab(
+        &["image", "standin", "--iso", "--out", iso.to_str().unwrap()],
+        home.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sum = shiftlab::release::sha256_file(&iso).unwrap();
+    let stream = home.path().join("stream.json");
+    std::fs::write(
+        &stream,
+        serde_json::json!({"architectures": {"x86_64": {"artifacts": {"metal": {"formats": {"iso": {"disk": {
+            "location": format!("file://{}", iso.display()), "sha256": sum}}}}}}}})
+        .to_string(),
+    )
+    .unwrap();
+    let d = assets("agent");
+    std::fs::copy(
+        common::repo().join("tests/golden/agent.agent-config.yaml"),
+        d.path().join("agent-config.yaml"),
+    )
+    .unwrap();
+    let out = Command::new(fake())
+        .args(["agent", "create", "image", "--dir"])
+        .arg(d.path())
+        .env("SHIFTLAB_FAKE_STREAM_JSON", &stream)
+        .env("XDG_CACHE_HOME", home.path().join("cache"))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains("Consuming Agent Config from target directory"),
+        "{log}"
+    );
+    assert!(!d.path().join("agent-config.yaml").exists());
+    let agent_iso = d.path().join("agent.x86_64.iso");
+    let shown = shiftlab::image::live_iso::embedded(&agent_iso)
+        .unwrap()
+        .expect("an embedded config");
+    let ign: serde_json::Value = serde_json::from_slice(&shown).unwrap();
+    let files = ign["storage"]["files"].as_array().unwrap();
+    let path = |p: &str| files.iter().any(|f| f["path"] == p);
+    assert!(path("/etc/assisted/rendezvous-host.env"));
+    let golden = read(&common::repo(), "tests/golden/agent.agent-config.yaml");
+    let hosts = golden.matches("- hostname:").count();
+    assert!(hosts > 0);
+    for i in 0..hosts {
+        for f in ["mac_interface.ini", "role", "root-device-hints.yaml"] {
+            assert!(
+                path(&format!("/etc/assisted/hostconfig/host-{i}/{f}")),
+                "host-{i}/{f}"
+            );
+        }
+    }
+    // The base ISO itself is left as it was: the embed went into a copy.
+    assert!(shiftlab::image::live_iso::embedded(&iso).unwrap().is_none());
+}

@@ -124,6 +124,7 @@ fn libvirt_xml() {
     let paths = NodePaths {
         ignition: Some("/var/lib/libvirt/images/shiftlab/lab1-ctlplane-0.ign"),
         console_log: "/var/log/libvirt/qemu/lab1-ctlplane-0-console.log",
+        cdrom: None,
     };
     let dom = domain_xml(&plan, node, Accel::Tcg, &paths);
     roxmltree::Document::parse(&dom).expect("domain XML parses");
@@ -133,6 +134,8 @@ fn libvirt_xml() {
     let paths = NodePaths {
         ignition: None,
         console_log: "/var/log/libvirt/qemu/sno-ctlplane-0-console.log",
+        // The live ISO behind the disk in the boot order.
+        cdrom: Some("sno-live.iso"),
     };
     golden(
         "sno.ctlplane-0.domain.xml",

@@ -76,6 +76,10 @@ fn reach_locked(ctx: &Ctx, goal: Target) -> Result<Locked> {
     if let (Err(e), false) = (&path, ctx.cluster.exists()) {
         return Err(e.clone().into());
     }
+    // Input the flow cannot use is refused before anything is made.
+    if ctx.flow == Flow::Agent {
+        crate::render::install_config::rendezvous_ip(ctx.plan)?;
+    }
     let mut locked = state::lock(&ctx.cluster)?;
     // Checks first, writes after: a refused run leaves the state as it was (a
     // changed plan explains more than a target the new flow lacks: said first).

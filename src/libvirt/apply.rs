@@ -32,7 +32,11 @@ pub struct Report {
 }
 
 pub struct ApplyOptions<'a> {
-    pub base_image: &'a Path,
+    /// The disk image fw_cfg nodes' overlays sit on (`None` when every node boots
+    /// an ISO onto an empty disk).
+    pub base_image: Option<&'a Path>,
+    /// The live ISO the ISO-booting nodes get in their CD-ROM drive.
+    pub iso: Option<&'a Path>,
     /// Per node: its Ignition config (fw_cfg nodes only).
     pub ignition: BTreeMap<String, Vec<u8>>,
     /// Also start the nodes planned to start after bootstrap (workers in UPI).
@@ -268,6 +272,49 @@ fn ensure_base(
     Ok((vol, virtual_size))
 }
 
+/// The cluster's live ISO as a raw volume in the pool, uploaded under a temporary
+/// name and named only when whole (as the base image), so that a run stopped
+/// during the upload never leaves a truncated ISO a node would boot.
+fn ensure_iso(
+    host: &Host,
+    pool: &StoragePool,
+    iso: &Path,
+    cluster: &str,
+    ledger: &mut Ledger,
+    cluster_dir: &ClusterDir,
+    report: &mut Report,
+) -> Result<String> {
+    let name = super::iso::volume_name(cluster);
+    let tmp = format!(".{name}.part");
+    if ledger.add_volumes([name.as_str(), tmp.as_str()]) {
+        ledger::save(cluster_dir, ledger)?;
+    }
+    if Host::volume(pool, &name)?.is_some() {
+        report.unchanged.push(format!("live ISO {name}"));
+        return Ok(name);
+    }
+    if let Some(stale) = Host::volume(pool, &tmp)? {
+        stale.delete(0).context("removing a partial live ISO")?;
+    }
+    let len = std::fs::metadata(iso)
+        .with_context(|| format!("reading {}", iso.display()))?
+        .len();
+    let vol = StorageVol::create_xml(pool, &xml::raw_volume_xml(&tmp, len), 0)
+        .with_context(|| format!("creating volume {tmp}"))?;
+    let file = std::fs::File::open(iso)?;
+    if let Err(e) = host.upload(&vol, file, len) {
+        let _ = vol.delete(0);
+        return Err(e).with_context(|| format!("uploading {}", iso.display()));
+    }
+    StorageVol::create_xml_from(pool, &xml::raw_volume_xml(&name, len), &vol, 0)
+        .with_context(|| format!("creating volume {name}"))?;
+    vol.delete(0).context("removing the upload volume")?;
+    report
+        .created
+        .push(format!("live ISO {name} from {}", iso.display()));
+    Ok(name)
+}
+
 fn ensure_network(host: &Host, plan: &Plan, report: &mut Report) -> Result<Network> {
     let name = &plan.network.name;
     let net = match host.network(name)? {
@@ -406,18 +453,18 @@ struct NodeOutcome {
 
 struct NodeVolumes {
     ignition_path: Option<String>,
+    /// The live ISO volume in the node's CD-ROM drive.
+    cdrom: Option<String>,
 }
 
 fn ensure_node_volumes(
     host: &Host,
     pool: &StoragePool,
     node: &Node,
-    base: &StorageVol,
-    base_size: u64,
+    base: Option<&(StorageVol, u64)>,
     ignition: Option<&[u8]>,
 ) -> Result<(NodeVolumes, Vec<String>)> {
     let mut created = Vec::new();
-    let base_path = base.path()?;
     for d in &node.disks {
         if Host::volume(pool, &d.volume)?.is_some() {
             continue;
@@ -425,7 +472,8 @@ fn ensure_node_volumes(
         let bytes = d.size_gb << 30;
         let xml = match d.kind {
             crate::plan::DiskKind::Root if node.boot == crate::plan::Boot::DiskFwCfg => {
-                xml::qcow2_volume_xml(&d.volume, bytes.max(base_size), Some(&base_path))
+                let (base, base_size) = base.context("a disk-booting node needs a base image")?;
+                xml::qcow2_volume_xml(&d.volume, bytes.max(*base_size), Some(&base.path()?))
             }
             _ => xml::qcow2_volume_xml(&d.volume, bytes, None),
         };
@@ -464,7 +512,13 @@ fn ensure_node_volumes(
         };
         ignition_path = Some(vol.path()?);
     }
-    Ok((NodeVolumes { ignition_path }, created))
+    Ok((
+        NodeVolumes {
+            ignition_path,
+            cdrom: None,
+        },
+        created,
+    ))
 }
 
 fn lookup(pool: &StoragePool, name: &str) -> Result<StorageVol> {
@@ -512,6 +566,7 @@ fn ensure_domain(
     let paths = NodePaths {
         ignition: vols.ignition_path.as_deref(),
         console_log: &console,
+        cdrom: vols.cdrom.as_deref(),
     };
     let want = xml::domain_xml(plan, node, accel, &paths);
     match host.domain(&node.name)? {
@@ -612,7 +667,7 @@ pub fn apply(
         pool: plan.libvirt.pool.clone(),
         ..Ledger::default()
     });
-    let problems = preflight::check(host, plan, &ledger, Some(opts.base_image))?;
+    let problems = preflight::check(host, plan, &ledger, opts.base_image)?;
     if !problems.is_empty() {
         bail!(
             "the host is not ready for {} (nothing was created):\n  - {}",
@@ -627,15 +682,30 @@ pub fn apply(
     // a time makes them (else two fresh creates race on `pool already exists`).
     let host_lock = state.lock_host()?;
     let pool = ensure_pool(host, plan, state, &mut report)?;
-    let (base, base_size) = ensure_base(
-        host,
-        &pool,
-        opts.base_image,
-        &mut ledger,
-        (cluster_dir, state),
-        &mut report,
-    )?;
+    let base = match opts.base_image {
+        Some(image) => Some(ensure_base(
+            host,
+            &pool,
+            image,
+            &mut ledger,
+            (cluster_dir, state),
+            &mut report,
+        )?),
+        None => None,
+    };
     drop(host_lock);
+    let iso_volume = match opts.iso {
+        Some(iso) => Some(ensure_iso(
+            host,
+            &pool,
+            iso,
+            &plan.cluster,
+            &mut ledger,
+            cluster_dir,
+            &mut report,
+        )?),
+        None => None,
+    };
     // Intent on disk before the side effects.
     let names: Vec<String> = plan
         .nodes
@@ -658,16 +728,21 @@ pub fn apply(
             .nodes
             .iter()
             .map(|node| {
-                let (pool, base) = (&pool, &base);
+                let (pool, base, iso_volume) = (&pool, base.as_ref(), iso_volume.as_deref());
                 s.spawn(move || -> Result<NodeOutcome> {
                     let ign = opts.ignition.get(&node.name).map(Vec::as_slice);
                     if node.ignition_volume.is_some() && ign.is_none() {
                         bail!("{}: no Ignition config to deliver", node.name);
                     }
-                    let (vols, mut created) =
-                        ensure_node_volumes(host, pool, node, base, base_size, ign)
-                            .with_context(|| format!("preparing the volumes of {}", node.name))?;
+                    let (vols, mut created) = ensure_node_volumes(host, pool, node, base, ign)
+                        .with_context(|| format!("preparing the volumes of {}", node.name))?;
                     let mut drift = Vec::new();
+                    let vols = NodeVolumes {
+                        cdrom: iso_volume
+                            .filter(|_| node.boot == crate::plan::Boot::Iso)
+                            .map(str::to_string),
+                        ..vols
+                    };
                     ensure_domain(host, plan, node, accel, &vols, &mut created, &mut drift)?;
                     Ok(NodeOutcome {
                         name: node.name.clone(),

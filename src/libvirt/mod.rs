@@ -8,6 +8,7 @@ pub mod console;
 pub mod destroy;
 pub mod events;
 pub mod inspect;
+pub mod iso;
 pub mod ledger;
 pub mod preflight;
 pub mod xml;

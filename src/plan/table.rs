@@ -93,7 +93,8 @@ pub fn render_table(plan: &Plan) -> String {
                 disks.join("+"),
                 match node.boot {
                     Boot::DiskFwCfg => "disk+fw_cfg",
-                    Boot::Iso => "iso",
+                    // The live ISO installs to the disk, the node reboots from it.
+                    Boot::Iso => "iso, then disk",
                     Boot::VirtualMedia => "virtual media",
                 }
                 .into(),

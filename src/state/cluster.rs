@@ -19,6 +19,7 @@
 //! | `haproxy.cfg`, `haproxy.cfg.new`, `haproxy.pid`, `haproxy.sock` | serve | the load balancer |
 //! | `http/`, `http-private/`, `http-token` | serve | artifacts: public, and private behind the token (0600) |
 //! | `host-dns.json`, `serve.json`, `serve-stopped` | serve | host DNS record, endpoints, retired plan |
+//! | `sno-live.x86_64.iso` | the iso target (sno) | the live ISO with the node's Ignition embedded |
 //! | `host-firewall.json` | serve | the host firewall rules added for the nodes, removed at destroy |
 //! | `known_hosts` | ssh | the nodes' SSH host keys |
 //! | `power.json` | stop, start | the last stop or start, per node (ACPI or forced) |
@@ -130,6 +131,8 @@ impl ClusterDir {
         known_hosts => "known_hosts";
         /// The last `stop` or `start`: what each node went through.
         power => "power.json";
+        /// The single node's live ISO with its Ignition embedded (sno).
+        sno_iso => "sno-live.x86_64.iso";
     }
 
     /// openshift-install's asset directory.
@@ -269,6 +272,18 @@ impl Assets {
 
     pub fn kubeadmin_password(&self) -> PathBuf {
         self.0.join("auth/kubeadmin-password")
+    }
+
+    /// `create single-node-ignition-config`'s config for the live ISO
+    /// (pkg/asset/ignition/bootstrap/bootstrapinplace.go in openshift/installer).
+    pub fn single_node_ignition(&self) -> PathBuf {
+        self.0.join("bootstrap-in-place-for-live-iso.ign")
+    }
+
+    /// `agent create image`'s ISO (pkg/asset/agent/image/agentimage.go:
+    /// `agent.<arch>.iso`).
+    pub fn agent_iso(&self) -> PathBuf {
+        self.0.join("agent.x86_64.iso")
     }
 }
 

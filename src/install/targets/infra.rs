@@ -50,7 +50,15 @@ pub(crate) fn node_ignition(ctx: &Ctx) -> Result<BTreeMap<String, Vec<u8>>> {
 
 /// The base image: the cluster file's, the release's CoreOS image, or in a
 /// rehearsal the stand-in image (built once per host, under the host lock).
-fn base_image(ctx: &Ctx, locked: &Locked) -> Result<PathBuf> {
+fn base_image(ctx: &Ctx, locked: &Locked) -> Result<Option<PathBuf>> {
+    // ISO nodes install onto an empty disk: only fw_cfg nodes sit on an image.
+    if !ctx.plan.nodes.iter().any(|n| n.boot == Boot::DiskFwCfg) {
+        return Ok(None);
+    }
+    base_disk_image(ctx, locked).map(Some)
+}
+
+fn base_disk_image(ctx: &Ctx, locked: &Locked) -> Result<PathBuf> {
     if let Some(p) = &ctx.spec.image {
         return Ok(p.clone());
     }
@@ -80,6 +88,16 @@ pub(crate) fn run_libvirt(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     let host = Host::open(&plan.libvirt.uri)?;
     let image = base_image(ctx, locked)?;
     let ignition = node_ignition(ctx)?;
+    // The live ISO the iso target made, for the nodes that boot one.
+    let iso = super::iso::path(&ctx.cluster, ctx.flow);
+    if let Some(p) = &iso {
+        if !p.is_file() {
+            bail!(
+                "{} is missing: the iso target makes it (run `shiftlab create iso`)",
+                p.display()
+            );
+        }
+    }
     // Nothing here fetches its Ignition over HTTP: fw_cfg nodes get it from QEMU,
     // ISO nodes have it embedded, IPI nodes get it from Ironic. So none is
     // published; one that carries secrets would go through
@@ -100,7 +118,8 @@ pub(crate) fn run_libvirt(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         println!("preflight: {n}");
     }
     let opts = apply::ApplyOptions {
-        base_image: &image,
+        base_image: image.as_deref(),
+        iso: iso.as_deref(),
         ignition,
         start_all: ctx.options.start_workers,
     };

@@ -3,6 +3,7 @@
 
 use anyhow::Result;
 
+use super::bootstrap_complete::wait_for;
 use super::Note;
 use crate::install::state::Locked;
 use crate::install::{installer, Ctx};
@@ -14,11 +15,7 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         &ctx.spec.cluster,
         super::bootstrap_complete::LB_GRACE,
     )?;
-    installer::run(
-        ctx,
-        locked,
-        &["wait-for", "install-complete", "--log-level", "info"],
-    )?;
+    installer::run(ctx, locked, &wait_for(ctx.flow, "install-complete"))?;
     let console = format!(
         "https://console-openshift-console.apps.{}",
         ctx.plan.cluster_domain
