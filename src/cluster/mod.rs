@@ -3,10 +3,12 @@
 //! in every output format and for anything else that shows it) and its
 //! destruction (host services, then libvirt objects, then its state).
 
+pub mod access;
 mod destroy;
+pub mod power;
 mod status;
 
-pub use destroy::destroy;
+pub use destroy::{destroy, destroy_kubevirt};
 pub use status::{list_table, status, Status};
 
 use anyhow::Result;

@@ -75,6 +75,9 @@ pub struct Facts {
     /// The verified CoreOS disk image from the installer's stream metadata.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coreos_image: Option<PathBuf>,
+    /// The verified CoreOS live ISO from the same stream metadata (sno, agent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coreos_iso: Option<PathBuf>,
     /// The console URL `install-complete` printed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub console: Option<String>,
@@ -550,8 +553,8 @@ mod tests {
             e.downcast_ref::<IllegalTransition>(),
             Some(&IllegalTransition::DoneWithoutStart(Target::Release))
         );
-        // (was: starting in method sno, which has no flow of its own)
-        assert!(Flow::driving(Method::Sno).is_err());
+        // (a method without a flow of its own)
+        assert!(Flow::driving(Method::Ipi).is_err());
         assert!(l.start(Flow::Lab, Target::Release, None).is_err());
         assert!(l.state.targets.is_empty(), "nothing recorded");
     }

@@ -4,8 +4,11 @@
 //! cluster's objects. The Redfish BMC's machine is built on this module.
 
 pub mod apply;
+pub mod console;
 pub mod destroy;
+pub mod events;
 pub mod inspect;
+pub mod iso;
 pub mod ledger;
 pub mod preflight;
 pub mod xml;

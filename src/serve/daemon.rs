@@ -521,11 +521,23 @@ impl Daemon {
             bmc::build(bmc::Config {
                 listen: want,
                 dir,
-                systems: Systems::Libvirt {
-                    uri: plan.libvirt.uri.clone(),
-                    scope: crate::redfish::machine_libvirt::Scope::Cluster(plan.cluster.clone()),
-                    pool: plan.libvirt.pool.clone(),
-                    max_image_bytes: bmc::DEFAULT_MAX_IMAGE_BYTES,
+                systems: match &plan.kubevirt {
+                    Some(k) => {
+                        Systems::Kubevirt(crate::redfish::machine_kubevirt::KubevirtConfig {
+                            kubeconfig: k.kubeconfig.clone(),
+                            context: k.context.clone(),
+                            namespace: k.namespace.clone(),
+                            cluster: plan.cluster.clone(),
+                        })
+                    }
+                    None => Systems::Libvirt {
+                        uri: plan.libvirt.uri.clone(),
+                        scope: crate::redfish::machine_libvirt::Scope::Cluster(
+                            plan.cluster.clone(),
+                        ),
+                        pool: plan.libvirt.pool.clone(),
+                        max_image_bytes: bmc::DEFAULT_MAX_IMAGE_BYTES,
+                    },
                 },
                 credentials: Some(Credentials {
                     user: b.username,

@@ -13,6 +13,7 @@ pub mod control;
 pub mod daemon;
 pub mod haproxy;
 pub mod http;
+pub mod ready;
 pub mod resolver;
 pub mod status;
 pub mod unit;

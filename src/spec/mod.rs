@@ -9,7 +9,10 @@ mod types;
 use std::path::Path;
 
 pub use diag::{Diagnostic, Diagnostics, InvalidSpec};
-pub use resolve::{is_cluster_name, is_dns_label, parse_version, Env, CLUSTER_NAME_RULE};
+pub use resolve::{
+    documented_minimum, is_cluster_name, is_dns_label, is_dns_subdomain, parse_version, Env,
+    CLUSTER_NAME_RULE,
+};
 pub use types::*;
 
 /// A cluster file that passed validation, with the warnings it produced.
