@@ -459,5 +459,7 @@ fn an_unreachable_api_is_said_and_nothing_is_created() {
         .path()
         .join("state/clusters/kv1/kubevirt.json")
         .exists());
+    // Not even a node config was published.
+    assert!(!home.path().join("state/clusters/kv1/http-private").exists());
     assert_eq!(fake.writes(), 0);
 }
