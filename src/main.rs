@@ -39,6 +39,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::ApproveCsrs(args) => {
             commands::approve_csrs::run(args, &state, &mut std::io::stdout().lock())
         }
+        Command::Env(args) => commands::access::env(args, &state, &mut std::io::stdout().lock()),
+        Command::Ssh(args) => commands::access::ssh(args, &state),
+        Command::Console(args) => commands::access::console(args, &state),
+        Command::Doctor(_) => unreachable!("doctor is run by main for its exit code"),
+        Command::Gather(args) => commands::gather::run(args, &state, &mut std::io::stdout().lock()),
+        Command::Stop(args) => commands::power::stop(args, &state, &mut std::io::stdout().lock()),
+        Command::Start(args) => commands::power::start(args, &state, &mut std::io::stdout().lock()),
         Command::Image(shiftlab::cli::image::ImageCommand::Standin(args)) => {
             if args.iso {
                 shiftlab::image::standin::build_iso(&args.out)?;
@@ -72,16 +79,25 @@ fn main() -> ExitCode {
         _ => false,
     };
     init_logging(cli.verbose + u8::from(daemon));
+    if let Command::Doctor(args) = &cli.command {
+        let state = StateDir::resolve(cli.state_dir.as_deref());
+        return match commands::doctor::run(args, &state, &mut std::io::stdout().lock()) {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => fail(e),
+        };
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            // One chain, outermost context first.
-            eprintln!("error: {e:#}");
-            if e.chain().any(|c| c.downcast_ref::<InvalidSpec>().is_some()) {
-                ExitCode::from(2)
-            } else {
-                ExitCode::from(1)
-            }
-        }
+        Err(e) => fail(e),
+    }
+}
+
+fn fail(e: anyhow::Error) -> ExitCode {
+    // One chain, outermost context first.
+    eprintln!("error: {e:#}");
+    if e.chain().any(|c| c.downcast_ref::<InvalidSpec>().is_some()) {
+        ExitCode::from(2)
+    } else {
+        ExitCode::from(1)
     }
 }

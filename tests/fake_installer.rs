@@ -174,3 +174,122 @@ fn version_names_the_binary_as_invoked() {
         text.contains("\nrelease image quay.io/openshift-release-dev/ocp-release:4.18.0-fake\n")
     );
 }
+
+/// The files of `role.ign`'s storage, decoded (`data:,` percent-encoded).
+fn node_facts(dir: &Path, role: &str) -> std::collections::BTreeMap<String, String> {
+    let v: serde_json::Value = serde_json::from_str(&read(dir, &format!("{role}.ign"))).unwrap();
+    v["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let src = f["contents"]["source"].as_str().unwrap();
+            let data = src.strip_prefix("data:,").unwrap();
+            let decoded = percent_decode(data);
+            (f["path"].as_str().unwrap().to_string(), decoded)
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// Where routers may run, as the fake tells the stand-ins: UPI's compute replicas 0
+/// make masters schedulable (with the worker role) unless a manifest says
+/// otherwise; the IngressController's selector comes from the manifests, else the
+/// ingress operator's default (the worker role).
+#[test]
+fn ignition_configs_say_where_routers_may_run_from_the_manifests() {
+    // As the installer leaves it: masters schedulable, carrying the worker role.
+    let d = assets("upi");
+    run(d.path(), &["create", "manifests"]);
+    run(d.path(), &["create", "ignition-configs"]);
+    let m = node_facts(d.path(), "master");
+    assert_eq!(m["/etc/shiftlab/schedulable"], "true");
+    assert!(m["/etc/shiftlab/node-labels"].contains("node-role.kubernetes.io/worker"));
+    assert_eq!(
+        m["/etc/shiftlab/router-node-selector"],
+        "node-role.kubernetes.io/worker"
+    );
+    let w = node_facts(d.path(), "worker");
+    assert_eq!(w["/etc/shiftlab/schedulable"], "true");
+    assert_eq!(
+        w["/etc/shiftlab/node-labels"],
+        "node-role.kubernetes.io/worker"
+    );
+
+    // With shiftlab's manifests for a cluster with workers: masters unschedulable,
+    // without the worker role; the selector is the IngressController's.
+    let d = assets("upi");
+    run(d.path(), &["create", "manifests"]);
+    let spec = {
+        let dir = common::repo().join("tests/golden");
+        let text = std::fs::read_to_string(dir.join("upi.cluster.yaml")).unwrap();
+        let env = shiftlab::spec::Env {
+            home: None,
+            base_dir: dir,
+            libvirt_default_uri: None,
+        };
+        shiftlab::spec::from_str(&text, "upi.cluster.yaml", &env)
+            .unwrap()
+            .spec
+    };
+    for (rel, text) in shiftlab::render::manifests::lab_manifests(&spec) {
+        std::fs::write(d.path().join(rel), text).unwrap();
+    }
+    run(d.path(), &["create", "ignition-configs"]);
+    let m = node_facts(d.path(), "master");
+    assert_eq!(m["/etc/shiftlab/schedulable"], "false");
+    assert!(!m["/etc/shiftlab/node-labels"].contains("worker"));
+    assert_eq!(
+        m["/etc/shiftlab/router-node-selector"],
+        "node-role.kubernetes.io/worker"
+    );
+
+    // A user's IngressController on the masters: its selector, as given.
+    let d = assets("upi");
+    run(d.path(), &["create", "manifests"]);
+    std::fs::write(
+        d.path().join("openshift/99-ingress.yaml"),
+        "apiVersion: operator.openshift.io/v1\nkind: IngressController\nmetadata:\n  name: default\n  namespace: openshift-ingress-operator\nspec:\n  nodePlacement:\n    nodeSelector:\n      matchLabels:\n        node-role.kubernetes.io/master: \"\"\n        topology.kubernetes.io/zone: a\n",
+    )
+    .unwrap();
+    run(d.path(), &["create", "ignition-configs"]);
+    assert_eq!(
+        node_facts(d.path(), "worker")["/etc/shiftlab/router-node-selector"],
+        "node-role.kubernetes.io/master,topology.kubernetes.io/zone=a"
+    );
+}
+
+/// `openshift_install:` pins a release: shiftlab reads the installer's `version`
+/// (the fake prints the real layout) and refuses a `version:` it does not install.
+#[test]
+fn a_pinned_installer_is_compared_with_the_version_asked_for() {
+    use shiftlab::release::pin;
+    use shiftlab::spec::{parse_version, Distribution};
+    let iv = pin::installer_version(&fake()).unwrap();
+    assert_eq!(iv.version, "4.18.0-fake");
+    assert_eq!(
+        iv.release_image.as_deref(),
+        Some("quay.io/openshift-release-dev/ocp-release:4.18.0-fake")
+    );
+    let v = |s: &str| parse_version(s).unwrap();
+    assert!(pin::check(Distribution::Ocp, &v("4.18"), &fake(), &iv, None).is_ok());
+    let e = pin::check(Distribution::Ocp, &v("4.17.3"), &fake(), &iv, None).unwrap_err();
+    assert!(e.contains("set `version: 4.18.0-fake`"), "{e}");
+    let e = pin::check(Distribution::Okd, &v("4.18"), &fake(), &iv, None).unwrap_err();
+    assert!(e.contains("distribution: okd"), "{e}");
+}

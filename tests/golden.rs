@@ -139,3 +139,19 @@ fn libvirt_xml() {
         &domain_xml(&sno_plan, &sno_plan.nodes[0], Accel::Kvm, &paths),
     );
 }
+
+/// The manifests the lab adds per topology: a UPI cluster with workers (control
+/// planes unschedulable, routers pinned to the workers the ingress load balancer
+/// targets, the registry with one replica) and a compact one (schedulable control
+/// planes, the default IngressController), each file under a `# path` line.
+#[test]
+fn lab_manifests_per_topology() {
+    for name in ["upi", "compact"] {
+        let spec = load(&format!("{name}.cluster.yaml"));
+        let text: String = shiftlab::render::manifests::lab_manifests(&spec)
+            .into_iter()
+            .map(|(path, body)| format!("# {path}\n{body}"))
+            .collect();
+        golden(&format!("{name}.manifests.yaml"), &text);
+    }
+}

@@ -1,13 +1,17 @@
 //! Command-line definitions (clap derive). No logic here: each subcommand's work lives
 //! in the module of its concept.
 
+pub mod access;
 pub mod approve_csrs;
 pub mod bmc;
 pub mod completion;
 pub mod create;
+pub mod doctor;
+pub mod gather;
 pub mod image;
 pub mod inspect;
 pub mod plan;
+pub mod power;
 pub mod render;
 pub mod serve;
 
@@ -59,6 +63,24 @@ pub enum Command {
     /// Approve the cluster's node CSRs: client CSRs from the node bootstrapper and serving
     /// CSRs from the nodes, for nodes of the plan only
     ApproveCsrs(approve_csrs::ApproveCsrsArgs),
+    /// Print the shell line that points oc and kubectl at the cluster (eval "$(shiftlab env NAME)")
+    Env(access::EnvArgs),
+    /// Log in to a node as core over SSH, or run a command there
+    Ssh(access::SshArgs),
+    /// Attach to a node's serial console through libvirt (Ctrl-] leaves)
+    Console(access::ConsoleArgs),
+    /// Shut a cluster down: workers first, ACPI then forced after a timeout; refused within
+    /// 24 h of the install unless --force
+    Stop(power::StopArgs),
+    /// Start a cluster: control planes first, then workers; wait for the API, approve the
+    /// plan's nodes' pending CSRs, wait until they are Ready
+    Start(power::StartArgs),
+    /// Check the host before an install: virtualisation, host files and services, capacity
+    /// for a cluster file's plan; exit 0 fine, 3 warnings, 4 failures
+    Doctor(doctor::DoctorArgs),
+    /// Collect a cluster's logs, state and libvirt XML into one tarball, secrets redacted,
+    /// and name the known symptoms found
+    Gather(gather::GatherArgs),
     /// Build images shiftlab needs
     #[command(subcommand)]
     Image(image::ImageCommand),

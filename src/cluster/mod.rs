@@ -3,7 +3,9 @@
 //! in every output format and for anything else that shows it) and its
 //! destruction (host services, then libvirt objects, then its state).
 
+pub mod access;
 mod destroy;
+pub mod power;
 mod status;
 
 pub use destroy::{destroy, destroy_kubevirt};

@@ -1,11 +1,15 @@
 //! One function per subcommand: glue between the clap arguments and the modules that
 //! do the work. Kept thin so that the work itself stays testable without a CLI.
 
+pub mod access;
 pub mod approve_csrs;
 pub mod bmc;
 pub mod create;
+pub mod doctor;
+pub mod gather;
 pub mod inspect;
 pub mod plan;
+pub mod power;
 pub mod render;
 pub mod serve;
 

@@ -359,6 +359,37 @@ pub fn approve_once_blocking(kubeconfig: &Path, nodes: &[NodeIdentity]) -> Resul
     })
 }
 
+/// How many Pending CSRs the plan's rules would approve (read only), within
+/// `timeout`: what `gather` reports as the "CSRs Pending" symptom.
+pub fn pending_blocking(
+    kubeconfig: &Path,
+    nodes: &[NodeIdentity],
+    timeout: Duration,
+) -> Result<usize> {
+    runtime()?.block_on(async {
+        tokio::time::timeout(timeout, async {
+            let client = client_from_kubeconfig(kubeconfig).await?;
+            let api: Api<CertificateSigningRequest> = Api::all(client);
+            let list = api
+                .list(&ListParams::default())
+                .await
+                .context("listing certificate signing requests")?;
+            Ok(list
+                .items
+                .iter()
+                .filter(|c| {
+                    matches!(
+                        decide_by_plan(&facts_of(c), nodes),
+                        Decision::Approve { .. }
+                    )
+                })
+                .count())
+        })
+        .await
+        .map_err(|_| anyhow::anyhow!("the API did not answer within {}s", timeout.as_secs()))?
+    })
+}
+
 /// [`watch`] with the admin credentials of `kubeconfig`.
 pub fn watch_blocking(
     kubeconfig: &Path,

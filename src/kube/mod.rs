@@ -4,4 +4,5 @@
 
 pub mod approve;
 pub mod csr;
+pub mod ready;
 pub mod report;

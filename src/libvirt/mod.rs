@@ -4,7 +4,9 @@
 //! cluster's objects. The Redfish BMC's machine is built on this module.
 
 pub mod apply;
+pub mod console;
 pub mod destroy;
+pub mod events;
 pub mod inspect;
 pub mod ledger;
 pub mod preflight;

@@ -1,5 +1,6 @@
 //! Checks against the host before anything is created. Every problem is collected;
-//! if there is one, nothing is created.
+//! if there is one, nothing is created. `shiftlab doctor`'s checks run here too:
+//! its failures are problems, its warnings notes.
 
 use std::path::Path;
 
@@ -190,6 +191,15 @@ pub fn check(
         problems.push(p);
     }
 
+    // doctor's checks that no install survives (a node bigger than the host, …).
+    if host.is_local() {
+        let facts = crate::doctor::facts::gather_on(Ok(host), false, Some(plan));
+        problems.extend(crate::doctor::checks::blocking(&crate::doctor::checks(
+            &facts,
+            Some(plan),
+        )));
+    }
+
     match base_image {
         Some(p) if !p.is_file() => problems.push(format!(
             "image {}: no such file (the CoreOS qcow2 to import)",
@@ -226,6 +236,12 @@ pub fn host_notes(host: &Host, plan: &Plan, http: Option<std::net::SocketAddrV4>
     if !host.is_local() {
         return notes;
     }
+    // doctor's warnings for this plan (docs/doctor.md), the firewall's below.
+    let facts = crate::doctor::facts::gather_on(Ok(host), true, Some(plan));
+    notes.extend(crate::doctor::checks::notes(&crate::doctor::checks(
+        &facts,
+        Some(plan),
+    )));
     if fwcfg > 0 {
         let dir = &plan.libvirt.pool_path;
         // A pool made at create gets its directory's context from its parent.

@@ -173,7 +173,7 @@ pub fn unpublish_node(cluster: &ClusterDir, node: &str) -> Result<Vec<PathBuf>> 
 pub const MIN_TOKEN_LEN: usize = 32;
 
 /// Equal without an early exit, so the time taken says nothing about the token.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

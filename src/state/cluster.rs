@@ -20,6 +20,8 @@
 //! | `http/`, `http-private/`, `http-token` | serve | artifacts: public, and private behind the token (0600) |
 //! | `host-dns.json`, `serve.json`, `serve-stopped` | serve | host DNS record, endpoints, retired plan |
 //! | `host-firewall.json` | serve | the host firewall rules added for the nodes, removed at destroy |
+//! | `known_hosts` | ssh | the nodes' SSH host keys |
+//! | `power.json` | stop, start | the last stop or start, per node (ACPI or forced) |
 
 use std::path::{Path, PathBuf};
 
@@ -124,6 +126,10 @@ impl ClusterDir {
         serve_endpoints => "serve.json";
         /// Marks a plan serve must leave alone (destroy under way).
         serve_stopped => "serve-stopped";
+        /// The nodes' SSH host keys (`shiftlab ssh`), apart from the user's own file.
+        known_hosts => "known_hosts";
+        /// The last `stop` or `start`: what each node went through.
+        power => "power.json";
     }
 
     /// openshift-install's asset directory.

@@ -8,6 +8,12 @@ use crate::install::state::Locked;
 use crate::install::{installer, Ctx};
 
 pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
+    // The console route is reached through the ingress load balancer.
+    crate::serve::ready::ensure(
+        ctx.state,
+        &ctx.spec.cluster,
+        super::bootstrap_complete::LB_GRACE,
+    )?;
     installer::run(
         ctx,
         locked,

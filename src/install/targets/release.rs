@@ -29,7 +29,20 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     let mut notes = Vec::new();
     let installer = match &spec.openshift_install {
         Some(p) => {
-            notes.push(format!("installer {}", p.display()));
+            // The binary installs its own release: it must be the one asked for
+            // (src/release/pin.rs).
+            let iv = release::pin::installer_version(p)?;
+            let over = std::env::var(release::pin::OVERRIDE_ENV)
+                .ok()
+                .filter(|v| !v.is_empty());
+            let note =
+                release::pin::check(spec.distribution, &spec.version, p, &iv, over.as_deref())
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            locked.update_facts(|f| {
+                f.release_version = Some(iv.version.clone());
+                f.release_image = iv.release_image.clone();
+            })?;
+            notes.push(note);
             p.clone()
         }
         None => {

@@ -11,6 +11,7 @@
 
 mod bmc;
 mod credentials;
+mod fips;
 mod identity;
 mod install;
 mod kubevirt;
@@ -18,6 +19,7 @@ mod libvirt;
 mod network;
 mod release;
 mod sizes;
+pub use sizes::documented_minimum;
 mod topology;
 
 use std::path::{Path, PathBuf};
@@ -76,6 +78,7 @@ impl Env {
 pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let id = identity::resolve(&raw, d);
     let creds = credentials::resolve(&raw, id.distribution, env, d);
+    fips::check(&raw, &creds.ssh_keys, d);
     let topo = topology::resolve(&raw, d);
     let sizes = sizes::resolve(&raw, &topo, d);
     let nets = network::cluster_networks(&raw, &id.version, d);

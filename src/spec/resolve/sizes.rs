@@ -49,8 +49,8 @@ pub fn resolve(raw: &RawSpec, topo: &Topology, d: &mut Diagnostics) -> Sizes {
     }
 }
 
-/// Documented minimums (openshift.md): below them we warn.
-fn documented_minimum(role: Role, method: Method) -> (u64, u64, u64) {
+/// Documented minimums (openshift.md) as (vCPUs, MiB, GB): below them we warn.
+pub fn documented_minimum(role: Role, method: Method) -> (u64, u64, u64) {
     match (role, method) {
         (Role::Ctlplane, Method::Sno) => (8, 16384, 120),
         (Role::Bootstrap, _) | (Role::Ctlplane, _) => (4, 16384, 100),

@@ -1,0 +1,304 @@
+//! `shiftlab stop` and `shiftlab start`: a cluster's nodes powered off and on in
+//! the order OpenShift wants, each outcome recorded in `power.json`.
+//!
+//! - Stop: workers first, then control planes (and a bootstrap still there), each
+//!   group with an ACPI power-button shutdown (`virDomainShutdownFlags` with
+//!   `VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN`), then after the timeout a forced stop
+//!   (`virDomainDestroy`), recorded as such. OpenShift's "Shutting down the
+//!   cluster gracefully" has the nodes shut down; control planes last so that the
+//!   workloads' nodes go while the API still runs.
+//! - Start: control planes first, then workers; then (with a kubeconfig) wait for
+//!   the API, approve the plan's nodes' pending CSRs and wait until they are Ready
+//!   (`kube::ready`).
+//! - The first certificate rotation: the install's certificates are valid for
+//!   24 hours and the kubelets' client certificates are rotated once about 80 %
+//!   of that has passed; a cluster stopped before then comes back with expired
+//!   certificates and Pending CSRs. Stop refuses in that window unless forced.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::libvirt::Host;
+use crate::plan::{Node, Plan};
+use crate::spec::Role;
+use crate::state::ClusterDir;
+
+/// The install's certificates' lifetime (openshift.md "Ignition": 24 h).
+pub const FIRST_ROTATION: Duration = Duration::from_secs(24 * 3600);
+
+/// What was done to one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeOutcome {
+    pub node: String,
+    pub role: Role,
+    /// `acpi-shutdown`, `forced-off`, `already-off`, `started`, `already-running`, `absent`.
+    pub action: String,
+    /// Seconds the node took (shutdown), when it was waited for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<u64>,
+}
+
+/// `power.json`: the last stop or start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PowerRecord {
+    /// `stop` or `start`.
+    pub action: String,
+    /// Seconds since the epoch.
+    pub at: u64,
+    pub nodes: Vec<NodeOutcome>,
+    /// After a start: what the API side did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<crate::kube::ready::BringBack>,
+    /// Why the API side was not done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl PowerRecord {
+    pub fn table(&self) -> String {
+        let rows: Vec<Vec<String>> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                vec![
+                    n.node.clone(),
+                    n.role.as_str().to_string(),
+                    n.action.clone(),
+                    n.seconds.map(|s| format!("{s}s")).unwrap_or_default(),
+                ]
+            })
+            .collect();
+        let mut s = crate::plan::render_table_rows(&["NODE", "ROLE", "ACTION", "TOOK"], &rows);
+        if let Some(a) = &self.api {
+            s.push_str(&format!(
+                "\nAPI answered after {}s; approved {} CSR(s); Ready: {}\n",
+                a.api_after_secs,
+                a.approved.len(),
+                if a.ready.is_empty() {
+                    "-".into()
+                } else {
+                    a.ready.join(", ")
+                }
+            ));
+            if !a.not_ready.is_empty() {
+                s.push_str(&format!("not Ready in time: {}\n", a.not_ready.join(", ")));
+            }
+        }
+        if let Some(n) = &self.note {
+            s.push_str(&format!("{n}\n"));
+        }
+        s
+    }
+}
+
+/// Stop order: workers, then everything else (control planes, a bootstrap).
+pub fn stop_groups(plan: &Plan) -> [Vec<&Node>; 2] {
+    let (workers, rest): (Vec<&Node>, Vec<&Node>) =
+        plan.nodes.iter().partition(|n| n.role == Role::Worker);
+    [workers, rest]
+}
+
+/// Start order: control planes (and a bootstrap), then workers.
+pub fn start_groups(plan: &Plan) -> [Vec<&Node>; 2] {
+    let [workers, rest] = stop_groups(plan);
+    [rest, workers]
+}
+
+/// When the install's certificates were made: the ignition target's completion
+/// (`openshift-install create ignition-configs` generates them), `None` for a
+/// cluster without an install (a rehearsal lab).
+pub fn certificates_made(state: Option<&crate::install::state::InstallState>) -> Option<u64> {
+    let s = state?;
+    let t = s
+        .targets
+        .get(crate::install::target::Target::Ignition.as_str())?;
+    (t.status == crate::install::state::Status::Done).then_some(t.at)
+}
+
+/// A refusal when stopping now would beat the first certificate rotation.
+pub fn too_early(made: Option<u64>, now: u64) -> Option<String> {
+    let made = made?;
+    let due = made + FIRST_ROTATION.as_secs();
+    if now >= due {
+        return None;
+    }
+    let left = due - now;
+    Some(format!(
+        "the cluster's certificates were made {}h{:02}m ago: the install's certificates are valid for 24 hours \
+and the first rotation happens within them; a cluster stopped before it comes back with expired certificates \
+and nodes that need their CSRs approved by hand. Wait {}h{:02}m, or stop anyway with --force \
+(then shiftlab start approves the pending CSRs)",
+        (now - made) / 3600,
+        (now - made) % 3600 / 60,
+        left / 3600,
+        left % 3600 / 60
+    ))
+}
+
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn outcome(node: &Node, action: &str, seconds: Option<u64>) -> NodeOutcome {
+    NodeOutcome {
+        node: node.name.clone(),
+        role: node.role,
+        action: action.to_string(),
+        seconds,
+    }
+}
+
+/// Power the nodes off, group by group. Idempotent: nodes already off are recorded
+/// as such.
+pub fn stop(
+    host: &Host,
+    plan: &Plan,
+    timeout: Duration,
+    poll: Duration,
+) -> Result<Vec<NodeOutcome>> {
+    let mut out = Vec::new();
+    for group in stop_groups(plan) {
+        let mut waiting = Vec::new();
+        for node in group {
+            let Some(d) = host.domain(&node.name)? else {
+                out.push(outcome(node, "absent", None));
+                continue;
+            };
+            if !d.is_active()? {
+                out.push(outcome(node, "already-off", None));
+                continue;
+            }
+            // A driver without the ACPI method (libvirt's test driver) gets its
+            // default graceful shutdown.
+            if d.shutdown_flags(virt::sys::VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN)
+                .is_err()
+            {
+                d.shutdown()
+                    .with_context(|| format!("asking {} to shut down", node.name))?;
+            }
+            tracing::info!("{}: ACPI shutdown sent", node.name);
+            waiting.push((node, d));
+        }
+        let start = Instant::now();
+        while !waiting.is_empty() {
+            let mut still = Vec::new();
+            for (node, d) in waiting {
+                if d.is_active()? {
+                    still.push((node, d));
+                } else {
+                    out.push(outcome(
+                        node,
+                        "acpi-shutdown",
+                        Some(start.elapsed().as_secs()),
+                    ));
+                }
+            }
+            waiting = still;
+            if waiting.is_empty() {
+                break;
+            }
+            if start.elapsed() >= timeout {
+                for (node, d) in waiting.drain(..) {
+                    tracing::warn!(
+                        "{} did not shut down within {}s: forcing it off",
+                        node.name,
+                        timeout.as_secs()
+                    );
+                    match d.destroy() {
+                        Ok(()) => {}
+                        // It went off by itself in the meantime.
+                        Err(_) if !d.is_active().unwrap_or(true) => {}
+                        Err(e) => {
+                            return Err(e).with_context(|| format!("forcing {} off", node.name))
+                        }
+                    }
+                    out.push(outcome(node, "forced-off", Some(start.elapsed().as_secs())));
+                }
+                break;
+            }
+            std::thread::sleep(poll);
+        }
+    }
+    Ok(out)
+}
+
+/// Power the nodes on, control planes first. Nodes already running are recorded
+/// as such; nodes whose domain is gone (a removed bootstrap) as absent.
+pub fn start(host: &Host, plan: &Plan) -> Result<Vec<NodeOutcome>> {
+    let mut out = Vec::new();
+    for group in start_groups(plan) {
+        for node in group {
+            let Some(d) = host.domain(&node.name)? else {
+                out.push(outcome(node, "absent", None));
+                continue;
+            };
+            if d.is_active()? {
+                out.push(outcome(node, "already-running", None));
+                continue;
+            }
+            d.create()
+                .with_context(|| format!("starting {}", node.name))?;
+            out.push(outcome(node, "started", None));
+        }
+    }
+    Ok(out)
+}
+
+/// The nodes `start` waits to see Ready: the plan's nodes that have a domain,
+/// but the bootstrap (it never joins), as (name, FQDN).
+pub fn wanted_ready(host: &Host, plan: &Plan) -> Result<Vec<(String, String)>> {
+    let mut v = Vec::new();
+    for n in plan.nodes.iter().filter(|n| n.role != Role::Bootstrap) {
+        if host.domain(&n.name)?.is_some() {
+            v.push((n.name.clone(), n.fqdn.clone()));
+        }
+    }
+    Ok(v)
+}
+
+/// Record the last stop or start (`power.json`).
+pub fn record(cluster: &ClusterDir, r: &PowerRecord) -> Result<()> {
+    crate::files::write_json(&cluster.power(), r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        let text = "cluster: lab1\ndomain: example.com\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\nworkers: 2\n";
+        crate::plan::derive(
+            &crate::spec::from_str(text, "t.yaml", &crate::spec::Env::default())
+                .unwrap()
+                .spec,
+        )
+    }
+
+    #[test]
+    fn workers_stop_first_and_start_last() {
+        let p = plan();
+        let names = |g: &Vec<&Node>| g.iter().map(|n| n.name.clone()).collect::<Vec<_>>();
+        let [first, second] = stop_groups(&p);
+        assert_eq!(names(&first), ["lab1-worker-0", "lab1-worker-1"]);
+        assert!(names(&second).contains(&"lab1-ctlplane-0".to_string()));
+        assert!(names(&second).contains(&"lab1-bootstrap".to_string()));
+        let [first, second] = start_groups(&p);
+        assert!(first.iter().all(|n| n.role != Role::Worker));
+        assert_eq!(names(&second), ["lab1-worker-0", "lab1-worker-1"]);
+    }
+
+    #[test]
+    fn no_stop_before_the_first_rotation_unless_forced() {
+        let made = 1_000_000;
+        let e = too_early(Some(made), made + 3600 * 5 + 60).unwrap();
+        assert!(e.contains("made 5h01m ago"), "{e}");
+        assert!(e.contains("Wait 18h59m"), "{e}");
+        assert!(e.contains("--force"));
+        assert_eq!(too_early(Some(made), made + 24 * 3600), None);
+        assert_eq!(too_early(None, made), None, "no install, no certificates");
+    }
+}

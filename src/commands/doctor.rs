@@ -1,0 +1,50 @@
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::cli::doctor::DoctorArgs;
+use crate::doctor::{self, HostFacts, Report};
+use crate::output::emit;
+use crate::state::StateDir;
+
+#[derive(Serialize)]
+struct Out<'a> {
+    #[serde(flatten)]
+    report: &'a Report,
+    /// What the checks decided on: replayable with --facts.
+    facts: &'a HostFacts,
+}
+
+/// Run the checks and print them; the exit code is by severity
+/// ([`doctor::exit_code`]).
+pub fn run(args: &DoctorArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8> {
+    let loaded = args.file.as_deref().map(super::load_spec).transpose()?;
+    let plan = loaded.as_ref().map(|l| crate::plan::derive(&l.spec));
+    let uri = crate::libvirt::uri(
+        args.connect
+            .uri
+            .as_deref()
+            .or(plan.as_ref().map(|p| p.libvirt.uri.as_str())),
+    );
+    let facts = match &args.facts {
+        Some(f) => serde_json::from_str(
+            &std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
+        )
+        .with_context(|| format!("reading host facts from {}", f.display()))?,
+        None => doctor::facts::gather(state, &uri, plan.as_ref()),
+    };
+    let checks = doctor::checks(&facts, plan.as_ref());
+    let code = doctor::exit_code(&checks);
+    let report = Report::new(plan.as_ref().map(|p| p.cluster.clone()), checks);
+    emit(
+        out,
+        args.output,
+        &Out {
+            report: &report,
+            facts: &facts,
+        },
+        || report.table(),
+    )?;
+    Ok(code)
+}

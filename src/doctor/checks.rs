@@ -1,0 +1,710 @@
+//! `doctor`'s verdicts: pure functions of the host's facts and, when a cluster
+//! file was given, its plan. Each check says what it found and how to fix it.
+//! The rules reuse the ones preflight and the spec already hold
+//! (`host::security`, `host::firewall`, `libvirt::preflight::expected_node_use`,
+//! `spec::documented_minimum`); the sources are cited where they are defined.
+
+use std::net::{IpAddr, SocketAddr};
+
+use serde::Serialize;
+
+use super::facts::HostFacts;
+use super::Severity;
+use crate::host::{firewall, security};
+use crate::plan::{Boot, Plan};
+use crate::spec::{Method, NetworkMode, Role};
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// Stable name (`kvm`, `memory`, …): what scripts match on.
+    pub id: &'static str,
+    pub severity: Severity,
+    pub verdict: String,
+    /// What to do about it (for anything worse than a note).
+    pub fix: Option<String>,
+}
+
+fn check(id: &'static str, severity: Severity, verdict: impl Into<String>) -> Check {
+    Check {
+        id,
+        severity,
+        verdict: verdict.into(),
+        fix: None,
+    }
+}
+
+impl Check {
+    fn fix(mut self, fix: impl Into<String>) -> Self {
+        self.fix = Some(fix.into());
+        self
+    }
+}
+
+const GIB: u64 = 1 << 30;
+
+/// Every check, in a fixed order: the virtualisation stack, the host's files and
+/// services, then the plan's capacity.
+pub fn checks(f: &HostFacts, plan: Option<&Plan>) -> Vec<Check> {
+    let mut v = vec![kvm(f, plan), nested(f), libvirt(f)];
+    v.extend(fwcfg(f, plan));
+    v.push(firewall_check(f, plan));
+    v.push(network_manager(f, plan));
+    v.push(etc_hosts(f, plan));
+    v.push(serve(f, plan));
+    if let Some(p) = plan {
+        v.push(ports(f, p));
+        v.push(host_dns(f, p));
+        v.push(memory(f, p));
+        v.push(cpu(f, p));
+        v.push(disk(f, p));
+        v.push(etcd_disk(f, p));
+    }
+    v
+}
+
+fn kvm(f: &HostFacts, plan: Option<&Plan>) -> Check {
+    if f.kvm_usable {
+        return check("kvm", Severity::Ok, &f.kvm_reason);
+    }
+    let fix = if f.in_vm {
+        "this host is a VM: enable nested virtualisation on the outer host and give this VM a host-passthrough (or host-model) CPU"
+    } else {
+        "enable VT-x/AMD-V in the firmware, load kvm_intel or kvm_amd, and give your user access to /dev/kvm (group kvm)"
+    };
+    if plan.is_some_and(|p| p.rehearsal) {
+        check(
+            "kvm",
+            Severity::Warn,
+            format!(
+                "{}; the rehearsal's stand-in nodes run under TCG emulation, slowly",
+                f.kvm_reason
+            ),
+        )
+        .fix(fix)
+    } else {
+        check("kvm", Severity::Fail, &f.kvm_reason).fix(fix)
+    }
+}
+
+fn nested(f: &HostFacts) -> Check {
+    match &f.nested {
+        None => check(
+            "nested-virt",
+            Severity::Info,
+            "no kvm_intel/kvm_amd module loaded: cannot tell whether nodes could run VMs themselves",
+        ),
+        Some(n) if n.enabled => check(
+            "nested-virt",
+            Severity::Ok,
+            format!("{} nested=Y: nodes can run VMs (OpenShift Virtualization)", n.module),
+        ),
+        Some(n) => check(
+            "nested-virt",
+            Severity::Info,
+            format!(
+                "{} nested=N: fine for OpenShift; nodes cannot run VMs (OpenShift Virtualization) themselves",
+                n.module
+            ),
+        )
+        .fix(format!(
+            "only if nodes must run VMs: echo 'options {} nested=1' > /etc/modprobe.d/kvm-nested.conf, then reload {} with no VM running",
+            n.module, n.module
+        )),
+    }
+}
+
+fn libvirt(f: &HostFacts) -> Check {
+    match (&f.libvirt, &f.libvirt_error) {
+        (Some(l), _) => check(
+            "libvirt",
+            Severity::Ok,
+            format!(
+                "libvirt {}, hypervisor {} at {}",
+                security::version_string(l.version),
+                l.hypervisor_version
+                    .map(security::version_string)
+                    .unwrap_or_else(|| "unknown".into()),
+                l.uri
+            ),
+        ),
+        (None, e) => check(
+            "libvirt",
+            Severity::Fail,
+            format!("cannot reach libvirt: {}", e.as_deref().unwrap_or("unknown error")),
+        )
+        .fix("install libvirt's QEMU driver (libvirt-daemon-system or libvirt-daemon-driver-qemu), start libvirtd or virtqemud, and add your user to group libvirt (or use -c qemu:///session)"),
+    }
+}
+
+/// QEMU's `-fw_cfg name=opt/…,file=…` (QEMU docs/specs/fw_cfg.rst, "Externally
+/// Provided Items": since QEMU 2.4).
+const QEMU_FWCFG_MIN: u32 = 2_004_000;
+
+fn fwcfg_nodes(plan: Option<&Plan>) -> usize {
+    match plan {
+        Some(p) => p.nodes.iter().filter(|n| n.boot == Boot::DiskFwCfg).count(),
+        // No plan: a UPI cluster's, the default method's, nodes use fw_cfg.
+        None => 1,
+    }
+}
+
+fn fwcfg(f: &HostFacts, plan: Option<&Plan>) -> Vec<Check> {
+    let n = fwcfg_nodes(plan);
+    let Some(l) = &f.libvirt else {
+        return Vec::new();
+    };
+    if n == 0 {
+        return vec![check(
+            "fw-cfg",
+            Severity::Ok,
+            "no node of the plan gets its Ignition through fw_cfg",
+        )];
+    }
+    let mut v = Vec::new();
+    if let Some(p) = security::fwcfg_problem(l.version, n) {
+        v.push(check("fw-cfg", Severity::Fail, p).fix("upgrade libvirt to 6.5.0 or later"));
+    } else if l.hypervisor_version.is_some_and(|q| q < QEMU_FWCFG_MIN) {
+        v.push(
+            check(
+                "fw-cfg",
+                Severity::Fail,
+                format!(
+                    "QEMU {} has no -fw_cfg file items (QEMU 2.4 and later)",
+                    security::version_string(l.hypervisor_version.unwrap_or(0))
+                ),
+            )
+            .fix("upgrade QEMU"),
+        );
+    } else {
+        v.push(check(
+            "fw-cfg",
+            Severity::Ok,
+            "libvirt and QEMU give nodes their Ignition through <sysinfo type='fwcfg'>",
+        ));
+    }
+    // Labelling: libvirt's security drivers label the file (host::security).
+    let mut label = Vec::new();
+    label.extend(security::fwcfg_labelling_warning(l.version, n));
+    if l.local {
+        if let Some(dir) = plan.map(|p| &p.libvirt.pool_path) {
+            let mode = match f.selinux.as_str() {
+                "enforcing" => security::Selinux::Enforcing,
+                "permissive" => security::Selinux::Permissive,
+                _ => security::Selinux::Absent,
+            };
+            label.extend(security::pool_dir_warning(
+                mode,
+                dir,
+                f.pool_dir_context.as_deref(),
+            ));
+        }
+    }
+    if label.is_empty() {
+        let mac = match (f.selinux.as_str(), f.apparmor) {
+            ("enforcing", _) => "SELinux enforcing: libvirt labels the fw_cfg file svirt_image_t",
+            (_, true) => "AppArmor: virt-aa-helper lets each VM read its fw_cfg file",
+            _ => "no SELinux or AppArmor confinement of QEMU",
+        };
+        v.push(check("fw-cfg-labels", Severity::Ok, mac));
+    } else {
+        v.push(
+            check("fw-cfg-labels", Severity::Warn, label.join("; "))
+                .fix("see docs/apparmor-selinux.md; never set security_driver = \"none\""),
+        );
+    }
+    v
+}
+
+fn firewall_check(f: &HostFacts, plan: Option<&Plan>) -> Check {
+    let Some(backend) = &f.firewall else {
+        return check(
+            "firewall",
+            Severity::Warn,
+            format!(
+                "cannot tell what filters the host's input: {}",
+                f.firewall_error.as_deref().unwrap_or("unknown")
+            ),
+        )
+        .fix("run doctor as root (nft and iptables need it to list rules)");
+    };
+    if *backend == firewall::Backend::Open {
+        return check(
+            "firewall",
+            Severity::Ok,
+            "nothing filters traffic from the nodes to this host",
+        );
+    }
+    let Some(p) = plan else {
+        return check(
+            "firewall",
+            Severity::Info,
+            format!(
+                "{}: shiftlab serve adds a cluster's rules and destroy removes them (docs/firewall.md)",
+                backend.describe()
+            ),
+        );
+    };
+    // The zone libvirt gives its NAT bridges (libvirt src/network/bridge_driver_linux.c).
+    let zone = if *backend == firewall::Backend::Firewalld {
+        Some(f.firewall_zone.clone().unwrap_or_else(|| "libvirt".into()))
+    } else {
+        None
+    };
+    let record = firewall::Record {
+        backend: backend.clone(),
+        zone: zone.clone(),
+        openings: firewall::Openings::from_plan(p, None),
+    };
+    let mut c = check(
+        "firewall",
+        Severity::Info,
+        firewall::preflight_lines(&record).join("\n"),
+    );
+    if p.network.mode == NetworkMode::Nat && zone.as_deref().is_some_and(|z| z != "libvirt") {
+        c.severity = Severity::Warn;
+        c = c.fix(format!(
+            "bridge {} is in firewalld zone {}, not libvirt's: DHCP and DNS from the nodes may be dropped; firewall-cmd --zone=libvirt --change-interface={}",
+            p.network.bridge,
+            zone.unwrap_or_default(),
+            p.network.bridge
+        ));
+    }
+    c
+}
+
+/// Interfaces libvirt makes (bridges `virbr*`, taps `vnet*`) and container veths.
+fn libvirt_interface(name: &str, plan: Option<&Plan>) -> bool {
+    name.starts_with("virbr")
+        || name.starts_with("vnet")
+        || name.starts_with("veth")
+        || plan.is_some_and(|p| p.network.mode == NetworkMode::Nat && p.network.bridge == name)
+}
+
+fn network_manager(f: &HostFacts, plan: Option<&Plan>) -> Check {
+    let Some(devices) = &f.network_manager else {
+        return check(
+            "network-manager",
+            Severity::Ok,
+            "NetworkManager is not running",
+        );
+    };
+    let managed: Vec<String> = devices
+        .iter()
+        .filter(|d| libvirt_interface(&d.device, plan) && d.state != "unmanaged")
+        .map(|d| format!("{} ({})", d.device, d.state))
+        .collect();
+    if managed.is_empty() {
+        return check(
+            "network-manager",
+            Severity::Ok,
+            "NetworkManager leaves libvirt's bridges, taps and veths alone",
+        );
+    }
+    // NetworkManager.conf(5), [keyfile] unmanaged-devices: device specs separated by ';'.
+    let mut specs = vec![
+        "interface-name:virbr*",
+        "interface-name:vnet*",
+        "interface-name:veth*",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect::<Vec<_>>();
+    if let Some(p) = plan.filter(|p| p.network.mode == NetworkMode::Nat) {
+        specs.push(format!("interface-name:{}", p.network.bridge));
+    }
+    check(
+        "network-manager",
+        Severity::Warn,
+        format!("NetworkManager manages {}", managed.join(", ")),
+    )
+    .fix(format!(
+        "write /etc/NetworkManager/conf.d/90-libvirt-unmanaged.conf with [keyfile] and unmanaged-devices={}, then systemctl reload NetworkManager",
+        specs.join(";")
+    ))
+}
+
+/// Names `::1` may carry (Debian's and Fedora's default `/etc/hosts`).
+const IPV6_LOOPBACK_NAMES: &[&str] = &[
+    "localhost",
+    "localhost6",
+    "localhost.localdomain",
+    "localhost6.localdomain6",
+    "ip6-localhost",
+    "ip6-loopback",
+];
+
+fn etc_hosts(f: &HostFacts, plan: Option<&Plan>) -> Check {
+    let mut v4_localhost = false;
+    let mut v6_extra: Vec<String> = Vec::new();
+    let mut v6_localhost = false;
+    let mut cluster_on_loopback: Vec<String> = Vec::new();
+    for line in f.etc_hosts.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let mut words = line.split_whitespace();
+        let Some(Ok(addr)) = words.next().map(str::parse::<IpAddr>) else {
+            continue;
+        };
+        for name in words {
+            if addr.is_loopback() {
+                if let Some(p) = plan {
+                    if name == p.cluster_domain || name.ends_with(&format!(".{}", p.cluster_domain))
+                    {
+                        cluster_on_loopback.push(format!("{name} ({addr})"));
+                    }
+                }
+            }
+            match addr {
+                IpAddr::V4(a) if a.is_loopback() && name == "localhost" => v4_localhost = true,
+                IpAddr::V6(a) if a.is_loopback() => {
+                    if name == "localhost" {
+                        v6_localhost = true;
+                    }
+                    if !IPV6_LOOPBACK_NAMES.contains(&name) {
+                        v6_extra.push(name.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut problems = Vec::new();
+    if v6_localhost && !v4_localhost {
+        problems.push(
+            "localhost is only ::1: IPv4-only services on 127.0.0.1 are not reached as localhost"
+                .to_string(),
+        );
+    }
+    if !v6_extra.is_empty() {
+        problems.push(format!(
+            "::1 also names {}: those names resolve to the IPv6 loopback first",
+            v6_extra.join(", ")
+        ));
+    }
+    if !cluster_on_loopback.is_empty() {
+        problems.push(format!(
+            "cluster names on a loopback address: {}",
+            cluster_on_loopback.join(", ")
+        ));
+    }
+    if problems.is_empty() {
+        return check(
+            "etc-hosts",
+            Severity::Ok,
+            "/etc/hosts: localhost on 127.0.0.1, ::1 only for the loopback names",
+        );
+    }
+    check("etc-hosts", Severity::Warn, format!("/etc/hosts: {}", problems.join("; ")))
+        .fix("keep '127.0.0.1 localhost' and '::1 localhost ip6-localhost ip6-loopback' only; put the host's own name on its real address")
+}
+
+fn serve(f: &HostFacts, plan: Option<&Plan>) -> Check {
+    if f.serve_running {
+        return check("serve", Severity::Ok, "shiftlab serve is running");
+    }
+    let severity = if plan.is_some() {
+        Severity::Warn
+    } else {
+        Severity::Info
+    };
+    check(
+        "serve",
+        severity,
+        "shiftlab serve is not running: no load balancer, Ignition/ISO server, BMC or host DNS for the clusters",
+    )
+    .fix("shiftlab serve --install-unit (a systemd unit), or run shiftlab serve")
+}
+
+/// The host ports a cluster's services bind: the load balancer's frontends and
+/// the lab BMC.
+fn wanted_ports(p: &Plan) -> Vec<SocketAddr> {
+    let mut v: Vec<SocketAddr> = p
+        .load_balancer
+        .iter()
+        .flat_map(|lb| &lb.frontends)
+        .map(|fe| SocketAddr::new(fe.address.into(), fe.port))
+        .collect();
+    if let Some(b) = &p.bmc {
+        v.push(SocketAddr::new(b.address.into(), b.port));
+    }
+    v
+}
+
+fn ports(f: &HostFacts, p: &Plan) -> Check {
+    let wanted = wanted_ports(p);
+    if wanted.is_empty() {
+        return check("ports", Severity::Ok, "the plan binds no host port");
+    }
+    let taken: Vec<String> = wanted
+        .iter()
+        .filter(|w| {
+            f.listening
+                .iter()
+                .any(|l| l.port() == w.port() && (l.ip() == w.ip() || l.ip().is_unspecified()))
+        })
+        .map(|w| w.to_string())
+        .collect();
+    if taken.is_empty() {
+        return check(
+            "ports",
+            Severity::Ok,
+            format!(
+                "free: {}",
+                wanted
+                    .iter()
+                    .map(|w| w.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        );
+    }
+    if f.serve_running {
+        // serve holds them for the cluster once it serves it.
+        return check(
+            "ports",
+            Severity::Info,
+            format!(
+                "in use (by shiftlab serve if it serves {}): {}",
+                p.cluster,
+                taken.join(" ")
+            ),
+        );
+    }
+    check(
+        "ports",
+        Severity::Warn,
+        format!("another program listens on {}", taken.join(" ")),
+    )
+    .fix("find it with ss -ltnp and stop it, or give the cluster other addresses (network.cidr)")
+}
+
+fn host_dns(f: &HostFacts, p: &Plan) -> Check {
+    let expect = |name: &str| -> IpAddr {
+        if name.starts_with("api.") {
+            p.vips.api.into()
+        } else {
+            p.vips.ingress.into()
+        }
+    };
+    let mut bad = Vec::new();
+    for r in &f.resolved {
+        let want = expect(&r.name);
+        if r.addresses.is_empty() {
+            bad.push(format!("{} does not resolve (want {want})", r.name));
+        } else if !r.addresses.contains(&want) {
+            let got: Vec<String> = r.addresses.iter().map(|a| a.to_string()).collect();
+            bad.push(format!("{} is {} (want {want})", r.name, got.join(", ")));
+        }
+    }
+    if bad.is_empty() {
+        return check(
+            "host-dns",
+            Severity::Ok,
+            format!("the host resolves api and *.apps of {}", p.cluster_domain),
+        );
+    }
+    check("host-dns", Severity::Warn, bad.join("; ")).fix(
+        "shiftlab serve configures the host's resolver for the cluster (docs/dns.md); with serve running, check NetworkManager's dnsmasq or systemd-resolved",
+    )
+}
+
+fn role_min(p: &Plan, role: Role) -> (u64, u64, u64) {
+    crate::spec::documented_minimum(role, p.method)
+}
+
+fn memory(f: &HostFacts, p: &Plan) -> Check {
+    let need: u64 = p.nodes.iter().map(|n| n.memory_mib).sum();
+    let biggest = p.nodes.iter().map(|n| n.memory_mib).max().unwrap_or(0);
+    let total = f.memory_total_mib;
+    let gib = |mib: u64| format!("{:.1} GiB", mib as f64 / 1024.0);
+    if biggest > total {
+        return check(
+            "memory",
+            Severity::Fail,
+            format!(
+                "a node wants {} and the host has {}",
+                gib(biggest),
+                gib(total)
+            ),
+        )
+        .fix("give the nodes less memory (memory: in the cluster file) or use a bigger host");
+    }
+    let mut below = Vec::new();
+    if !p.rehearsal {
+        for n in &p.nodes {
+            let (_, min, _) = role_min(p, n.role);
+            if n.memory_mib < min {
+                below.push(format!("{} {} < {}", n.name, gib(n.memory_mib), gib(min)));
+            }
+        }
+    }
+    let mut notes = vec![format!(
+        "the nodes want {} together; the host has {} ({} available)",
+        gib(need),
+        gib(total),
+        gib(f.memory_available_mib)
+    )];
+    let mut severity = Severity::Ok;
+    let mut fix = None;
+    if need > f.memory_available_mib {
+        severity = Severity::Warn;
+        notes.push(
+            "overcommitted: KVM lets guests share memory, but OpenShift nodes use what they are given; expect swapping or the OOM killer"
+                .into(),
+        );
+        fix = Some("fewer or smaller nodes, or free memory on the host".to_string());
+    }
+    if !below.is_empty() {
+        severity = severity.max(Severity::Warn);
+        notes.push(format!(
+            "below the documented minimums: {}",
+            below.join(", ")
+        ));
+        fix.get_or_insert_with(|| "labs run smaller than the minimums at their own risk; raise memory: if the install stalls".into());
+    }
+    Check {
+        id: "memory",
+        severity,
+        verdict: notes.join("; "),
+        fix,
+    }
+}
+
+fn cpu(f: &HostFacts, p: &Plan) -> Check {
+    let need: u32 = p.nodes.iter().map(|n| n.vcpus).sum();
+    let biggest = p.nodes.iter().map(|n| n.vcpus).max().unwrap_or(0);
+    let cpus = f.cpus.max(1);
+    let mut severity = Severity::Ok;
+    let mut notes = vec![format!(
+        "the nodes want {need} vCPUs; the host has {cpus} CPU threads"
+    )];
+    let mut fix = None;
+    if biggest > cpus {
+        severity = Severity::Warn;
+        notes.push(format!("a node has {biggest} vCPUs, more than the host's threads: it will be slower than with fewer"));
+        fix = Some("give no node more vCPUs than the host has threads (numcpus:)".to_string());
+    } else if need > cpus {
+        severity = Severity::Info;
+        notes.push(format!(
+            "overcommitted {:.1}:1; fine for a lab while the nodes are idle, slow during the install",
+            need as f64 / cpus as f64
+        ));
+    }
+    if !p.rehearsal {
+        let below: Vec<String> = p
+            .nodes
+            .iter()
+            .filter(|n| (n.vcpus as u64) < role_min(p, n.role).0)
+            .map(|n| format!("{} {} < {}", n.name, n.vcpus, role_min(p, n.role).0))
+            .collect();
+        if !below.is_empty() {
+            severity = severity.max(Severity::Warn);
+            notes.push(format!(
+                "below the documented minimums: {}",
+                below.join(", ")
+            ));
+            fix.get_or_insert_with(|| "raise numcpus: if the install stalls".into());
+        }
+    }
+    Check {
+        id: "cpu",
+        severity,
+        verdict: notes.join("; "),
+        fix,
+    }
+}
+
+fn disk(f: &HostFacts, p: &Plan) -> Check {
+    let need = crate::libvirt::preflight::expected_node_use(p);
+    let Some(free) = f.pool_free_bytes else {
+        return check(
+            "disk",
+            Severity::Info,
+            format!(
+                "cannot tell the free space at {} (a remote libvirt?)",
+                p.libvirt.pool_path.display()
+            ),
+        );
+    };
+    let sno_small = p.method == Method::Sno
+        && !p.rehearsal
+        && p.nodes
+            .iter()
+            .any(|n| n.disks[0].size_gb < role_min(p, Role::Ctlplane).2);
+    let verdict = format!(
+        "{} GiB free at {}; the nodes' thin disks are expected to use {} GiB early on",
+        free / GIB,
+        p.libvirt.pool_path.display(),
+        need.div_ceil(GIB)
+    );
+    if free < need {
+        return check("disk", Severity::Fail, verdict)
+            .fix("free space there, or set libvirt.pool_path to a bigger filesystem");
+    }
+    if sno_small {
+        return check(
+            "disk",
+            Severity::Warn,
+            format!("{verdict}; a single node wants a 120 GB disk (documented minimum)"),
+        )
+        .fix("disk_size: 120");
+    }
+    check("disk", Severity::Ok, verdict)
+}
+
+fn etcd_disk(f: &HostFacts, p: &Plan) -> Check {
+    match f.pool_rotational {
+        _ if p.rehearsal => check("etcd-disk", Severity::Ok, "a rehearsal runs no etcd"),
+        Some(false) => check(
+            "etcd-disk",
+            Severity::Ok,
+            "the pool is on solid-state storage (etcd wants fsync p99 <= 10 ms)",
+        ),
+        Some(true) => check(
+            "etcd-disk",
+            Severity::Warn,
+            format!(
+                "{} is on a rotational disk: etcd wants fsync p99 <= 10 ms and will miss heartbeats",
+                p.libvirt.pool_path.display()
+            ),
+        )
+        .fix("put libvirt.pool_path on an SSD or NVMe"),
+        None => check(
+            "etcd-disk",
+            Severity::Info,
+            "cannot tell whether the pool's disk is rotational",
+        ),
+    }
+}
+
+/// The checks that stop `create infra` (preflight): every failing one, except
+/// those preflight makes itself (fw_cfg support, free space) and KVM, for which
+/// `libvirt::apply::choose_accel` falls back to TCG and says so.
+pub fn blocking(checks: &[Check]) -> Vec<String> {
+    checks
+        .iter()
+        .filter(|c| c.severity == Severity::Fail && !matches!(c.id, "fw-cfg" | "disk" | "kvm"))
+        .map(|c| match &c.fix {
+            Some(fix) => format!("{}: {} (fix: {fix})", c.id, c.verdict),
+            None => format!("{}: {}", c.id, c.verdict),
+        })
+        .collect()
+}
+
+/// What `create infra` prints before creating anything: the warnings (failures
+/// that do not block included), except the ones it tells itself (firewall rules,
+/// fw_cfg labelling) and serve's (started after create).
+pub fn notes(checks: &[Check]) -> Vec<String> {
+    checks
+        .iter()
+        .filter(|c| {
+            c.severity >= Severity::Warn
+                && blocking(std::slice::from_ref(*c)).is_empty()
+                && !matches!(
+                    c.id,
+                    "firewall" | "fw-cfg-labels" | "fw-cfg" | "disk" | "serve"
+                )
+        })
+        .map(|c| format!("doctor {}: {}", c.id, c.verdict))
+        .collect()
+}

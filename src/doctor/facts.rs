@@ -1,0 +1,352 @@
+//! The host, read once: everything `doctor`'s checks decide on. Plain data with
+//! serde, so a recorded host (`tests/fixtures/doctor/*.json`) can stand in for a
+//! real one. Reading never changes anything.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::host::firewall;
+use crate::plan::Plan;
+use crate::state::StateDir;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostFacts {
+    /// `host::kvm::check()`: can KVM give a guest x86-64-v2.
+    pub kvm_usable: bool,
+    pub kvm_reason: String,
+    /// The KVM module's `nested` parameter (`kvm_intel` or `kvm_amd`), if loaded.
+    pub nested: Option<Nested>,
+    /// This host is itself a VM (the CPU's `hypervisor` flag).
+    pub in_vm: bool,
+    /// libvirt, as connected to.
+    pub libvirt: Option<Libvirt>,
+    /// Why libvirt could not be reached.
+    pub libvirt_error: Option<String>,
+    /// `enforcing`, `permissive`, `absent`.
+    pub selinux: String,
+    /// The pool directory's (or its nearest existing parent's) SELinux context.
+    pub pool_dir_context: Option<String>,
+    /// AppArmor enabled in the kernel.
+    pub apparmor: bool,
+    /// What filters the host's input, and firewalld's zone of the cluster's bridge.
+    pub firewall: Option<firewall::Backend>,
+    pub firewall_zone: Option<String>,
+    pub firewall_error: Option<String>,
+    /// NetworkManager's devices and their state (`nmcli -t -f DEVICE,STATE device`), when it runs.
+    pub network_manager: Option<Vec<NmDevice>>,
+    /// The text of `/etc/hosts`.
+    pub etc_hosts: String,
+    /// TCP sockets listening on the host.
+    pub listening: Vec<SocketAddr>,
+    /// `shiftlab serve` answers on its control socket.
+    pub serve_running: bool,
+    /// Names of the cluster the host was asked to resolve, with what it got.
+    pub resolved: Vec<Resolved>,
+    pub memory_total_mib: u64,
+    pub memory_available_mib: u64,
+    pub cpus: u32,
+    /// The storage pool's directory (or nearest existing parent): free bytes, rotational disk.
+    pub pool_path: Option<PathBuf>,
+    pub pool_free_bytes: Option<u64>,
+    pub pool_rotational: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Nested {
+    pub module: String,
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Libvirt {
+    pub uri: String,
+    pub local: bool,
+    /// libvirt's packed version (major*1e6 + minor*1e3 + micro).
+    pub version: u32,
+    /// The hypervisor's (QEMU's), packed the same way.
+    pub hypervisor_version: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NmDevice {
+    pub device: String,
+    pub state: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resolved {
+    pub name: String,
+    pub addresses: Vec<IpAddr>,
+}
+
+/// `/proc/net/tcp` or `tcp6`: the listening sockets (state `0A`).
+pub fn parse_listening(text: &str, v6: bool) -> Vec<SocketAddr> {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 4 || f[3] != "0A" {
+                return None;
+            }
+            let (addr, port) = f[1].split_once(':')?;
+            let port = u16::from_str_radix(port, 16).ok()?;
+            // The kernel prints each 32-bit word of the address in host byte order.
+            let words: Vec<u32> = (0..addr.len() / 8)
+                .map(|i| u32::from_str_radix(&addr[i * 8..i * 8 + 8], 16))
+                .collect::<Result<_, _>>()
+                .ok()?;
+            let ip: IpAddr = if v6 {
+                let mut b = [0u8; 16];
+                for (i, w) in words.iter().enumerate().take(4) {
+                    b[i * 4..i * 4 + 4].copy_from_slice(&w.to_ne_bytes());
+                }
+                Ipv6Addr::from(b).into()
+            } else {
+                Ipv4Addr::from(words.first()?.to_ne_bytes()).into()
+            };
+            Some(SocketAddr::new(ip, port))
+        })
+        .collect()
+}
+
+/// `nmcli -t -f DEVICE,STATE device`: `name:state` lines (`\:` escapes a colon).
+pub fn parse_nmcli_devices(text: &str) -> Vec<NmDevice> {
+    text.lines()
+        .filter_map(|l| {
+            let i = l.rfind(':')?;
+            Some(NmDevice {
+                device: l[..i].replace("\\:", ":"),
+                state: l[i + 1..].trim().to_string(),
+            })
+        })
+        .collect()
+}
+
+/// `/proc/meminfo`: (MemTotal, MemAvailable) in MiB.
+pub fn parse_meminfo(text: &str) -> (u64, u64) {
+    let get = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|r| r.split_whitespace().next()?.parse::<u64>().ok())
+            .map(|kib| kib / 1024)
+            .unwrap_or(0)
+    };
+    (get("MemTotal:"), get("MemAvailable:"))
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+fn nested() -> Option<Nested> {
+    ["kvm_intel", "kvm_amd"].iter().find_map(|m| {
+        let v = read(&format!("/sys/module/{m}/parameters/nested"))?;
+        Some(Nested {
+            module: m.to_string(),
+            enabled: matches!(v.trim(), "Y" | "1"),
+        })
+    })
+}
+
+/// Is the disk under `path` rotational (`/sys/dev/block/<maj>:<min>/queue/rotational`,
+/// the whole disk's for a partition)? `None` for what has no block device (tmpfs,
+/// overlay) or cannot be told.
+fn rotational(path: &Path) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    if major == 0 {
+        return None;
+    }
+    let base = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let text = std::fs::read_to_string(base.join("queue/rotational"))
+        .or_else(|_| std::fs::read_to_string(base.join("../queue/rotational")))
+        .ok()?;
+    Some(text.trim() == "1")
+}
+
+fn process_running(comm: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .any(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == comm))
+}
+
+fn run(argv: &[&str]) -> Option<String> {
+    let out = std::process::Command::new(argv[0])
+        .args(&argv[1..])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The names of a cluster the host itself must resolve (openshift.md "DNS"):
+/// the API and a route under `*.apps`.
+pub fn host_names(plan: &Plan) -> Vec<String> {
+    vec![
+        format!("api.{}", plan.cluster_domain),
+        format!("console-openshift-console.apps.{}", plan.cluster_domain),
+    ]
+}
+
+fn resolve(name: &str) -> Resolved {
+    let mut addresses: Vec<IpAddr> = (name, 0u16)
+        .to_socket_addrs()
+        .map(|it| it.map(|a| a.ip()).collect())
+        .unwrap_or_default();
+    addresses.sort();
+    addresses.dedup();
+    Resolved {
+        name: name.to_string(),
+        addresses,
+    }
+}
+
+/// Read the host. `uri` is libvirt's; `plan`, when given, says which pool, bridge
+/// and names to look at.
+pub fn gather(state: &StateDir, uri: &str, plan: Option<&Plan>) -> HostFacts {
+    let serve_running = matches!(
+        crate::serve::control::request(state, &crate::serve::control::Request::Ping),
+        Ok(Some(_))
+    );
+    match crate::libvirt::Host::open(uri) {
+        Ok(h) => gather_on(Ok(&h), serve_running, plan),
+        Err(e) => gather_on(Err(format!("{e:#}")), serve_running, plan),
+    }
+}
+
+/// [`gather`] over a libvirt connection already open (or why there is none).
+pub fn gather_on(
+    host: Result<&crate::libvirt::Host, String>,
+    serve_running: bool,
+    plan: Option<&Plan>,
+) -> HostFacts {
+    let kvm = crate::host::kvm::check();
+    let mut f = HostFacts {
+        kvm_usable: kvm.usable,
+        kvm_reason: kvm.reason,
+        nested: nested(),
+        in_vm: read("/proc/cpuinfo").is_some_and(|c| {
+            c.lines()
+                .any(|l| l.starts_with("flags") && l.split_whitespace().any(|w| w == "hypervisor"))
+        }),
+        selinux: match crate::host::security::selinux() {
+            crate::host::security::Selinux::Absent => "absent",
+            crate::host::security::Selinux::Permissive => "permissive",
+            crate::host::security::Selinux::Enforcing => "enforcing",
+        }
+        .into(),
+        apparmor: read("/sys/module/apparmor/parameters/enabled").is_some_and(|v| v.trim() == "Y"),
+        etc_hosts: read("/etc/hosts").unwrap_or_default(),
+        serve_running,
+        ..HostFacts::default()
+    };
+    match host {
+        Ok(h) => {
+            f.libvirt = Some(Libvirt {
+                uri: h.uri.clone(),
+                local: h.is_local(),
+                version: h.conn.lib_version().unwrap_or(0),
+                hypervisor_version: h.conn.hyp_version().ok(),
+            })
+        }
+        Err(e) => f.libvirt_error = Some(e),
+    }
+    for (file, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
+        if let Some(t) = read(file) {
+            f.listening.extend(parse_listening(&t, v6));
+        }
+    }
+    if process_running("NetworkManager") {
+        f.network_manager = Some(
+            run(&["nmcli", "-t", "-f", "DEVICE,STATE", "device"])
+                .map(|t| parse_nmcli_devices(&t))
+                .unwrap_or_default(),
+        );
+    }
+    let (total, avail) = parse_meminfo(&read("/proc/meminfo").unwrap_or_default());
+    f.memory_total_mib = total;
+    f.memory_available_mib = avail;
+    f.cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+
+    let fw = firewall::Firewall {
+        runner: &firewall::System,
+    };
+    match fw.probe() {
+        Ok(p) => f.firewall = Some(firewall::decide(&p)),
+        Err(e) => f.firewall_error = Some(format!("{e:#}")),
+    }
+    if let Some(plan) = plan {
+        if f.firewall == Some(firewall::Backend::Firewalld) {
+            f.firewall_zone = run(&[
+                "firewall-cmd",
+                &format!("--get-zone-of-interface={}", plan.network.bridge),
+            ])
+            .map(|z| z.trim().to_string())
+            .filter(|z| !z.is_empty());
+        }
+        let dir = &plan.libvirt.pool_path;
+        let existing = dir
+            .ancestors()
+            .find(|d| d.exists())
+            .unwrap_or(dir)
+            .to_path_buf();
+        f.pool_free_bytes = crate::host::free_bytes(&existing);
+        f.pool_rotational = rotational(&existing);
+        f.pool_dir_context = crate::host::security::selinux_context(&existing);
+        f.pool_path = Some(dir.clone());
+        f.resolved = host_names(plan).iter().map(|n| resolve(n)).collect();
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listening_sockets_are_read_from_proc() {
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0\n\
+   1: 0100A8C0:01BB 0200A8C0:D431 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 30 10 -1\n";
+        assert_eq!(
+            parse_listening(tcp, false),
+            vec!["127.0.0.1:8080".parse().unwrap()]
+        );
+        let tcp6 = "  sl  local_address remote_address st\n\
+   0: 00000000000000000000000001000000:0016 00000000000000000000000000000000:0000 0A 0\n";
+        assert_eq!(
+            parse_listening(tcp6, true),
+            vec!["[::1]:22".parse().unwrap()]
+        );
+    }
+
+    #[test]
+    fn nmcli_and_meminfo_parse() {
+        let d =
+            parse_nmcli_devices("eth0:connected\nvirbr0:connected (externally)\nveth1:unmanaged\n");
+        assert_eq!(d[1].device, "virbr0");
+        assert_eq!(d[1].state, "connected (externally)");
+        assert_eq!(d[2].state, "unmanaged");
+        assert_eq!(
+            parse_meminfo(
+                "MemTotal:       65843372 kB\nMemFree: 1 kB\nMemAvailable:   40000000 kB\n"
+            ),
+            (64300, 39062)
+        );
+    }
+}

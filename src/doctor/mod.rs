@@ -1,0 +1,105 @@
+//! `shiftlab doctor`: the host looked at before a 45-minute install fails on it.
+//!
+//! Two halves, so that every verdict is testable without the host it is about:
+//! [`facts`] reads the host once into [`HostFacts`] (plain data, serialisable: a
+//! test loads a recorded host from JSON), and [`checks`] turns facts and an
+//! optional plan into [`Check`]s, each with a verdict and a fix, by pure
+//! functions. `create infra` runs the same checks as preflight
+//! (`libvirt::preflight`).
+
+pub mod checks;
+pub mod facts;
+
+use serde::Serialize;
+
+pub use checks::{checks, Check};
+pub use facts::HostFacts;
+
+/// How bad a finding is. Ordered: the report's worst decides the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Fine.
+    Ok,
+    /// Worth knowing, nothing to do.
+    Info,
+    /// The install may fail or be slow; it can still go ahead.
+    Warn,
+    /// The install cannot work until this is fixed.
+    Fail,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Ok => "ok",
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Fail => "FAIL",
+        }
+    }
+}
+
+/// `shiftlab doctor`'s exit code for the worst finding: 0 nothing worse than a
+/// note, 3 warnings, 4 a failing check (1 and 2 keep their meaning: the command
+/// itself failed, bad usage).
+pub fn exit_code(checks: &[Check]) -> u8 {
+    match checks.iter().map(|c| c.severity).max() {
+        Some(Severity::Fail) => 4,
+        Some(Severity::Warn) => 3,
+        _ => 0,
+    }
+}
+
+/// What `doctor` prints: the checks, and what they were run for.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// The cluster whose plan the capacity and name checks used, if any.
+    pub cluster: Option<String>,
+    pub checks: Vec<Check>,
+    /// The worst severity found.
+    pub worst: Severity,
+}
+
+impl Report {
+    pub fn new(cluster: Option<String>, checks: Vec<Check>) -> Self {
+        let worst = checks
+            .iter()
+            .map(|c| c.severity)
+            .max()
+            .unwrap_or(Severity::Ok);
+        Report {
+            cluster,
+            checks,
+            worst,
+        }
+    }
+
+    /// The human form: one row per check, the fixes of the others below.
+    pub fn table(&self) -> String {
+        let rows: Vec<Vec<String>> = self
+            .checks
+            .iter()
+            .map(|c| {
+                vec![
+                    c.severity.as_str().to_string(),
+                    c.id.to_string(),
+                    c.verdict.clone(),
+                ]
+            })
+            .collect();
+        let mut s = crate::plan::render_table_rows(&["", "CHECK", "VERDICT"], &rows);
+        let fixes: Vec<&Check> = self
+            .checks
+            .iter()
+            .filter(|c| c.severity >= Severity::Warn && c.fix.is_some())
+            .collect();
+        if !fixes.is_empty() {
+            s.push_str("\nto fix:\n");
+            for c in fixes {
+                s.push_str(&format!("  {}: {}\n", c.id, c.fix.as_deref().unwrap_or("")));
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,195 @@
+//! `shiftlab doctor`'s decisions over recorded host facts
+//! (`tests/fixtures/doctor/*.json`, in the form `doctor -o json` prints them):
+//! each check's verdict and severity, and the exit code, without the host they
+//! describe. Goldens in `tests/golden/doctor/` (UPDATE_GOLDEN=1 rewrites them).
+
+mod common;
+
+use shiftlab::doctor::{self, HostFacts, Report, Severity};
+
+fn facts(name: &str) -> HostFacts {
+    let p = common::repo().join(format!("tests/fixtures/doctor/{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// A full-size OKD UPI lab, 3 control planes and 2 workers, default sizes (and
+/// `extra` lines).
+fn plan(extra: &str) -> shiftlab::plan::Plan {
+    let workers = if extra.contains("workers:") {
+        ""
+    } else {
+        "workers: 2\n"
+    };
+    let text = format!(
+        "cluster: lab1\ndomain: example.com\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\n{workers}{extra}"
+    );
+    let loaded =
+        shiftlab::spec::from_str(&text, "lab1.yaml", &shiftlab::spec::Env::default()).unwrap();
+    shiftlab::plan::derive(&loaded.spec)
+}
+
+fn severity(checks: &[doctor::Check], id: &str) -> Severity {
+    checks
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no check {id}"))
+        .severity
+}
+
+#[test]
+fn a_good_host_passes_every_check() {
+    let p = plan("");
+    let checks = doctor::checks(&facts("good-host"), Some(&p));
+    let bad: Vec<_> = checks
+        .iter()
+        .filter(|c| c.severity >= Severity::Warn)
+        .collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+    assert_eq!(doctor::exit_code(&checks), 0);
+    let table = Report::new(Some("lab1".into()), checks).table();
+    common::golden(
+        &common::repo().join("tests/golden/doctor/good-host.txt"),
+        &table,
+    );
+}
+
+#[test]
+fn a_troubled_host_gets_a_verdict_and_a_fix_for_each_problem() {
+    let p = plan("");
+    let checks = doctor::checks(&facts("troubled-host"), Some(&p));
+    for (id, want) in [
+        ("kvm", Severity::Fail),
+        ("nested-virt", Severity::Info),
+        ("fw-cfg", Severity::Ok),
+        ("fw-cfg-labels", Severity::Warn),
+        ("firewall", Severity::Warn),
+        ("network-manager", Severity::Warn),
+        ("etc-hosts", Severity::Warn),
+        ("serve", Severity::Warn),
+        ("ports", Severity::Warn),
+        ("host-dns", Severity::Warn),
+        ("memory", Severity::Warn),
+        ("cpu", Severity::Info),
+        ("disk", Severity::Ok),
+        ("etcd-disk", Severity::Warn),
+    ] {
+        assert_eq!(severity(&checks, id), want, "{id}");
+    }
+    for c in checks.iter().filter(|c| c.severity >= Severity::Warn) {
+        assert!(c.fix.is_some(), "{} has no fix", c.id);
+    }
+    assert_eq!(doctor::exit_code(&checks), 4);
+    // KVM missing does not stop create infra (it falls back to TCG and says so):
+    // a note.
+    assert!(doctor::checks::blocking(&checks).is_empty());
+    assert!(doctor::checks::notes(&checks)
+        .iter()
+        .any(|n| n.starts_with("doctor kvm: ")));
+    let table = Report::new(Some("lab1".into()), checks).table();
+    common::golden(
+        &common::repo().join("tests/golden/doctor/troubled-host.txt"),
+        &table,
+    );
+}
+
+#[test]
+fn capacity_is_weighed_against_the_plan() {
+    let mut f = facts("good-host");
+    // A node bigger than the host cannot boot.
+    f.memory_total_mib = 12_000;
+    f.memory_available_mib = 11_000;
+    let c = doctor::checks(&f, Some(&plan("")));
+    assert_eq!(severity(&c, "memory"), Severity::Fail);
+    let b = doctor::checks::blocking(&c);
+    assert!(
+        b.len() == 1 && b[0].starts_with("memory: a node wants 16.0 GiB"),
+        "{b:?}"
+    );
+    // Too little free space for the thin disks: refused, as preflight does.
+    let mut f = facts("good-host");
+    f.pool_free_bytes = Some(10 << 30);
+    let c = doctor::checks(&f, Some(&plan("")));
+    assert_eq!(severity(&c, "disk"), Severity::Fail);
+    // Single node: the documented 8 vCPU / 16 GiB / 120 GB.
+    let sno = plan("method: sno\nworkers: 0\nnumcpus: 4\ndisk_size: 100\n");
+    let c = doctor::checks(&facts("good-host"), Some(&sno));
+    assert_eq!(severity(&c, "cpu"), Severity::Warn);
+    assert!(c
+        .iter()
+        .any(|c| c.id == "disk" && c.verdict.contains("120 GB")));
+    // A rehearsal without KVM runs, slowly; a real cluster does not.
+    let mut f = facts("good-host");
+    f.kvm_usable = false;
+    let c = doctor::checks(&f, Some(&plan("rehearsal: true\n")));
+    assert_eq!(severity(&c, "kvm"), Severity::Warn);
+    assert_eq!(severity(&c, "etcd-disk"), Severity::Ok);
+    assert_eq!(doctor::exit_code(&c), 3);
+}
+
+#[test]
+fn the_ipv6_localhost_lines_that_break_and_those_that_do_not() {
+    let p = plan("");
+    let hosts = |text: &str| {
+        let mut f = facts("good-host");
+        f.etc_hosts = text.into();
+        severity(&doctor::checks(&f, Some(&p)), "etc-hosts")
+    };
+    // Debian's and Fedora's defaults.
+    assert_eq!(
+        hosts("127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"),
+        Severity::Ok
+    );
+    assert_eq!(
+        hosts("127.0.0.1 localhost localhost.localdomain\n::1 localhost localhost.localdomain localhost6 localhost6.localdomain6\n"),
+        Severity::Ok
+    );
+    assert_eq!(hosts("::1 localhost\n"), Severity::Warn);
+    assert_eq!(
+        hosts("127.0.0.1 localhost\n::1 localhost myhost\n"),
+        Severity::Warn
+    );
+    assert_eq!(
+        hosts("127.0.0.1 localhost api.lab1.example.com\n"),
+        Severity::Warn
+    );
+}
+
+#[test]
+fn the_cli_replays_recorded_facts_with_an_exit_code_by_severity() {
+    let home = tempfile::tempdir().unwrap();
+    let fx = |n: &str| {
+        common::repo()
+            .join(format!("tests/fixtures/doctor/{n}.json"))
+            .display()
+            .to_string()
+    };
+    let out = common::shiftlab(&["doctor", "--facts", &fx("good-host")], home.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = common::shiftlab(
+        &["doctor", "--facts", &fx("troubled-host"), "-o", "json"],
+        home.path(),
+    );
+    assert_eq!(out.status.code(), Some(4));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["worst"], "fail");
+    assert_eq!(v["checks"][0]["id"], "kvm");
+    // The facts printed are the facts read: replaying them gives the same report.
+    let again = home.path().join("facts.json");
+    std::fs::write(&again, serde_json::to_string(&v["facts"]).unwrap()).unwrap();
+    let out2 = common::shiftlab(
+        &[
+            "doctor",
+            "--facts",
+            &again.display().to_string(),
+            "-o",
+            "json",
+        ],
+        home.path(),
+    );
+    assert_eq!(out2.stdout, out.stdout);
+}

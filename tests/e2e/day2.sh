@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# tests/e2e/day2.sh IMAGE — day-2 commands on a rehearsal cluster, in the sandbox.
+#
+#   scripts/sandbox run -- tests/e2e/day2.sh /path/to/standin.qcow2
+#
+# doctor's real run on the sandbox host (a verdict per check, the exit code by
+# severity); a UPI rehearsal (bootstrap, 3 control planes, 1 worker, 256 MiB
+# each) built by create infra; env and ssh; the serial console over libvirt's
+# stream, attached while stop shuts the nodes down (workers first, ACPI, the
+# stand-in's power-button message seen on the console); start (control planes
+# first, no API in a lab: said so); gather with no secret of the state in it.
+set -euo pipefail
+
+NAME=day2
+. "$(dirname "$0")/lib.sh"
+e2e_sandbox "$@"
+TIMEOUT=${DAY2_BOOT_TIMEOUT:-300}
+e2e_workdir day2
+destroy_on_exit e2ed
+
+f=$(cluster_file e2ed 192.168.171.0/24 "method: upi" "image: $IMAGE" "ctlplanes: 3" "workers: 1" \
+	"bootstrap: {memory: 256}" "ctlplane: {memory: 256}" "worker: {memory: 256}")
+
+step "doctor on the sandbox host"
+rc=0
+"$bin" doctor -f "$f" -o json >"$work/doctor.json" || rc=$?
+[[ $rc == 0 || $rc == 3 || $rc == 4 ]] || fail "doctor exited $rc"
+jq -e --argjson rc "$rc" '
+	([.checks[].id] | index("kvm") != null and index("libvirt") != null and index("memory") != null)
+	and ((.worst == "fail") == ($rc == 4)) and ((.worst == "warn") == ($rc == 3))' \
+	"$work/doctor.json" >/dev/null || fail "doctor's report: $(jq -c '[.worst, [.checks[] | .id + "=" + .severity]]' "$work/doctor.json")"
+jq -e '.checks[] | select(.id == "libvirt") | .severity == "ok"' "$work/doctor.json" >/dev/null ||
+	fail "doctor does not see the sandbox's libvirt: $(jq -c '.checks[] | select(.id == "libvirt")' "$work/doctor.json")"
+"$bin" doctor -f "$f" || true
+
+step "create infra for e2ed"
+"$bin" create infra -f "$f" --start-workers | tee "$work/create.out"
+"$bin" plan -f "$f" -o json >"$work/plan.json"
+mapfile -t NODES < <(jq -r '.nodes[].name' "$work/plan.json")
+wait_report() { # node
+	local log=/var/log/libvirt/qemu/$1-console.log deadline=$((SECONDS + TIMEOUT))
+	until grep -aq 'SHIFTLAB-STANDIN-REPORT ' "$log" 2>/dev/null; do
+		((SECONDS < deadline)) || fail "$1 printed no report within ${TIMEOUT}s: $(tail -c 400 "$log" 2>/dev/null)"
+		sleep 2
+	done
+}
+for n in "${NODES[@]}"; do wait_report "$n"; done
+
+step "env and ssh"
+if "$bin" env e2ed >"$work/env.out" 2>&1; then fail "env printed a kubeconfig a lab does not have"; fi
+grep -q 'has no kubeconfig yet' "$work/env.out" || fail "env: $(cat "$work/env.out")"
+w0_ip=$(jq -r '.nodes[] | select(.name == "e2ed-worker-0") | .ip' "$work/plan.json")
+"$bin" ssh e2ed worker-0 --print -- uptime | tee "$work/ssh.out"
+grep -q -- "-l core -- $w0_ip uptime\$" "$work/ssh.out" || fail "ssh: $(cat "$work/ssh.out")"
+
+step "console attached while stop shuts the nodes down, workers first"
+"$bin" console e2ed worker-0 >"$work/console.out" 2>&1 < <(sleep 300) &
+console_pid=$!
+on_exit 'stop_pid "$console_pid"'
+wait_for 30 "the console to attach" grep -q "connected to e2ed-worker-0's console" "$work/console.out"
+"$bin" stop e2ed --timeout 90 -o json | tee "$work/stop.json"
+jq -e '.action == "stop" and .nodes[0].node == "e2ed-worker-0"' "$work/stop.json" >/dev/null ||
+	fail "stop did not begin with the worker: $(jq -c '[.nodes[] | [.node, .action]]' "$work/stop.json")"
+jq -e '[.nodes[] | select(.node != "e2ed-bootstrap" or .action != "absent") | .action] | all(. == "acpi-shutdown" or . == "forced-off")' \
+	"$work/stop.json" >/dev/null || fail "stop: $(jq -c '[.nodes[] | [.node, .action]]' "$work/stop.json")"
+for n in "${NODES[@]}"; do
+	[[ $(virsh domstate "$n") == "shut off" ]] || fail "$n is $(virsh domstate "$n") after stop"
+done
+wait_for 30 "the console to end with the domain" bash -c "! kill -0 $console_pid 2>/dev/null"
+grep -aq "ACPI power button, powering off" "$work/console.out" ||
+	fail "the console did not show the ACPI shutdown: $(tail -c 600 "$work/console.out")"
+grep -q "console closed" "$work/console.out" || fail "the console did not say it closed"
+[[ -f $SHIFTLAB_HOME/clusters/e2ed/power.json ]] || fail "stop recorded nothing"
+"$bin" stop e2ed -o json | jq -e '[.nodes[].action] | all(. == "already-off" or . == "absent")' >/dev/null ||
+	fail "a second stop was not a no-op"
+
+step "start: control planes first"
+"$bin" start e2ed -o json | tee "$work/start.json"
+jq -e '[.nodes[] | select(.action == "started") | .node] | (.[-1] == "e2ed-worker-0") and (length == 5)' \
+	"$work/start.json" >/dev/null || fail "start order: $(jq -c '[.nodes[] | [.node, .action]]' "$work/start.json")"
+jq -e '.note | contains("no kubeconfig")' "$work/start.json" >/dev/null || fail "start did not say why the API was not looked at"
+for n in "${NODES[@]}"; do
+	[[ $(virsh domstate "$n") == "running" ]] || fail "$n is $(virsh domstate "$n") after start"
+done
+"$bin" start e2ed -o json | jq -e '[.nodes[].action] | all(. == "already-running")' >/dev/null ||
+	fail "a second start was not a no-op"
+
+step "gather"
+token=$(cat "$SHIFTLAB_HOME/clusters/e2ed/http-token" 2>/dev/null || true)
+"$bin" gather e2ed --out "$work/g.tar.gz" | tee "$work/gather.out"
+mkdir "$work/g" && tar -xzf "$work/g.tar.gz" -C "$work/g"
+for n in "${NODES[@]}"; do
+	[[ -s $work/g/gather-e2ed/libvirt/domain-$n.xml ]] || fail "gather has no domain XML of $n"
+	[[ -s $work/g/gather-e2ed/nodes/$n.console.log ]] || fail "gather has no console log of $n"
+done
+[[ -s $work/g/gather-e2ed/libvirt/network-shiftlab-e2ed.xml ]] || fail "gather has no network XML: $(ls "$work/g/gather-e2ed/libvirt")"
+[[ -s $work/g/gather-e2ed/state/plan.json ]] || fail "gather has no plan"
+if [[ -n $token ]] && grep -rqF "$token" "$work/g"; then fail "the HTTP token is in the tarball"; fi
+echo "PASS $NAME"

@@ -1,0 +1,171 @@
+//! `shiftlab gather`: the tarball holds what it promises, and none of the
+//! secrets planted in the cluster's state (pull secret, BMC password, HTTP
+//! token, kubeconfig key, kubeadmin password, SSH private key) — searched for in
+//! every byte of every member.
+
+mod common;
+
+use std::io::Read;
+use std::path::Path;
+
+const PULL_AUTH: &str = "cGxhbnRlZDpwdWxsLXNlY3JldC0xMjM0NQ==";
+const BMC_PASSWORD: &str = "planted-bmc-password-6789";
+const HTTP_TOKEN: &str = "plantedhttptoken0123456789abcdef";
+const CLIENT_KEY: &str = "UExBTlRFRC1DTElFTlQtS0VZLURBVEE=";
+const KUBEADMIN: &str = "Planted-Kubeadmin-Pass";
+const SSH_KEY_BODY: &str = "b3BlbnNzaC1wbGFudGVkLXByaXZhdGUta2V5";
+
+fn plant(home: &Path) -> std::path::PathBuf {
+    let f = common::rehearsal_file(home, "workers: 1\n");
+    let out = common::shiftlab(&["plan", "-f", &f, "-o", "json"], home);
+    assert!(out.status.success());
+    let c = home.join("state/clusters/lab1");
+    std::fs::create_dir_all(c.join("assets/auth")).unwrap();
+    std::fs::write(c.join("plan.json"), &out.stdout).unwrap();
+    let pull = format!(
+        "{{\"auths\":{{\"quay.io\":{{\"auth\":\"{PULL_AUTH}\",\"email\":\"me@example.com\"}}}}}}"
+    );
+    std::fs::write(
+        c.join("install-config.backup.yaml"),
+        format!("apiVersion: v1\nbaseDomain: lab.test\npullSecret: '{pull}'\nsshKey: ssh-ed25519 AAAA k\n"),
+    )
+    .unwrap();
+    std::fs::write(c.join("bmc-password"), BMC_PASSWORD).unwrap();
+    std::fs::write(c.join("http-token"), HTTP_TOKEN).unwrap();
+    std::fs::write(c.join("assets/auth/kubeadmin-password"), KUBEADMIN).unwrap();
+    std::fs::write(
+        c.join("assets/auth/kubeconfig"),
+        format!("apiVersion: v1\nusers:\n- name: admin\n  user:\n    client-certificate-data: Q0VSVA==\n    client-key-data: {CLIENT_KEY}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        c.join("assets/bootstrap.ign"),
+        format!("{{\"pull\":\"{PULL_AUTH}\"}}"),
+    )
+    .unwrap();
+    // A log that leaked all of them (it should not, but gather must not pass them on).
+    std::fs::write(
+        c.join("openshift-install.log"),
+        format!(
+            "level=info msg=\"Waiting up to 20m0s for bootstrapping to complete...\"\n\
+             level=debug msg=\"fetching https://192.168.126.1:8080/{HTTP_TOKEN}/lab1-worker-0.ign\"\n\
+             level=debug msg=\"bmc password={BMC_PASSWORD} kubeadmin {KUBEADMIN}\"\n\
+             level=debug msg=\"pull secret {pull}\"\n\
+             -----BEGIN OPENSSH PRIVATE KEY-----\n{SSH_KEY_BODY}\n-----END OPENSSH PRIVATE KEY-----\n\
+             level=error msg=\"Bootstrap failed to complete: timed out waiting for the condition\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(c.join("install-state.json"), "{\"format\": 1}\n").unwrap();
+    c
+}
+
+fn members(tarball: &Path) -> Vec<(String, Vec<u8>)> {
+    let f = std::fs::File::open(tarball).unwrap();
+    let mut a = tar::Archive::new(flate2::read::GzDecoder::new(f));
+    a.entries()
+        .unwrap()
+        .map(|e| {
+            let mut e = e.unwrap();
+            let name = e.path().unwrap().display().to_string();
+            let mut b = Vec::new();
+            e.read_to_end(&mut b).unwrap();
+            (name, b)
+        })
+        .collect()
+}
+
+#[test]
+fn the_tarball_has_the_logs_and_state_and_no_planted_secret() {
+    let home = tempfile::tempdir().unwrap();
+    plant(home.path());
+    let out_path = home.path().join("g.tar.gz");
+    let out = common::shiftlab(
+        &[
+            "gather",
+            "lab1",
+            "-c",
+            "test:///default",
+            "--out",
+            &out_path.display().to_string(),
+            "-o",
+            "json",
+        ],
+        home.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hints: Vec<&str> = summary["hints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    assert!(hints.contains(&"bootstrap-stuck"), "{hints:?}");
+
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&out_path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let m = members(&out_path);
+    let names: Vec<&str> = m.iter().map(|(n, _)| n.as_str()).collect();
+    for want in [
+        "gather-lab1/state/plan.json",
+        "gather-lab1/state/install-state.json",
+        "gather-lab1/state/install-config.backup.yaml",
+        "gather-lab1/install/openshift-install.log",
+        "gather-lab1/doctor.json",
+        "gather-lab1/SUMMARY.txt",
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    for (name, bytes) in &m {
+        assert!(
+            !name.contains("auth/") && !name.ends_with(".ign") && !name.contains("bmc-password"),
+            "{name}"
+        );
+        let text = String::from_utf8_lossy(bytes);
+        for secret in [
+            PULL_AUTH,
+            BMC_PASSWORD,
+            HTTP_TOKEN,
+            CLIENT_KEY,
+            KUBEADMIN,
+            SSH_KEY_BODY,
+        ] {
+            assert!(
+                !text.contains(secret),
+                "{name} holds a planted secret {secret}"
+            );
+        }
+    }
+    // What was redacted is still readable around it.
+    let log = &m
+        .iter()
+        .find(|(n, _)| n.ends_with("openshift-install.log"))
+        .unwrap()
+        .1;
+    let log = String::from_utf8_lossy(log);
+    assert!(log.contains("/<redacted>/lab1-worker-0.ign"), "{log}");
+    assert!(log.contains("Bootstrap failed to complete"));
+    let ic = &m
+        .iter()
+        .find(|(n, _)| n.ends_with("install-config.backup.yaml"))
+        .unwrap()
+        .1;
+    assert!(String::from_utf8_lossy(ic).contains("sshKey: ssh-ed25519 AAAA k"));
+}
+
+#[test]
+fn an_unknown_cluster_is_refused_and_nothing_written() {
+    let home = tempfile::tempdir().unwrap();
+    let out = common::shiftlab(&["gather", "lab9", "--out", "x.tar.gz"], home.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no cluster lab9"));
+    assert!(!home.path().join("x.tar.gz").exists());
+    let out = common::shiftlab(&["gather", "../lab9"], home.path());
+    assert_eq!(out.status.code(), Some(2));
+}
