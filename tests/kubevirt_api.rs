@@ -367,6 +367,16 @@ fn create_then_destroy_a_cluster_on_the_fake_api() {
         table.contains("cluster kv1 on KubeVirt, namespace kv1-lab"),
         "{table}"
     );
+    // libvirt-only commands say so, and touch nothing.
+    let before = fake.writes();
+    let o = shiftlab(home.path(), &["stop", "kv1"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("kv1 runs on KubeVirt (namespace kv1-lab): stop/start works on libvirt only"),
+        "{err}"
+    );
+    assert_eq!(fake.writes(), before);
     // A second run converges: nothing new.
     let out = ok(&shiftlab(home.path(), &["create", "cluster", "-f", f]));
     assert!(!out.contains("created "), "{out}");
