@@ -386,6 +386,12 @@ fn create_then_destroy_a_cluster_on_the_fake_api() {
     assert!(out.contains("removed Namespace/kv1-lab"), "{out}");
     assert!(fake.objects().is_empty(), "{:?}", fake.objects().keys());
     assert!(!state.exists());
+    // Again, by its file: nothing recorded, nothing to do, no libvirt needed.
+    let out = ok(&shiftlab(home.path(), &["destroy", "cluster", "-f", f]));
+    assert!(
+        out.contains("nothing to remove: no shiftlab objects for kv1 on KubeVirt"),
+        "{out}"
+    );
 }
 
 #[test]
