@@ -220,7 +220,7 @@ fn destroy_removes_exactly_what_carries_the_owner_label() {
     fake.insert(json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {"name": "kv9-ctlplane-0", "namespace": "kv1-lab", "labels": {OWNER_LABEL: "kv9", "app.kubernetes.io/managed-by": "shiftlab"}}}));
     let mut led = ledger(&l.plan);
     let r = l.apply(&mut led).unwrap();
-    assert_eq!(r.adopted_not, vec!["Namespace/kv1-lab".to_string()]);
+    assert_eq!(r.used_as_is, vec!["Namespace/kv1-lab".to_string()]);
     assert!(!led.owns_namespace);
     let ours = l.plan.kubevirt.as_ref().unwrap().objects.len() - 1;
     assert_eq!(fake.objects().len(), ours + 3);

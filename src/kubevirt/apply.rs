@@ -142,7 +142,7 @@ pub struct Report {
     pub created: Vec<String>,
     pub updated: Vec<String>,
     /// Existing objects used as they are (a namespace that is not shiftlab's).
-    pub adopted_not: Vec<String>,
+    pub used_as_is: Vec<String>,
 }
 
 /// Apply `objects` in order. `ledger` is saved (via `save`) before the first
@@ -187,7 +187,7 @@ pub async fn apply(
         if o.kind == Kind::Namespace {
             match cur {
                 Some(ns) if !has_owner(ns, cluster) => {
-                    report.adopted_not.push(reference);
+                    report.used_as_is.push(reference);
                     continue;
                 }
                 _ => {

@@ -134,7 +134,7 @@ impl Backend for Kubevirt {
         for c in &report.created {
             println!("created {c}");
         }
-        for c in &report.adopted_not {
+        for c in &report.used_as_is {
             println!("using {c} as it is (not shiftlab's: left in place on destroy)");
         }
         Ok(Some(format!(
