@@ -71,7 +71,7 @@ pub fn change<'a>(
         .filter(|o| !will.iter().any(|n| n.name == o.name))
         .copied()
         .collect();
-    remove.sort_by(|a, b| b.index.cmp(&a.index));
+    remove.sort_by_key(|n| std::cmp::Reverse(n.index));
     Ok(Change { add, remove })
 }
 
