@@ -69,6 +69,34 @@ impl Outcome {
     }
 }
 
+/// fd 1 pointed at fd 2 until dropped.
+struct StdoutToStderr(Option<i32>);
+
+impl StdoutToStderr {
+    fn new() -> Self {
+        let _ = std::io::stdout().flush();
+        // SAFETY: dup/dup2 on the process' standard descriptors.
+        let saved = unsafe { libc::dup(1) };
+        if saved < 0 || unsafe { libc::dup2(2, 1) } < 0 {
+            return StdoutToStderr(None);
+        }
+        StdoutToStderr(Some(saved))
+    }
+}
+
+impl Drop for StdoutToStderr {
+    fn drop(&mut self) {
+        let _ = std::io::stdout().flush();
+        if let Some(saved) = self.0 {
+            // SAFETY: restores the descriptor saved in `new`.
+            unsafe {
+                libc::dup2(saved, 1);
+                libc::close(saved);
+            }
+        }
+    }
+}
+
 pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
     let loaded = super::load_spec(&args.file)?;
     if loaded.spec.cluster != args.name.as_str() {
@@ -161,7 +189,12 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
             start_workers: true,
         },
     );
-    install::reach(&ctx, Target::Infra)?;
+    {
+        // The infra target reports its progress on stdout; under -o json/yaml that
+        // goes to stderr so that stdout holds the one document.
+        let _to_stderr = (args.output != crate::cli::OutputFormat::Table).then(StdoutToStderr::new);
+        install::reach(&ctx, Target::Infra)?;
+    }
     if ctx.cluster.read_plan().ok().as_ref() != Some(&new) {
         ctx.cluster.write_plan(&new)?;
         let _ = crate::serve::notify(state, Some(&new.cluster));
