@@ -45,7 +45,10 @@ impl Outcome {
                 if d.held_by_budget.is_empty() {
                     String::new()
                 } else {
-                    format!(", {} held back by a budget for a while", d.held_by_budget.len())
+                    format!(
+                        ", {} held back by a budget for a while",
+                        d.held_by_budget.len()
+                    )
                 }
             ));
         }
@@ -107,7 +110,10 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
             args.name
         );
     }
-    if matches!(loaded.spec.method, Method::Sno | Method::Agent | Method::Ipi) {
+    if matches!(
+        loaded.spec.method,
+        Method::Sno | Method::Agent | Method::Ipi
+    ) {
         bail!(
             "scale supports UPI clusters (their workers are shiftlab's VMs); {} is method {:?}",
             args.name,
@@ -167,13 +173,15 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
                     outcome.drained.push(d);
                 }
             }
-            outcome.libvirt_removed.extend(crate::libvirt::destroy::remove_node(
-                &host,
-                &old.cluster,
-                node,
-                &old.libvirt.pool,
-                &cluster,
-            )?);
+            outcome
+                .libvirt_removed
+                .extend(crate::libvirt::destroy::remove_node(
+                    &host,
+                    &old.cluster,
+                    node,
+                    &old.libvirt.pool,
+                    &cluster,
+                )?);
             outcome
                 .libvirt_removed
                 .extend(scale::forget_in_network(&host, &old, node)?);
@@ -216,7 +224,11 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
         outcome.api = Some(r);
         if !not_ready.is_empty() {
             emit(out, args.output, &outcome, || outcome.table())?;
-            bail!("not Ready within {}s: {}", args.timeout, not_ready.join(", "));
+            bail!(
+                "not Ready within {}s: {}",
+                args.timeout,
+                not_ready.join(", ")
+            );
         }
     }
     emit(out, args.output, &outcome, || outcome.table())
