@@ -8,6 +8,7 @@ pub mod destroy;
 pub mod events;
 pub mod inspect;
 pub mod ledger;
+pub mod parallel;
 pub mod preflight;
 pub mod xml;
 
