@@ -19,7 +19,10 @@ fn main() -> anyhow::Result<()> {
     };
     let size: usize = size.parse()?;
     // a JSON string of exactly `size` bytes: {"x":"aaa…"}
-    let body = Bytes::from(format!("{{\"x\":\"{}\"}}", "a".repeat(size.saturating_sub(8))));
+    let body = Bytes::from(format!(
+        "{{\"x\":\"{}\"}}",
+        "a".repeat(size.saturating_sub(8))
+    ));
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -32,17 +35,18 @@ fn main() -> anyhow::Result<()> {
                 let _ = stream.set_nodelay(true);
                 let body = body.clone();
                 tokio::spawn(async move {
-                    let svc = hyper::service::service_fn(move |_req: Request<hyper::body::Incoming>| {
-                        let body = body.clone();
-                        async move {
-                            Ok::<_, Infallible>(
-                                Response::builder()
-                                    .header("Content-Type", "application/json")
-                                    .body(Full::new(body))
-                                    .expect("static response"),
-                            )
-                        }
-                    });
+                    let svc =
+                        hyper::service::service_fn(move |_req: Request<hyper::body::Incoming>| {
+                            let body = body.clone();
+                            async move {
+                                Ok::<_, Infallible>(
+                                    Response::builder()
+                                        .header("Content-Type", "application/json")
+                                        .body(Full::new(body))
+                                        .expect("static response"),
+                                )
+                            }
+                        });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .keep_alive(true)
                         .serve_connection(TokioIo::new(stream), svc)
