@@ -22,6 +22,7 @@ import libvirt
 
 p = argparse.ArgumentParser()
 p.add_argument("--shiftlab", required=True)
+p.add_argument("--limit", required=True, help="the limit server (examples/bmc_limit.rs)")
 p.add_argument("--sushy", required=True, help="sushy-emulator executable")
 p.add_argument("--work", required=True)
 p.add_argument("--domain", required=True)
@@ -144,6 +145,17 @@ try:
             sys.exit(f"{k}: GET {path} -> {st} {body[:200]!r}")
         for _ in range(20):  # warm up
             request(s, "GET", path)
+    # the limit: a minimal hyper server answering every request with a body of
+    # the size shiftlab's GET returns, under the same ab load (plain HTTP)
+    size = len(request(servers["shiftlab-http"], "GET", path)[1])
+    start("limit-http", [a.limit, "127.0.0.1:8301", str(size)], 8301, "http", False)
+    servers["limit-http"]["size"] = size
+    for _ in range(100):
+        try:
+            if request(servers["limit-http"], "GET", path)[0] == 200:
+                break
+        except OSError:
+            time.sleep(0.1)
 
     # ------------------------------------------------------------ GET load
     def ab(s, concurrency, n):
@@ -176,6 +188,9 @@ try:
                 count = n if impl == "shiftlab" else max(50, n // 20)
                 get[(key, conc)] = ab(servers[key], conc, count)
                 print(f"  GET {key:14} c={conc:<2} {get[(key, conc)]}", file=sys.stderr)
+            if cfg == "http":
+                get[("limit-http", conc)] = ab(servers["limit-http"], conc, n)
+                print(f"  GET limit-http     c={conc:<2} {get[('limit-http', conc)]}", file=sys.stderr)
 
     rss = {}
     for k, s in servers.items():
@@ -234,6 +249,16 @@ for cfg, label in (("http", "HTTP, no auth"), ("tls", "TLS + Basic auth")):
         s, y = get[(f"shiftlab-{cfg}", conc)], get[(f"sushy-{cfg}", conc)]
         w(f"| {label} | {conc} | {s['rps']:.0f} | {y['rps']:.1f} | **{s['rps'] / y['rps']:.0f}×** | "
           f"{s['p50']:.0f} / {s['p99']:.0f} | {y['p50']:.0f} / {y['p99']:.0f} | {s['failed']}/{y['failed']} |")
+w("")
+w(f"Limit: a minimal hyper server (examples/bmc_limit.rs, same runtime and HTTP/1 stack) answering "
+  f"every request with a {servers['limit-http']['size']}-byte body, the size of shiftlab's GET, same ab load")
+w("")
+w("| transport | clients | limit req/s | shiftlab req/s | shiftlab / limit | limit p50 / p99 ms |")
+w("|---|---|---|---|---|---|")
+for conc in (1, 16):
+    l, s = get[("limit-http", conc)], get[("shiftlab-http", conc)]
+    w(f"| HTTP, no auth | {conc} | {l['rps']:.0f} | {s['rps']:.0f} | **{s['rps'] / l['rps']:.2f}×** | "
+      f"{l['p50']:.0f} / {l['p99']:.0f} |")
 w("")
 w(f"Power (POST ComputerSystem.Reset, one request each, {a.rounds} rounds interleaved on the same domain; median ms)")
 w("")

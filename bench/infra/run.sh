@@ -4,10 +4,15 @@
 #   bench/infra/run.sh            (as root, on the host; it enters scripts/sandbox itself)
 #
 # Wall time of `shiftlab create infra --start-workers` until every domain runs (libvirt
-# state "running", not booted) for 6, 20 and 50 stand-in nodes, next to
+# state "running") and until every node booted and printed its stand-in report (the
+# rehearsal's real end), for 6, 20 and 50 stand-in nodes, next to
 #   - raw: the same objects (shiftlab's own XML) made by the minimal sequence of
-#     libvirt calls, sequential, one connection (bench/infra/raw.py);
-#   - kcli (PyPI `kcli`): the same network and 6 VMs from the same base image.
+#     libvirt calls on one connection (bench/infra/raw.py), once sequential and once
+#     with the starts in parallel (4 in flight, as shiftlab);
+#   - the floor: N x one domain's start time (from the sequential raw run at 6
+#     nodes, same repetition) / CPUs;
+#   - kcli (PyPI `kcli`): the same network and N VMs from the same base image, with
+#     its default plan and with `threaded=true` (kcli's own parallel mode).
 # Prints a table and the ratios. Asserts nothing about timings.
 #
 # Environment:
@@ -15,6 +20,8 @@
 #   BENCH_REPS=3           repetitions of each measurement (median and min–max reported)
 #   BENCH_MEMORY=256       MiB per guest
 #   BENCH_KCLI=1           0: skip kcli
+#   BENCH_KCLI_NODES="6 20" the sizes kcli runs at (both plans)
+#   BENCH_BOOT_TIMEOUT=900 seconds to wait for every node's stand-in report
 #   BENCH_VENV=DIR         reuse a venv that has kcli + libvirt-python (else one is
 #                          made in the temp dir: needs PyPI, ~1 min to build libvirt-python)
 #   SHIFTLAB_BIN=PATH      the binary (default: cargo build --release, $CARGO_TARGET_DIR)
@@ -131,22 +138,62 @@ EOF
 	echo "$work/$1.yaml"
 }
 
+# Seconds from T0 until every domain named PREFIX* printed a complete stand-in
+# report on its console (what tests/e2e/infra.sh waits for).
+wait_booted() { # prefix count t0
+	local deadline=$((SECONDS + ${BENCH_BOOT_TIMEOUT:-900})) done name log
+	while :; do
+		done=0
+		for name in $(virsh list --name | grep "^$1"); do
+			log=/var/log/libvirt/qemu/$name-console.log
+			grep -a 'SHIFTLAB-STANDIN-REPORT ' "$log" 2>/dev/null |
+				sed 's/.*SHIFTLAB-STANDIN-REPORT //' |
+				jq -e -s 'map(select(.ip != "" and .api != "" and .apps != "" and .ptr != "")) | length > 0' >/dev/null 2>&1 &&
+				done=$((done + 1))
+		done
+		((done == $2)) && break
+		((SECONDS < deadline)) || die "$1: $done of $2 nodes reported within ${BENCH_BOOT_TIMEOUT:-900}s"
+		sleep 0.5
+	done
+	elapsed "$3" "$(now)"
+}
+clear_logs() { rm -f /var/log/libvirt/qemu/"$1"*-console.log; }
+
 expect_running() { # prefix count what
 	local got
 	got=$(raw running "$1")
 	[[ $got == "$2" ]] || die "$3: $got of $2 domains running"
 }
 
-# shiftlab create infra, timed; leaves the cluster running.
-run_shiftlab() { # name nodes
-	local f t0 t1
+# shiftlab create infra, timed; leaves the cluster running. With a third
+# argument, also waits for every node's report: prints "running booted".
+run_shiftlab() { # name nodes [booted]
+	local f t0 t1 b
 	f=$(cluster_file "$1" "$2")
+	clear_logs "$1-"
 	t0=$(now)
 	"$bin" create infra -f "$f" --start-workers >"$work/$1.create.out" 2>&1 ||
 		die "shiftlab create infra failed: $(cat "$work/$1.create.out")"
 	t1=$(now)
 	expect_running "$1-" "$2" "shiftlab create infra $1"
-	elapsed "$t0" "$t1"
+	if [[ -n ${3:-} ]]; then
+		b=$(wait_booted "$1-" "$2" "$t0")
+		echo "$(elapsed "$t0" "$t1") $b"
+	else
+		elapsed "$t0" "$t1"
+	fi
+}
+
+# raw.py create, timed from the shell too; waits for the reports: "running booted".
+run_raw() { # name nodes dir [--parallel]
+	local t0 rw b
+	clear_logs "$1-"
+	t0=$(now)
+	rw=$(raw create "$3" ${4:-})
+	expect_running "$1-" "$2" "raw create ${4:-}"
+	b=$(wait_booted "$1-" "$2" "$t0")
+	raw destroy "$3"
+	echo "$rw $b"
 }
 
 # ---- 1. cold: pool and base image do not exist yet (imported within the timing)
@@ -192,11 +239,14 @@ EOF
 		die "kcli create pool failed: $(cat "$work/kcli-pool.out")"
 	cp "$image" /var/lib/libvirt/images/kcli-bench/standin.qcow2
 	virsh pool-refresh kcli-bench >/dev/null
+fi
+kcli_plan() { # nodes -> plan file
+	local i f=$work/kcli-plan-$1.yml
 	{
 		echo "benchnet:"
 		echo "  type: network"
 		echo "  cidr: $KCLI_CIDR"
-		for i in 0 1 2 3 4 5; do
+		for ((i = 0; i < $1; i++)); do
 			cat <<EOF
 kcli-$i:
   image: standin.qcow2
@@ -207,16 +257,18 @@ kcli-$i:
   nets: [benchnet]
 EOF
 		done
-	} >"$work/kcli-plan.yml"
-fi
+	} >"$f"
+	echo "$f"
+}
 
-run_kcli() {
-	local t0 t1
+run_kcli() { # nodes [-P threaded=true]
+	local t0 t1 f
+	f=$(kcli_plan "$1")
 	t0=$(now)
-	kcli create plan -f "$work/kcli-plan.yml" benchplan >"$work/kcli-create.out" 2>&1 ||
+	kcli create plan -f "$f" "${@:2}" benchplan >"$work/kcli-create.out" 2>&1 ||
 		die "kcli create plan failed: $(cat "$work/kcli-create.out")"
 	t1=$(now)
-	expect_running kcli- 6 "kcli create plan"
+	expect_running kcli- "$1" "kcli create plan $*"
 	elapsed "$t0" "$t1"
 	kcli delete plan benchplan -y >/dev/null 2>&1
 }
@@ -226,22 +278,27 @@ for n in $NODES; do
 	clusters+=("$c")
 	say "warm runs, $n nodes"
 	for ((r = 1; r <= REPS; r++)); do
-		s=$(run_shiftlab "$c" "$n")
+		read -r s sb < <(run_shiftlab "$c" "$n" booted)
 		if [[ ! -f $work/raw-$c/manifest.json ]]; then
 			mkdir -p "$work/raw-$c"
 			raw capture "$c" "$work/raw-$c" >/dev/null
 		fi
 		"$bin" destroy cluster "$c" >/dev/null
-		rw=$(raw create "$work/raw-$c")
-		expect_running "$c-" "$n" "raw create"
-		raw destroy "$work/raw-$c"
+		read -r rw rwb < <(run_raw "$c" "$n" "$work/raw-$c")
+		read -r rp rpb < <(run_raw "$c" "$n" "$work/raw-$c" --parallel)
 		record shiftlab "$n" "$r" "$s"
+		record shiftlab-booted "$n" "$r" "$sb"
 		record raw "$n" "$r" "$rw"
-		msg="  $n #$r: shiftlab ${s}s, raw ${rw}s"
-		if [[ $n == 6 && ${BENCH_KCLI:-1} == 1 ]]; then
-			k=$(run_kcli)
-			record kcli 6 "$r" "$k"
-			msg+=", kcli ${k}s"
+		record raw-booted "$n" "$r" "$rwb"
+		record rawpar "$n" "$r" "$rp"
+		record rawpar-booted "$n" "$r" "$rpb"
+		msg="  $n #$r: running/booted: shiftlab ${s}/${sb}s, raw sequential ${rw}/${rwb}s, raw parallel ${rp}/${rpb}s"
+		if [[ ${BENCH_KCLI:-1} == 1 && " ${BENCH_KCLI_NODES:-6 20} " == *" $n "* ]]; then
+			k=$(run_kcli "$n")
+			kt=$(run_kcli "$n" -P threaded=true)
+			record kcli "$n" "$r" "$k"
+			record kcli-threaded "$n" "$r" "$kt"
+			msg+=", kcli ${k}s, kcli threaded ${kt}s"
 		fi
 		say "$msg"
 	done
@@ -249,45 +306,65 @@ done
 
 # ---- report
 "$py" - "$results" "$work/raw-phases.jsonl" <<'EOF'
-import sys, statistics
+import json, os, statistics, sys
 rows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
-t = {}
-loads = []
+t, loads = {}, []
 for what, n, rep, s, load in rows:
-    t.setdefault((what, int(n)), []).append(float(s))
+    t.setdefault((what, int(n)), {})[rep] = float(s)
     loads.append(float(load))
+cpus = os.cpu_count()
+# one domain's start time, per repetition: the sequential raw run's starts at the
+# smallest size, divided by its node count
+ph = [json.loads(l) for l in open(sys.argv[2])]
+seq = [r for r in ph if not r["cold"] and not r.get("parallel")]
+nmin = min((r["n"] for r in seq), default=None)
+one = [r["dom-start"] / r["n"] for r in seq if r["n"] == nmin]
+one_start = statistics.median(one) if one else None
+def med(k):
+    v = list(t.get(k, {}).values())
+    return statistics.median(v) if v else None
 def cell(k):
-    v = t.get(k)
+    v = list(t.get(k, {}).values())
     if not v:
-        return "-", None
-    m = statistics.median(v)
-    return (f"{m:.2f} ({min(v):.2f}–{max(v):.2f})", m)
+        return "-"
+    return f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})" if len(v) > 1 else f"{v[0]:.2f}"
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "-"
+sizes = sorted({n for (w, n) in t if w == "shiftlab"})
 print()
-print(f"wall time to all domains running, seconds: median (min–max) of {max(len(v) for v in t.values())} runs")
-print(f"{'what':<16} {'nodes':>5}  {'shiftlab':<20} {'raw libvirt':<20} {'shiftlab/raw':>12}")
-for (what, n) in sorted({(w.replace('raw', 'shiftlab'), n) for (w, n) in t if w.startswith(('shiftlab', 'raw'))}, key=lambda k: (k[0] != 'shiftlab-cold', k[1])):
-    raw = what.replace("shiftlab", "raw")
-    (sc, sm), (rc, rm) = cell((what, n)), cell((raw, n))
-    ratio = f"{sm / rm:.2f}" if sm and rm else "-"
-    label = "cold (import)" if "cold" in what else "warm"
-    print(f"{label:<16} {n:>5}  {sc:<20} {rc:<20} {ratio:>12}")
-if ("kcli", 6) in t:
-    (kc, km), (sc, sm) = cell(("kcli", 6)), cell(("shiftlab", 6))
+print(f"seconds, median (min-max) of the repetitions; {cpus} CPUs; one domain start = {one_start and round(one_start, 3)} s")
+print()
+print("| nodes | what | domains running | every node booted and reporting |")
+print("|---:|---|---|---|")
+for n in sizes:
+    floor = n * one_start / cpus if one_start else None
+    print(f"| {n} | shiftlab create infra | {cell(('shiftlab', n))} | {cell(('shiftlab-booted', n))} |")
+    print(f"| {n} | raw calls, starts parallel (4) | {cell(('rawpar', n))} | {cell(('rawpar-booted', n))} |")
+    print(f"| {n} | raw calls, sequential | {cell(('raw', n))} | {cell(('raw-booted', n))} |")
+    print(f"| {n} | floor: N x one start / CPUs | {floor and round(floor, 2)} | |")
+    if ("kcli", n) in t:
+        print(f"| {n} | kcli create plan (default) | {cell(('kcli', n))} | (no report: no Ignition) |")
+        print(f"| {n} | kcli create plan, threaded=true | {cell(('kcli-threaded', n))} | |")
+print()
+print("| nodes | shiftlab / floor | shiftlab / raw parallel | raw sequential / shiftlab | kcli / shiftlab | kcli threaded / shiftlab | booted: shiftlab / raw parallel |")
+print("|---:|---:|---:|---:|---:|---:|---:|")
+for n in sizes:
+    sm = med(("shiftlab", n))
+    floor = n * one_start / cpus if one_start else None
+    print(f"| {n} | {ratio(sm, floor)} | {ratio(sm, med(('rawpar', n)))} | {ratio(med(('raw', n)), sm)} | "
+          f"{ratio(med(('kcli', n)), sm)} | {ratio(med(('kcli-threaded', n)), sm)} | "
+          f"{ratio(med(('shiftlab-booted', n)), med(('rawpar-booted', n)))} |")
+if ("shiftlab-cold", 6) in t:
     print()
-    print(f"kcli create plan, 6 VMs + network: {kc}")
-    print(f"shiftlab create infra, 6 nodes:     {sc}")
-    sh6 = {r: float(s) for w, n, r, s, _ in rows if w == "shiftlab" and n == "6"}
-    per = [float(s) / sh6[r] for w, n, r, s, _ in rows if w == "kcli" and r in sh6]
-    print(f"kcli/shiftlab = {km / sm:.2f} (ratio of medians); per repetition: " + ", ".join(f"{x:.2f}" for x in per))
-import json
-ph = {}
-for l in open(sys.argv[2]):
-    r = json.loads(l)
-    ph.setdefault((r["cold"], r["n"]), []).append(r)
+    print(f"cold, 6 nodes (pool + base image import timed): shiftlab {cell(('shiftlab-cold', 6))}, raw sequential {cell(('raw-cold', 6))}")
 print()
 print("raw baseline by phase, seconds (median):")
-for (cold, n), rs in sorted(ph.items()):
-    keys = [k for k in rs[0] if k not in ("n", "cold")]
-    print(f"  {'cold' if cold else 'warm'} {n:>3}: " + "  ".join(f"{k} {statistics.median(r.get(k, 0) for r in rs):.2f}" for k in keys))
-print(f"\nmachine load average (1 min) at the records: {min(loads):.1f}–{max(loads):.1f} on {__import__('os').cpu_count()} CPUs")
+groups = {}
+for r in ph:
+    groups.setdefault((r["cold"], bool(r.get("parallel")), r["n"]), []).append(r)
+for (cold, par, n), rs in sorted(groups.items()):
+    keys = [k for k in rs[0] if k not in ("n", "cold", "parallel")]
+    label = ("cold" if cold else "warm") + (" parallel" if par else " sequential")
+    print(f"  {label:<16} {n:>3}: " + "  ".join(f"{k} {statistics.median(r.get(k, 0) for r in rs):.2f}" for k in keys))
+print(f"\nmachine load average (1 min) at the records: {min(loads):.1f}-{max(loads):.1f} on {cpus} CPUs")
 EOF

@@ -17,7 +17,7 @@ use super::ledger::{self, Ledger};
 use super::xml::esc;
 use super::xml::parse::network_subnets;
 use super::xml::write::{self as xml, Accel, NodePaths};
-use super::{owner_of_domain, preflight, Host};
+use super::{owner_of_domain, parallel, preflight, Host};
 use crate::plan::{Node, Plan, Start};
 use crate::spec::{DomainType, Role};
 use crate::state::{ClusterDir, StateDir};
@@ -722,44 +722,35 @@ pub fn apply(
     }
     let _net = ensure_network(host, plan, &mut report)?;
 
-    // Volumes and domains per node, in parallel: libvirt serialises what it must.
-    let results: Vec<Result<NodeOutcome>> = std::thread::scope(|s| {
-        let handles: Vec<_> = plan
-            .nodes
-            .iter()
-            .map(|node| {
-                let (pool, base, iso_volume) = (&pool, base.as_ref(), iso_volume.as_deref());
-                s.spawn(move || -> Result<NodeOutcome> {
-                    let ign = opts.ignition.get(&node.name).map(Vec::as_slice);
-                    if node.ignition_volume.is_some() && ign.is_none() {
-                        bail!("{}: no Ignition config to deliver", node.name);
-                    }
-                    let (vols, mut created) = ensure_node_volumes(host, pool, node, base, ign)
-                        .with_context(|| format!("preparing the volumes of {}", node.name))?;
-                    let mut drift = Vec::new();
-                    let vols = NodeVolumes {
-                        cdrom: iso_volume
-                            .filter(|_| node.boot == crate::plan::Boot::Iso)
-                            .map(str::to_string),
-                        ..vols
-                    };
-                    ensure_domain(host, plan, node, accel, &vols, &mut created, &mut drift)?;
-                    Ok(NodeOutcome {
-                        name: node.name.clone(),
-                        created,
-                        drift,
-                    })
-                })
+    // Volumes and domains per node, in parallel, bounded below libvirtd's
+    // max_client_requests (see libvirt::parallel).
+    let (base, iso_volume) = (base.as_ref(), iso_volume.as_deref());
+    let results: Vec<Result<NodeOutcome>> = parallel::map_bounded(
+        &plan.nodes,
+        parallel::WORKERS,
+        |node| -> Result<NodeOutcome> {
+            let ign = opts.ignition.get(&node.name).map(Vec::as_slice);
+            if node.ignition_volume.is_some() && ign.is_none() {
+                bail!("{}: no Ignition config to deliver", node.name);
+            }
+            let (vols, mut created) = ensure_node_volumes(host, &pool, node, base, ign)
+                .with_context(|| format!("preparing the volumes of {}", node.name))?;
+            let mut drift = Vec::new();
+            let vols = NodeVolumes {
+                cdrom: iso_volume
+                    .filter(|_| node.boot == crate::plan::Boot::Iso)
+                    .map(str::to_string),
+                ..vols
+            };
+            ensure_domain(host, plan, node, accel, &vols, &mut created, &mut drift)?;
+            Ok(NodeOutcome {
+                name: node.name.clone(),
+                created,
+                drift,
             })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker thread panicked")))
-            })
-            .collect()
-    });
+        },
+        || Err(anyhow::anyhow!("a worker thread panicked")),
+    );
     let mut errors = Vec::new();
     for r in results {
         match r {
@@ -789,52 +780,45 @@ pub fn apply(
         .iter()
         .filter(|n| n.start == Start::Infra || (opts.start_all && n.start == Start::AfterBootstrap))
         .collect();
-    {
-        let nodes: Vec<&&Node> = to_start.iter().collect();
-        let started: Vec<Result<Option<String>>> = std::thread::scope(|s| {
-            let hs: Vec<_> = nodes
-                .iter()
-                .map(|n| {
-                    s.spawn(move || -> Result<Option<String>> {
-                        let d = host
-                            .domain(&n.name)?
-                            .with_context(|| format!("domain {} vanished", n.name))?;
-                        if d.is_active()? {
-                            return Ok(None);
-                        }
-                        d.create().with_context(|| format!("starting {}", n.name))?;
-                        Ok(Some(format!("domain {}", n.name)))
-                    })
-                })
-                .collect();
-            hs.into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker thread panicked")))
-                })
-                .collect()
-        });
-        for r in started {
-            if let Some(s) = r? {
-                report.started.push(s);
-            }
+    for r in start_all(host, &to_start) {
+        if let Some(name) = r? {
+            report.started.push(format!("domain {name}"));
         }
     }
     Ok((report, accel, why))
 }
 
-/// Start the plan's nodes of these roles that are not running yet (UPI workers after
-/// bootstrap). Returns the ones started.
-pub fn start_nodes(host: &Host, plan: &Plan, roles: &[Role]) -> Result<Vec<String>> {
-    let mut started = Vec::new();
-    for n in plan.nodes.iter().filter(|n| roles.contains(&n.role)) {
-        let d = host
-            .domain(&n.name)?
-            .with_context(|| format!("domain {} does not exist; run create infra", n.name))?;
-        if !d.is_active()? {
+/// Starts these nodes' domains that are not running, in parallel (bounded, see
+/// [`parallel`]); each result names the domain when it was started.
+fn start_all(host: &Host, nodes: &[&Node]) -> Vec<Result<Option<String>>> {
+    parallel::map_bounded(
+        nodes,
+        parallel::WORKERS,
+        |n| -> Result<Option<String>> {
+            let d = host
+                .domain(&n.name)?
+                .with_context(|| format!("domain {} does not exist; run create infra", n.name))?;
+            if d.is_active()? {
+                return Ok(None);
+            }
             d.create().with_context(|| format!("starting {}", n.name))?;
-            started.push(n.name.clone());
-        }
+            Ok(Some(n.name.clone()))
+        },
+        || Err(anyhow::anyhow!("a worker thread panicked")),
+    )
+}
+
+/// Start the plan's nodes of these roles that are not running yet (UPI workers after
+/// bootstrap), in parallel. Returns the ones started.
+pub fn start_nodes(host: &Host, plan: &Plan, roles: &[Role]) -> Result<Vec<String>> {
+    let nodes: Vec<&Node> = plan
+        .nodes
+        .iter()
+        .filter(|n| roles.contains(&n.role))
+        .collect();
+    let mut started = Vec::new();
+    for r in start_all(host, &nodes) {
+        started.extend(r?);
     }
     Ok(started)
 }

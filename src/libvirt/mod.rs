@@ -10,6 +10,7 @@ pub mod events;
 pub mod inspect;
 pub mod iso;
 pub mod ledger;
+pub mod parallel;
 pub mod preflight;
 pub mod xml;
 

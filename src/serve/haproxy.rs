@@ -330,7 +330,7 @@ async fn supervise(cluster: String, files: ClusterDir, bin: PathBuf, mut rx: mps
                     let _ = reply.send(result);
                 }
                 Some(Msg::Kick) => {
-                    if running.is_none() {
+                    if running.is_none() && current.is_some() {
                         backoff = BACKOFF_MIN;
                         next_start = Some(tokio::time::Instant::now());
                     }
@@ -351,7 +351,10 @@ async fn supervise(cluster: String, files: ClusterDir, bin: PathBuf, mut rx: mps
                     return;
                 }
             },
-            _ = tokio::time::sleep_until(wake), if next_start.is_some() => {}
+            // Only while a start is due: a deadline left over while haproxy runs or
+            // while there is no configuration would fire at once on every turn
+            // (a busy loop).
+            _ = tokio::time::sleep_until(wake), if next_start.is_some() && running.is_none() && current.is_some() => {}
         }
     }
 }
