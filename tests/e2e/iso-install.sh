@@ -71,6 +71,14 @@ mirror_pid=$!
 for _ in $(seq 50); do curl -fs "$base/$V/release.txt" >/dev/null && break; sleep 0.2; done
 downloads() { grep -c "GET /$1" "$work/mirror.log" || true; }
 
+# shiftlab serve runs the agent cluster's load balancer, as on a real host (the
+# driver refuses to wait without it: src/serve/ready.rs); a single node has none.
+serve=""
+on_exit 'stop_pid "$serve"'
+SHIFTLAB_LOG=info "$bin" serve --host-dns off --scan-interval 1 >"$work/serve.log" 2>&1 &
+serve=$!
+wait_for 20 "serve's control socket" test -S "$SHIFTLAB_HOME/serve.sock"
+
 iso_file() { # name cidr method-lines...
 	local n=$1 c=$2
 	shift 2
