@@ -1,6 +1,7 @@
 //! shiftlab: OpenShift and OKD labs on one libvirt/KVM host.
 
 pub mod addressing;
+pub mod backend;
 pub mod cli;
 pub mod cluster;
 pub mod commands;
@@ -13,6 +14,7 @@ pub mod ignition;
 pub mod image;
 pub mod install;
 pub mod kube;
+pub mod kubevirt;
 pub mod libvirt;
 pub mod output;
 pub mod plan;

@@ -29,6 +29,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let state = StateDir::resolve(cli.state_dir.as_deref());
     match &cli.command {
         Command::Plan(args) => commands::plan::run(args, &mut std::io::stdout().lock()),
+        Command::Render(args) => commands::render::run(args, &state),
         Command::Create(cmd) => commands::create::run(cmd, &state),
         Command::Destroy(cmd) => commands::inspect::destroy(cmd, &state),
         Command::List(args) => commands::inspect::list(args, &mut std::io::stdout().lock()),

@@ -51,6 +51,7 @@ fn virt_aa_helper_grants_read_on_the_fwcfg_ignition_file() {
         &NodePaths {
             ignition: Some(ign_s),
             console_log: "/var/log/libvirt/qemu/lab1-ctlplane-0-console.log",
+            cdrom: None,
         },
     );
     assert!(

@@ -110,13 +110,12 @@ fn capacity_is_weighed_against_the_plan() {
     f.pool_free_bytes = Some(10 << 30);
     let c = doctor::checks(&f, Some(&plan("")));
     assert_eq!(severity(&c, "disk"), Severity::Fail);
-    // Single node: the documented 8 vCPU / 16 GiB / 120 GB.
-    let sno = plan("method: sno\nworkers: 0\nnumcpus: 4\ndisk_size: 100\n");
+    // Single node: the documented 8 vCPU / 16 GiB (its 120 GB disk is already
+    // a cluster-file error, src/spec/resolve: documented_minimum).
+    let sno = plan("method: sno\nworkers: 0\nnumcpus: 4\ndisk_size: 120\n");
     let c = doctor::checks(&facts("good-host"), Some(&sno));
     assert_eq!(severity(&c, "cpu"), Severity::Warn);
-    assert!(c
-        .iter()
-        .any(|c| c.id == "disk" && c.verdict.contains("120 GB")));
+    assert_ne!(severity(&c, "disk"), Severity::Fail);
     // A rehearsal without KVM runs, slowly; a real cluster does not.
     let mut f = facts("good-host");
     f.kvm_usable = false;

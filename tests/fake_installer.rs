@@ -174,3 +174,233 @@ fn version_names_the_binary_as_invoked() {
         text.contains("\nrelease image quay.io/openshift-release-dev/ocp-release:4.18.0-fake\n")
     );
 }
+
+/// The files of `role.ign`'s storage, decoded (`data:,` percent-encoded).
+fn node_facts(dir: &Path, role: &str) -> std::collections::BTreeMap<String, String> {
+    let v: serde_json::Value = serde_json::from_str(&read(dir, &format!("{role}.ign"))).unwrap();
+    v["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let src = f["contents"]["source"].as_str().unwrap();
+            let data = src.strip_prefix("data:,").unwrap();
+            let decoded = percent_decode(data);
+            (f["path"].as_str().unwrap().to_string(), decoded)
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// Where routers may run, as the fake tells the stand-ins: UPI's compute replicas 0
+/// make masters schedulable (with the worker role) unless a manifest says
+/// otherwise; the IngressController's selector comes from the manifests, else the
+/// ingress operator's default (the worker role).
+#[test]
+fn ignition_configs_say_where_routers_may_run_from_the_manifests() {
+    // As the installer leaves it: masters schedulable, carrying the worker role.
+    let d = assets("upi");
+    run(d.path(), &["create", "manifests"]);
+    run(d.path(), &["create", "ignition-configs"]);
+    let m = node_facts(d.path(), "master");
+    assert_eq!(m["/etc/shiftlab/schedulable"], "true");
+    assert!(m["/etc/shiftlab/node-labels"].contains("node-role.kubernetes.io/worker"));
+    assert_eq!(
+        m["/etc/shiftlab/router-node-selector"],
+        "node-role.kubernetes.io/worker"
+    );
+    let w = node_facts(d.path(), "worker");
+    assert_eq!(w["/etc/shiftlab/schedulable"], "true");
+    assert_eq!(
+        w["/etc/shiftlab/node-labels"],
+        "node-role.kubernetes.io/worker"
+    );
+
+    // With shiftlab's manifests for a cluster with workers: masters unschedulable,
+    // without the worker role; the selector is the IngressController's.
+    let d = assets("upi");
+    run(d.path(), &["create", "manifests"]);
+    let spec = {
+        let dir = common::repo().join("tests/golden");
+        let text = std::fs::read_to_string(dir.join("upi.cluster.yaml")).unwrap();
+        let env = shiftlab::spec::Env {
+            home: None,
+            base_dir: dir,
+            libvirt_default_uri: None,
+        };
+        shiftlab::spec::from_str(&text, "upi.cluster.yaml", &env)
+            .unwrap()
+            .spec
+    };
+    for (rel, text) in shiftlab::render::manifests::lab_manifests(&spec) {
+        std::fs::write(d.path().join(rel), text).unwrap();
+    }
+    run(d.path(), &["create", "ignition-configs"]);
+    let m = node_facts(d.path(), "master");
+    assert_eq!(m["/etc/shiftlab/schedulable"], "false");
+    assert!(!m["/etc/shiftlab/node-labels"].contains("worker"));
+    assert_eq!(
+        m["/etc/shiftlab/router-node-selector"],
+        "node-role.kubernetes.io/worker"
+    );
+
+    // A user's IngressController on the masters: its selector, as given.
+    let d = assets("upi");
+    run(d.path(), &["create", "manifests"]);
+    std::fs::write(
+        d.path().join("openshift/99-ingress.yaml"),
+        "apiVersion: operator.openshift.io/v1\nkind: IngressController\nmetadata:\n  name: default\n  namespace: openshift-ingress-operator\nspec:\n  nodePlacement:\n    nodeSelector:\n      matchLabels:\n        node-role.kubernetes.io/master: \"\"\n        topology.kubernetes.io/zone: a\n",
+    )
+    .unwrap();
+    run(d.path(), &["create", "ignition-configs"]);
+    assert_eq!(
+        node_facts(d.path(), "worker")["/etc/shiftlab/router-node-selector"],
+        "node-role.kubernetes.io/master,topology.kubernetes.io/zone=a"
+    );
+}
+
+/// `openshift_install:` pins a release: shiftlab reads the installer's `version`
+/// (the fake prints the real layout) and refuses a `version:` it does not install.
+#[test]
+fn a_pinned_installer_is_compared_with_the_version_asked_for() {
+    use shiftlab::release::pin;
+    use shiftlab::spec::{parse_version, Distribution};
+    let iv = pin::installer_version(&fake()).unwrap();
+    assert_eq!(iv.version, "4.18.0-fake");
+    assert_eq!(
+        iv.release_image.as_deref(),
+        Some("quay.io/openshift-release-dev/ocp-release:4.18.0-fake")
+    );
+    let v = |s: &str| parse_version(s).unwrap();
+    assert!(pin::check(Distribution::Ocp, &v("4.18"), &fake(), &iv, None).is_ok());
+    let e = pin::check(Distribution::Ocp, &v("4.17.3"), &fake(), &iv, None).unwrap_err();
+    assert!(e.contains("set `version: 4.18.0-fake`"), "{e}");
+    let e = pin::check(Distribution::Okd, &v("4.18"), &fake(), &iv, None).unwrap_err();
+    assert!(e.contains("distribution: okd"), "{e}");
+}
+
+#[test]
+fn single_node_ignition_config_needs_one_control_plane_and_writes_the_live_config() {
+    let d = assets("sno");
+    let out = run(d.path(), &["create", "single-node-ignition-config"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(!d.path().join("install-config.yaml").exists(), "consumed");
+    assert!(
+        log.contains("Single-Node-Ignition-Config created in"),
+        "{log}"
+    );
+    let ign: serde_json::Value =
+        serde_json::from_str(&read(d.path(), "bootstrap-in-place-for-live-iso.ign")).unwrap();
+    let paths: Vec<&str> = ign["storage"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        paths.contains(&"/usr/local/bin/install-to-disk.sh"),
+        "{paths:?}"
+    );
+    assert!(read(d.path(), "auth/kubeconfig").contains("server: https://api."));
+    // A compact install-config is refused, as the installer refuses it.
+    let d = assets("compact");
+    let out = Command::new(fake())
+        .args(["create", "single-node-ignition-config", "--dir"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("requires a single ControlPlane replica"));
+    assert!(
+        d.path().join("install-config.yaml").exists(),
+        "not consumed"
+    );
+}
+
+#[test]
+fn agent_create_image_embeds_the_hosts_and_the_rendezvous_ip() {
+    if Command::new("coreos-installer")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: coreos-installer is not installed (scripts/setup installs it)");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let iso = home.path().join("live.iso");
+    let out = common::shiftlab(
+        &["image", "standin", "--iso", "--out", iso.to_str().unwrap()],
+        home.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sum = shiftlab::release::sha256_file(&iso).unwrap();
+    let stream = home.path().join("stream.json");
+    std::fs::write(
+        &stream,
+        serde_json::json!({"architectures": {"x86_64": {"artifacts": {"metal": {"formats": {"iso": {"disk": {
+            "location": format!("file://{}", iso.display()), "sha256": sum}}}}}}}})
+        .to_string(),
+    )
+    .unwrap();
+    let d = assets("agent");
+    std::fs::copy(
+        common::repo().join("tests/golden/agent.agent-config.yaml"),
+        d.path().join("agent-config.yaml"),
+    )
+    .unwrap();
+    let out = Command::new(fake())
+        .args(["agent", "create", "image", "--dir"])
+        .arg(d.path())
+        .env("SHIFTLAB_FAKE_STREAM_JSON", &stream)
+        .env("XDG_CACHE_HOME", home.path().join("cache"))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains("Consuming Agent Config from target directory"),
+        "{log}"
+    );
+    assert!(!d.path().join("agent-config.yaml").exists());
+    let agent_iso = d.path().join("agent.x86_64.iso");
+    let shown = shiftlab::image::live_iso::embedded(&agent_iso)
+        .unwrap()
+        .expect("an embedded config");
+    let ign: serde_json::Value = serde_json::from_slice(&shown).unwrap();
+    let files = ign["storage"]["files"].as_array().unwrap();
+    let path = |p: &str| files.iter().any(|f| f["path"] == p);
+    assert!(path("/etc/assisted/rendezvous-host.env"));
+    let golden = read(&common::repo(), "tests/golden/agent.agent-config.yaml");
+    let hosts = golden.matches("- hostname:").count();
+    assert!(hosts > 0);
+    for i in 0..hosts {
+        for f in ["mac_interface.ini", "role", "root-device-hints.yaml"] {
+            assert!(
+                path(&format!("/etc/assisted/hostconfig/host-{i}/{f}")),
+                "host-{i}/{f}"
+            );
+        }
+    }
+    // The base ISO itself is left as it was: the embed went into a copy.
+    assert!(shiftlab::image::live_iso::embedded(&iso).unwrap().is_none());
+}

@@ -278,6 +278,7 @@ fn exercise(text: &str, env: &Env) -> Result<bool, String> {
                 let paths = libvirt::NodePaths {
                     ignition: Some("/p/n.ign"),
                     console_log: &log,
+                    cdrom: None,
                 };
                 let _ = libvirt::domain_xml(&p, n, libvirt::Accel::Tcg, &paths);
             }

@@ -124,6 +124,7 @@ fn libvirt_xml() {
     let paths = NodePaths {
         ignition: Some("/var/lib/libvirt/images/shiftlab/lab1-ctlplane-0.ign"),
         console_log: "/var/log/libvirt/qemu/lab1-ctlplane-0-console.log",
+        cdrom: None,
     };
     let dom = domain_xml(&plan, node, Accel::Tcg, &paths);
     roxmltree::Document::parse(&dom).expect("domain XML parses");
@@ -133,9 +134,27 @@ fn libvirt_xml() {
     let paths = NodePaths {
         ignition: None,
         console_log: "/var/log/libvirt/qemu/sno-ctlplane-0-console.log",
+        // The live ISO behind the disk in the boot order.
+        cdrom: Some("sno-live.iso"),
     };
     golden(
         "sno.ctlplane-0.domain.xml",
         &domain_xml(&sno_plan, &sno_plan.nodes[0], Accel::Kvm, &paths),
     );
+}
+
+/// The manifests the lab adds per topology: a UPI cluster with workers (control
+/// planes unschedulable, routers pinned to the workers the ingress load balancer
+/// targets, the registry with one replica) and a compact one (schedulable control
+/// planes, the default IngressController), each file under a `# path` line.
+#[test]
+fn lab_manifests_per_topology() {
+    for name in ["upi", "compact"] {
+        let spec = load(&format!("{name}.cluster.yaml"));
+        let text: String = shiftlab::render::manifests::lab_manifests(&spec)
+            .into_iter()
+            .map(|(path, body)| format!("# {path}\n{body}"))
+            .collect();
+        golden(&format!("{name}.manifests.yaml"), &text);
+    }
 }

@@ -121,3 +121,34 @@ fn secrets_never_reach_the_plan() {
     assert!(!json.contains("hunter2"));
     assert!(!serde_json::to_string(&s).unwrap().contains("hunter2"));
 }
+
+#[test]
+fn iso_nodes_show_their_boot_path_and_sno_names_point_at_the_node() {
+    let sno = plan::derive(&spec_of("cluster: s\nmethod: sno\n"));
+    let table = plan::render_table(&sno);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("s-ctlplane-0"))
+        .expect("the node's row");
+    assert!(row.contains("iso, then disk"), "{row}");
+    // No load balancer in front of one node: api, api-int and *.apps are the node.
+    let ip = sno.nodes[0].ip.to_string();
+    for name in ["api.", "api-int.", "*.apps."] {
+        let r = sno
+            .dns
+            .iter()
+            .find(|r| r.name.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} record"));
+        assert_eq!(r.value, ip, "{name}");
+    }
+    let agent = plan::derive(&spec_of("cluster: a\nmethod: agent\nworkers: 2\n"));
+    let table = plan::render_table(&agent);
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("a-ctlplane-") || l.starts_with("a-worker-"))
+        // the node table's rows, not the DNS names (`a-worker-0.a.example.com`)
+        .filter(|l| !l.split_whitespace().next().unwrap_or("").contains('.'))
+        .collect();
+    assert_eq!(rows.len(), 5);
+    assert!(rows.iter().all(|r| r.contains("iso, then disk")), "{table}");
+}

@@ -40,6 +40,7 @@ fn stop_then_start_brings_the_nodes_back_with_their_csrs_approved() {
             &NodePaths {
                 ignition: None,
                 console_log: "/tmp/x.log",
+                cdrom: None,
             },
         );
         host.conn.define_domain_xml(&xml).unwrap().create().unwrap();

@@ -182,22 +182,34 @@ fn insert_refuses_bad_images_and_leaves_nothing_inserted() {
     m.eject_media(TEST_UUID, MediaSlot::Cd).unwrap();
 }
 
+/// Polls `f` until it holds; events are asynchronous, the bound is generous
+/// and only stops a broken build from hanging.
+fn eventually(what: &str, f: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !f() {
+        assert!(std::time::Instant::now() < deadline, "never saw: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 #[test]
-fn gets_read_power_live_and_see_outside_definition_changes_within_the_ttl() {
-    use shiftlab::redfish::machine_libvirt::DEFINITION_TTL;
+fn gets_come_from_memory_kept_true_by_libvirt_events() {
     let _g = serial();
     let m = machine(Scope::Allow(vec!["test".into()]));
+    assert!(m.events_live(), "the test driver delivers lifecycle events");
     let before = m.system(TEST_UUID).unwrap();
     assert_eq!(before.power, PowerState::On);
+    // behind the BMC's back: virsh destroy / start / edit on another connection
     let conn = virt::connect::Connect::open(Some("test:///default")).unwrap();
     let dom = conn.lookup_domain_by_uuid_string(TEST_UUID).unwrap();
     dom.destroy().unwrap();
-    assert_eq!(
-        m.system(TEST_UUID).unwrap().power,
-        PowerState::Off,
-        "power is read live, never from the snapshot"
-    );
-    // the definition changed behind the BMC's back (virsh edit)
+    eventually("power Off after an outside destroy", || {
+        m.system(TEST_UUID).unwrap().power == PowerState::Off
+    });
+    dom.create().unwrap();
+    eventually("power On after an outside start", || {
+        m.system(TEST_UUID).unwrap().power == PowerState::On
+    });
     let xml = dom
         .xml_desc(virt::sys::VIR_DOMAIN_XML_INACTIVE | virt::sys::VIR_DOMAIN_XML_SECURE)
         .unwrap();
@@ -207,9 +219,10 @@ fn gets_read_power_live_and_see_outside_definition_changes_within_the_ttl() {
     let more = before.cpus + 1;
     let edited = format!("{}{more}{}", &xml[..open_end], &xml[end..]);
     conn.define_domain_xml(&edited).unwrap();
-    std::thread::sleep(DEFINITION_TTL + std::time::Duration::from_millis(200));
-    assert_eq!(m.system(TEST_UUID).unwrap().cpus, more);
-    // changes made through the BMC are seen at once
+    eventually("the edited definition", || {
+        m.system(TEST_UUID).unwrap().cpus == more
+    });
+    // changes made through the BMC are seen by the very next GET
     m.set_boot(
         TEST_UUID,
         BootPatch {
@@ -220,5 +233,9 @@ fn gets_read_power_live_and_see_outside_definition_changes_within_the_ttl() {
     )
     .unwrap();
     assert_eq!(m.system(TEST_UUID).unwrap().boot.target, BootTarget::Pxe);
+    m.reset(TEST_UUID, ResetType::ForceOff).unwrap();
+    assert_eq!(m.system(TEST_UUID).unwrap().power, PowerState::Off);
+    m.reset(TEST_UUID, ResetType::On).unwrap();
+    assert_eq!(m.system(TEST_UUID).unwrap().power, PowerState::On);
     conn.define_domain_xml(&xml).unwrap();
 }

@@ -94,7 +94,7 @@ fn a_target_the_flow_lacks_is_refused_and_changes_nothing() {
     let (code, err) = run(h, &["create", "cluster", "-f", ipi.to_str().unwrap()]);
     assert_eq!(code, Some(1), "{err}");
     assert!(
-        err.contains("method ipi: the install driver drives upi so far"),
+        err.contains("method ipi: the install driver drives upi, sno and agent so far"),
         "{err}"
     );
     assert_eq!(tree(h), before);

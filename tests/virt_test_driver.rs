@@ -32,6 +32,7 @@ fn preflight_names_every_conflict_and_creates_nothing() {
         &NodePaths {
             ignition: None,
             console_log: "/tmp/x.log",
+            cdrom: None,
         },
     )
     .replace("<metadata>", "<!--")
@@ -71,6 +72,7 @@ fn destroy_and_list_ignore_what_is_not_ours() {
         &NodePaths {
             ignition: None,
             console_log: "/tmp/x.log",
+            cdrom: None,
         },
     );
     // The test driver has no pool named shiftlab: point the disk at its own pool.
@@ -131,6 +133,7 @@ fn destroy_takes_only_ledger_volumes() {
         &NodePaths {
             ignition: None,
             console_log: "/tmp/x.log",
+            cdrom: None,
         },
     )
     .replace("pool='shiftlab'", "pool='default-pool'")

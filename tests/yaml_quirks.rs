@@ -4,7 +4,7 @@
 
 use shiftlab::spec::{self, Channel, ClusterSpec, Env, Firmware, InvalidSpec, Version};
 
-const BASE: &str = "cluster: lab1\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\n";
+const BASE: &str = "cluster: lab1\ndistribution: okd\nssh_keys: ['ecdsa-sha2-nistp521 AAAA k']\n";
 
 fn load(extra: &str) -> Result<ClusterSpec, InvalidSpec> {
     spec::from_str(&format!("{BASE}{extra}"), "t.yaml", &Env::default()).map(|l| l.spec)
@@ -45,7 +45,7 @@ fn y_and_n_are_not_booleans() {
 #[test]
 fn yes_no_on_off_stay_text_in_text_fields() {
     let s = spec::from_str(
-        "cluster: no\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\nnetwork: {name: off}\n",
+        "cluster: no\ndistribution: okd\nssh_keys: ['ecdsa-sha2-nistp521 AAAA k']\nnetwork: {name: off}\n",
         "t.yaml",
         &Env::default(),
     )

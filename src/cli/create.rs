@@ -15,6 +15,11 @@ pub enum CreateCommand {
     Manifests(TargetArgs),
     /// Run `openshift-install create ignition-configs`
     Ignition(TargetArgs),
+    /// Run `openshift-install create single-node-ignition-config` (method sno)
+    SingleNodeIgnition(TargetArgs),
+    /// Make the live ISO the nodes boot: the CoreOS live ISO with the single node's
+    /// Ignition embedded (sno), or `openshift-install agent create image` (agent)
+    Iso(TargetArgs),
     /// Build the cluster's libvirt objects: network, pool, base image, volumes, Ignition,
     /// domains (in a rehearsal without a release: again each time, converging on the plan)
     Infra(InfraArgs),
@@ -28,6 +33,8 @@ pub enum CreateCommand {
     CsrApproval(TargetArgs),
     /// Wait for `openshift-install wait-for install-complete` and print how to log in
     InstallComplete(TargetArgs),
+    /// Eject the live ISO from every node and remove its volume (sno, agent)
+    EjectIso(TargetArgs),
     /// Every target: from the cluster file to a finished install
     Cluster(TargetArgs),
 }
@@ -38,6 +45,9 @@ impl CreateCommand {
         match self {
             CreateCommand::Manifests(a) => Some((Target::Manifests, a)),
             CreateCommand::Ignition(a) => Some((Target::Ignition, a)),
+            CreateCommand::SingleNodeIgnition(a) => Some((Target::SingleNodeIgnition, a)),
+            CreateCommand::Iso(a) => Some((Target::Iso, a)),
+            CreateCommand::EjectIso(a) => Some((Target::EjectIso, a)),
             CreateCommand::BootstrapComplete(a) => Some((Target::BootstrapComplete, a)),
             CreateCommand::BootstrapRemoval(a) => Some((Target::BootstrapRemoval, a)),
             CreateCommand::Workers(a) => Some((Target::Workers, a)),

@@ -12,6 +12,7 @@ pub mod image;
 pub mod inspect;
 pub mod plan;
 pub mod power;
+pub mod render;
 pub mod scale;
 pub mod serve;
 
@@ -47,6 +48,9 @@ pub struct Cli {
 pub enum Command {
     /// Validate a cluster file and print the plan derived from it; touches nothing
     Plan(plan::PlanArgs),
+    /// Write the objects a cluster file makes on a backend as files (KubeVirt: YAML);
+    /// touches no cluster
+    Render(render::RenderArgs),
     /// Reach a target of the install (e.g. install-config)
     #[command(subcommand)]
     Create(create::CreateCommand),

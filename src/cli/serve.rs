@@ -10,7 +10,8 @@ use super::OutputFormat;
     long_about = "Run the host services of every cluster in the state directory, in the foreground: \
 one HAProxy per cluster bound to its load-balancer address (rendered from the plan, validated by \
 `haproxy -c`, reloaded gracefully, restarted with backoff), an HTTP server for its Ignition files \
-and ISOs on the cluster's address, and host DNS for api and *.apps. New, changed and destroyed \
+and ISOs on the cluster's address, host DNS for api and *.apps, and a live web page of every lab \
+with its JSON API (--web, default 127.0.0.1:8090). New, changed and destroyed \
 clusters are picked up without a restart (control socket <state>/serve.sock, and a rescan every \
 --scan-interval seconds). See docs/serve.md and docs/dns.md."
 )]
@@ -36,6 +37,17 @@ pub struct ServeArgs {
     /// Seconds between rescans of the state directory
     #[arg(long, value_name = "SECONDS", default_value_t = 2)]
     pub scan_interval: u64,
+
+    /// Address of the lab's web page and its JSON API, or `off` [default:
+    /// 127.0.0.1:8090]. An address that is not loopback needs --web-token-file
+    /// (docs/serve.md, "Web page")
+    #[arg(long, value_name = "ADDR|off")]
+    pub web: Option<String>,
+
+    /// File holding the token the web page requires (one word of 16+
+    /// characters, mode 0600); required to bind --web beyond loopback
+    #[arg(long, value_name = "PATH")]
+    pub web_token_file: Option<std::path::PathBuf>,
 
     #[command(subcommand)]
     pub action: Option<ServeAction>,

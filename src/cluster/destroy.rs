@@ -26,3 +26,19 @@ pub fn destroy(
     }
     Ok(removed)
 }
+
+/// Destroy `name` if its objects are on KubeVirt (its ledger says so): the
+/// host services, every object with the owner label, then its state. `None`
+/// when the cluster is not recorded on KubeVirt.
+pub fn destroy_kubevirt(state: &StateDir, name: &ClusterName) -> Result<Option<Vec<String>>> {
+    let cluster = state.cluster(name.as_str());
+    let Some(mut removed) = crate::kubevirt::backend::destroy_recorded(&cluster)? else {
+        return Ok(None);
+    };
+    crate::serve::forget_cluster(state, name.as_str())
+        .context("stopping the cluster's host services")?;
+    if let Some(dir) = state.remove_cluster(name)? {
+        removed.push(format!("state {}", dir.display()));
+    }
+    Ok(Some(removed))
+}

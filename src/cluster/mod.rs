@@ -9,7 +9,7 @@ pub mod power;
 pub mod scale;
 mod status;
 
-pub use destroy::destroy;
+pub use destroy::{destroy, destroy_kubevirt};
 pub use status::{list_table, status, Status};
 
 use anyhow::Result;

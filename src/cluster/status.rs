@@ -77,12 +77,26 @@ fn certificates(cluster: &ClusterDir) -> Result<Option<Certificates>> {
 
 /// Gather the status of `cluster` on `host`. Changes nothing.
 pub fn status(host: &Host, state: &StateDir, cluster: &ClusterDir) -> Result<Status> {
-    let Some(libvirt) = inspect::status(host, cluster.name())? else {
-        bail!(
+    let libvirt = match inspect::status(host, cluster.name())? {
+        Some(l) => l,
+        // Planned, or installing before `infra` made anything: its services
+        // and targets without libvirt objects.
+        None if cluster.has_plan()
+            || cluster.install_state().is_file()
+            || cluster.install_plan().is_file() =>
+        {
+            ClusterStatus {
+                cluster: cluster.name().to_string(),
+                network: None,
+                network_active: false,
+                nodes: Vec::new(),
+            }
+        }
+        None => bail!(
             "no shiftlab cluster named {} on {}",
             cluster.name(),
             host.uri
-        );
+        ),
     };
     let services = if cluster.has_plan() {
         Some(crate::serve::services_status(state, cluster.name())?)

@@ -21,6 +21,9 @@ pub fn list(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
 
 pub fn status(args: &StatusArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
     let cluster = state.cluster(&args.name);
+    if let Some(status) = crate::kubevirt::backend::status_recorded(&cluster)? {
+        return emit(out, args.output, &status, || status.table());
+    }
     let host = Host::open(&uri(&args.connect, crate::cluster::recorded_uri(&cluster)?))?;
     let status = crate::cluster::status(&host, state, &cluster)?;
     emit(out, args.output, &status, || status.table())
@@ -40,6 +43,12 @@ pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
     let cluster = state.cluster(&name);
     // Not under a running install or create: they hold the cluster's lock.
     let _lock = cluster.lock_if_exists()?;
+    if let Some(removed) = crate::cluster::destroy_kubevirt(state, &name)? {
+        for r in removed {
+            println!("removed {r}");
+        }
+        return Ok(());
+    }
     let recorded = crate::cluster::recorded_uri(&cluster)?;
     let host = Host::open(&uri(&args.connect, spec_uri.or(recorded)))?;
     let removed = crate::cluster::destroy(&host, state, &name, args.purge_images)?;

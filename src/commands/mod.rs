@@ -10,6 +10,7 @@ pub mod gather;
 pub mod inspect;
 pub mod plan;
 pub mod power;
+pub mod render;
 pub mod scale;
 pub mod serve;
 

@@ -35,19 +35,31 @@ pub fn run(args: &ServeArgs, state: &StateDir) -> Result<()> {
             println!("{}", serve::unit::install_for(state)?);
             Ok(())
         }
-        None => serve::daemon::run_until_signal(serve::daemon::Options {
-            state: state.clone(),
-            http_port: args.http_port,
-            host_dns: match args.host_dns {
-                HostDnsArg::Auto => HostDnsMode::Auto,
-                HostDnsArg::Off => HostDnsMode::Off,
-                HostDnsArg::Hosts => HostDnsMode::Use(Mechanism::HostsFile),
-                HostDnsArg::Local => HostDnsMode::Use(Mechanism::LocalDns),
-                HostDnsArg::Networkmanager => HostDnsMode::Use(Mechanism::NetworkManagerDnsmasq),
-                HostDnsArg::Resolved => HostDnsMode::Use(Mechanism::SystemdResolved),
-            },
-            host_firewall: args.host_firewall == HostFirewallArg::Auto,
-            scan_interval: Duration::from_secs(args.scan_interval.max(1)),
-        }),
+        None => {
+            // Checked before serve starts anything.
+            let web = serve::web::Config::parse(
+                args.web.as_deref().unwrap_or(serve::web::DEFAULT_ADDR),
+                args.web_token_file.as_deref(),
+            )?;
+            serve::daemon::run_until_signal(serve::daemon::Options {
+                state: state.clone(),
+                http_port: args.http_port,
+                host_dns: match args.host_dns {
+                    HostDnsArg::Auto => HostDnsMode::Auto,
+                    HostDnsArg::Off => HostDnsMode::Off,
+                    HostDnsArg::Hosts => HostDnsMode::Use(Mechanism::HostsFile),
+                    HostDnsArg::Local => HostDnsMode::Use(Mechanism::LocalDns),
+                    HostDnsArg::Networkmanager => {
+                        HostDnsMode::Use(Mechanism::NetworkManagerDnsmasq)
+                    }
+                    HostDnsArg::Resolved => HostDnsMode::Use(Mechanism::SystemdResolved),
+                },
+                host_firewall: args.host_firewall == HostFirewallArg::Auto,
+                scan_interval: Duration::from_secs(args.scan_interval.max(1)),
+                web,
+                // The default address is a convenience: taken, serve goes on without it.
+                web_required: args.web.is_some(),
+            })
+        }
     }
 }

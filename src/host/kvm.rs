@@ -100,9 +100,44 @@ pub fn check() -> KvmCheck {
     }
 }
 
+/// `domain_type: auto` found no usable KVM: may the cluster fall back to QEMU's
+/// TCG? A rehearsal (stand-in nodes) may; a real cluster may not unless the user
+/// asked for `qemu` by name: under TCG, etcd and the API server are an order of
+/// magnitude slower and miss the installer's timeouts (etcd wants fsync and
+/// heartbeats within its 100 ms interval, openshift.md "Machine sizes"), so the
+/// install would run for hours and fail. Returns the note for the user, or the
+/// refusal with how to get KVM (nested virtualisation: the kernel's
+/// Documentation/virt/kvm/x86/running-nested-guests.rst; libvirt's
+/// `host-passthrough` CPU mode, formatdomain "CPU model and topology").
+pub fn tcg_fallback(reason: &str, rehearsal: bool) -> Result<String, String> {
+    if rehearsal {
+        return Ok(format!(
+            "{reason}: using QEMU's TCG (slower; fine for stand-in nodes)"
+        ));
+    }
+    Err(format!(
+        "{reason}, and a real cluster under QEMU's TCG (software emulation) misses every installer timeout: shiftlab does not fall back to it on its own. \
+Give this host KVM: on bare metal, enable VT-x/AMD-V in the firmware; inside a VM, enable nested virtualisation on the outer host \
+(/sys/module/kvm_intel/parameters/nested, or kvm_amd, must say Y or 1: `options kvm_intel nested=1` in /etc/modprobe.d/kvm.conf, then reload the module) \
+and give this VM the host's CPU (libvirt `<cpu mode='host-passthrough'/>`, QEMU `-cpu host`) so that KVM can offer x86-64-v2. \
+To run under TCG anyway, ask for it: `libvirt: {{domain_type: qemu}}` in the cluster file"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_real_cluster_never_falls_back_to_tcg_silently() {
+        let e = tcg_fallback("/dev/kvm cannot be opened (No such file)", false).unwrap_err();
+        assert!(e.starts_with("/dev/kvm cannot be opened"), "{e}");
+        assert!(e.contains("nested"), "{e}");
+        assert!(e.contains("host-passthrough"), "{e}");
+        assert!(e.contains("domain_type: qemu"), "{e}");
+        let ok = tcg_fallback("/dev/kvm cannot be opened (No such file)", true).unwrap();
+        assert!(ok.contains("TCG"), "{ok}");
+    }
 
     #[test]
     fn nested_kvm_without_sse3_is_refused() {

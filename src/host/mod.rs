@@ -2,6 +2,7 @@
 //! shiftlab changes on it: host DNS, the host firewall; AppArmor/SELinux checks.
 
 pub mod dns;
+pub mod fips;
 pub mod firewall;
 pub mod kvm;
 pub mod security;

@@ -70,6 +70,21 @@ pub fn node_config(
     serde_json::to_string(&cfg).context("serialising Ignition")
 }
 
+/// A pointer config: nothing of its own, the whole config merged from `url`
+/// (Ignition fetches it at first boot). Used where the config cannot travel
+/// with the VM, e.g. a KubeVirt config drive Secret.
+pub fn pointer_config(url: &str) -> Result<String> {
+    let mut cfg = Config::default();
+    cfg.ignition.config = Some(IgnitionConfig {
+        merge: Some(vec![Resource {
+            source: Some(url.to_string()),
+            ..Resource::default()
+        }]),
+        replace: None,
+    });
+    serde_json::to_string(&cfg).context("serialising Ignition")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

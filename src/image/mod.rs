@@ -1,3 +1,4 @@
 //! Disk images shiftlab builds itself.
 
+pub mod live_iso;
 pub mod standin;

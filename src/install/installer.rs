@@ -3,6 +3,7 @@
 //! ([`super::process`]).
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -44,8 +45,14 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
     let mut log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
         .open(&log_path)
         .with_context(|| format!("opening {}", log_path.display()))?;
+    // One made before shiftlab kept it private.
+    std::fs::set_permissions(
+        &log_path,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )?;
     writeln!(log, "### {} {}", bin.display(), args.join(" "))?;
     // One killed with an earlier shiftlab (kill -9 leaves no chance to stop it)
     // must not race this one over the asset directory.
@@ -71,14 +78,18 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     bar.set_message(format!("openshift-install {}", args.join(" ")));
-    // openshift-install logs on stderr; merge both into the log and the display.
+    // openshift-install logs on stderr; merge both into the log and the display,
+    // without the secrets it prints (src/install/redact.rs).
+    let redactor = super::redact::Redactor::for_assets(&assets.kubeadmin_password());
     let stderr = child.stderr.take();
     let err_log = log.try_clone()?;
     let err_bar = bar.clone();
+    let err_redactor = redactor.clone();
     let err_thread = std::thread::spawn(move || {
         let mut err_log = err_log;
         if let Some(e) = stderr {
             for line in BufReader::new(e).lines().map_while(Result::ok) {
+                let line = err_redactor.line(&line);
                 let _ = writeln!(err_log, "{line}");
                 err_bar.set_message(short(&line));
             }
@@ -86,6 +97,7 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
     });
     if let Some(out) = child.stdout.take() {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let line = redactor.line(&line);
             let _ = writeln!(log, "{line}");
             bar.set_message(short(&line));
         }
@@ -94,6 +106,7 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
     let status = child.wait()?;
     let _ = std::fs::remove_file(&record);
     bar.finish_and_clear();
+    super::redact::protect_assets(assets.path())?;
     if !status.success() {
         bail!(
             "openshift-install {} failed ({status}); its log is {}",

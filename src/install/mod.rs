@@ -7,10 +7,12 @@
 //! - [`state`]: the versioned, locked install state, typed `Facts`, the plan
 //!   fingerprint;
 //! - [`targets`]: one file per target, dispatched by [`targets::run`];
-//! - [`installer`] and [`process`]: running `openshift-install`.
+//! - [`installer`] and [`process`]: running `openshift-install`; [`redact`]: its
+//!   output without the secrets it prints.
 
 pub mod installer;
 pub mod process;
+pub mod redact;
 pub mod state;
 pub mod target;
 pub mod targets;
@@ -73,6 +75,10 @@ fn reach_locked(ctx: &Ctx, goal: Target) -> Result<Locked> {
     let path = ctx.flow.path_to(goal);
     if let (Err(e), false) = (&path, ctx.cluster.exists()) {
         return Err(e.clone().into());
+    }
+    // Input the flow cannot use is refused before anything is made.
+    if ctx.flow == Flow::Agent {
+        crate::render::install_config::rendezvous_ip(ctx.plan)?;
     }
     let mut locked = state::lock(&ctx.cluster)?;
     // Checks first, writes after: a refused run leaves the state as it was (a

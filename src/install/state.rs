@@ -29,6 +29,10 @@ pub struct TargetRecord {
     pub status: Status,
     /// Seconds since the epoch of the last change.
     pub at: u64,
+    /// When the target last started (seconds since the epoch); with `at` of a
+    /// done target, its duration. Absent in older states.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<u64>,
     /// What the target was doing or found, for the user (`status`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -71,6 +75,9 @@ pub struct Facts {
     /// The verified CoreOS disk image from the installer's stream metadata.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coreos_image: Option<PathBuf>,
+    /// The verified CoreOS live ISO from the same stream metadata (sno, agent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coreos_iso: Option<PathBuf>,
     /// The console URL `install-complete` printed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub console: Option<String>,
@@ -201,11 +208,22 @@ impl Locked {
     }
 
     fn record(&mut self, target: Target, status: Status, note: Option<String>) -> Result<()> {
+        let at = now();
+        // Done keeps the start it follows; a (re)start is a new start.
+        let started = match status {
+            Status::Started => Some(at),
+            Status::Done => self
+                .state
+                .targets
+                .get(target.as_str())
+                .and_then(|r| r.started),
+        };
         self.state.targets.insert(
             target.as_str().to_string(),
             TargetRecord {
                 status,
-                at: now(),
+                at,
+                started,
                 note,
             },
         );
@@ -317,6 +335,12 @@ pub struct TargetStatus {
     pub status: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub at: Option<u64>,
+    /// When it last started (seconds since the epoch), when recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started: Option<u64>,
+    /// When it finished (seconds since the epoch): `at` of a done target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -346,6 +370,8 @@ impl InstallStatus {
                     }
                     .to_string(),
                     at: r.map(|r| r.at),
+                    started: r.and_then(|r| r.started),
+                    finished: r.filter(|r| r.status == Status::Done).map(|r| r.at),
                     note: r.and_then(|r| r.note.clone()),
                     target: t,
                 }
@@ -402,6 +428,29 @@ mod tests {
         let mut l = lock(c).unwrap();
         l.enter(Flow::Upi).unwrap();
         l
+    }
+
+    #[test]
+    fn a_target_keeps_its_start_and_status_shows_start_and_finish() {
+        let (_d, c) = dir();
+        let mut l = upi(&c);
+        l.start(Flow::Upi, Target::Release, None).unwrap();
+        let started = l.state.targets["release"].started.expect("start recorded");
+        l.done(Target::Release, None).unwrap();
+        let r = l.state.targets["release"].clone();
+        assert_eq!(r.started, Some(started));
+        assert!(r.at >= started);
+        l.start(Flow::Upi, Target::InstallConfig, None).unwrap();
+        let s = InstallStatus::of(&read(&c).unwrap().unwrap());
+        let t = |n: &str| s.targets.iter().find(|t| t.target == n).unwrap().clone();
+        assert_eq!(t("release").started, Some(started));
+        assert_eq!(t("release").finished, Some(r.at));
+        assert!(t("install-config").started.is_some());
+        assert_eq!(t("install-config").finished, None);
+        assert_eq!(t("manifests").started, None);
+        // An older state (no start recorded) still reads.
+        let old: TargetRecord = serde_json::from_str(r#"{"status":"done","at":5}"#).unwrap();
+        assert_eq!(old.started, None);
     }
 
     #[test]
@@ -504,8 +553,8 @@ mod tests {
             e.downcast_ref::<IllegalTransition>(),
             Some(&IllegalTransition::DoneWithoutStart(Target::Release))
         );
-        // (was: starting in method sno, which has no flow of its own)
-        assert!(Flow::driving(Method::Sno).is_err());
+        // (a method without a flow of its own)
+        assert!(Flow::driving(Method::Ipi).is_err());
         assert!(l.start(Flow::Lab, Target::Release, None).is_err());
         assert!(l.state.targets.is_empty(), "nothing recorded");
     }

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 use virt::domain::Domain;
 use virt::network::Network;
 use virt::storage_pool::StoragePool;
@@ -32,27 +32,35 @@ pub struct Report {
 }
 
 pub struct ApplyOptions<'a> {
-    pub base_image: &'a Path,
+    /// The disk image fw_cfg nodes' overlays sit on (`None` when every node boots
+    /// an ISO onto an empty disk).
+    pub base_image: Option<&'a Path>,
+    /// The live ISO the ISO-booting nodes get in their CD-ROM drive.
+    pub iso: Option<&'a Path>,
     /// Per node: its Ignition config (fw_cfg nodes only).
     pub ignition: BTreeMap<String, Vec<u8>>,
     /// Also start the nodes planned to start after bootstrap (workers in UPI).
     pub start_all: bool,
 }
 
-/// The accelerator for this host and why.
-pub fn choose_accel(host: &Host, wanted: DomainType) -> (Accel, String) {
+/// The accelerator for this host and why. `auto` never falls back to TCG for a
+/// real cluster (src/host/kvm.rs, `tcg_fallback`): an error before anything is
+/// created.
+pub fn choose_accel(host: &Host, wanted: DomainType, rehearsal: bool) -> Result<(Accel, String)> {
+    let fallback = |reason: &str| {
+        crate::host::kvm::tcg_fallback(reason, rehearsal)
+            .map(|why| (Accel::Tcg, why))
+            .map_err(|e| anyhow::anyhow!("{e}"))
+    };
     match wanted {
-        DomainType::Kvm => (Accel::Kvm, "libvirt.domain_type is kvm".into()),
-        DomainType::Qemu => (Accel::Tcg, "libvirt.domain_type is qemu".into()),
+        DomainType::Kvm => Ok((Accel::Kvm, "libvirt.domain_type is kvm".into())),
+        DomainType::Qemu => Ok((Accel::Tcg, "libvirt.domain_type is qemu".into())),
         DomainType::Auto if host.is_local() => {
             let c = crate::host::kvm::check();
             if c.usable {
-                (Accel::Kvm, c.reason)
+                Ok((Accel::Kvm, c.reason))
             } else {
-                (
-                    Accel::Tcg,
-                    format!("{}: using QEMU's TCG (slower)", c.reason),
-                )
+                fallback(&c.reason)
             }
         }
         DomainType::Auto => {
@@ -60,11 +68,8 @@ pub fn choose_accel(host: &Host, wanted: DomainType) -> (Accel, String) {
                 .conn
                 .domain_capabilities(None, Some("x86_64"), None, Some("kvm"), 0)
             {
-                Ok(_) => (Accel::Kvm, "the remote libvirt offers KVM".into()),
-                Err(_) => (
-                    Accel::Tcg,
-                    "the remote libvirt offers no KVM: using QEMU's TCG".into(),
-                ),
+                Ok(_) => Ok((Accel::Kvm, "the remote libvirt offers KVM".into())),
+                Err(_) => fallback("the remote libvirt offers no KVM"),
             }
         }
     }
@@ -85,9 +90,11 @@ pub fn qcow2_virtual_size(path: &Path) -> Result<u64> {
     Ok(u64::from_be_bytes(h[24..32].try_into().unwrap_or_default()))
 }
 
-/// The image's sha256, remembered per (path, size, mtime) so that a multi-GB CoreOS
-/// image is hashed once, not on every `create infra`.
-fn image_digest(state: &StateDir, image: &Path) -> Result<String> {
+/// The base volume's name for this image file: derived from what identifies the
+/// file without reading it (canonical path, size, modification time), so the
+/// upload can go straight into the final volume; the content's sha256 is computed
+/// while uploading and kept in the completion marker.
+fn base_name(image: &Path) -> Result<String> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(image).with_context(|| format!("reading {}", image.display()))?;
     let key = format!(
@@ -100,19 +107,41 @@ fn image_digest(state: &StateDir, image: &Path) -> Result<String> {
         meta.mtime(),
         meta.mtime_nsec()
     );
-    let path = state.image_digests();
-    // An unreadable cache is only a cache: hash again.
-    let mut known: std::collections::BTreeMap<String, String> = crate::files::read_json(&path)
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    if let Some(d) = known.get(&key) {
-        return Ok(d.clone());
+    let digest = hex::encode(Sha256::digest(key.as_bytes()));
+    Ok(format!("shiftlab-base-{}.qcow2", &digest[..16]))
+}
+
+/// The completion marker of a base volume: a small volume next to it holding the
+/// sha256 of what was uploaded, created only after the upload finished and
+/// libvirt read the result back as a qcow2 of the image's size. A base volume
+/// without its marker is a partial upload (a crash, a kill, a full disk).
+pub fn base_marker_name(base: &str) -> String {
+    format!("{base}.sha256")
+}
+
+/// A reader that hashes what passes through it.
+struct Hashing<R> {
+    inner: R,
+    hash: Sha256,
+}
+
+impl<R: std::io::Read> std::io::Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
     }
-    let digest = crate::files::hash_file::<Sha256>(image)?;
-    known.insert(key, digest.clone());
-    crate::files::write_json(&path, &known)?;
-    Ok(digest)
+}
+
+/// The digest a complete base volume's marker records, or `None` when the
+/// marker is missing or unreadable (the volume is then partial).
+fn marker_digest(host: &Host, pool: &StoragePool, base: &str) -> Result<Option<String>> {
+    let Some(marker) = Host::volume(pool, &base_marker_name(base))? else {
+        return Ok(None);
+    };
+    let text = host.download(&marker).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).trim().to_string();
+    Ok((text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit())).then_some(text))
 }
 
 fn ensure_pool(
@@ -165,8 +194,7 @@ fn ensure_base(
 ) -> Result<(StorageVol, u64)> {
     let (cluster_dir, state) = dirs;
     let virtual_size = qcow2_virtual_size(image)?;
-    let digest = image_digest(state, image)?;
-    let name = format!("shiftlab-base-{}.qcow2", &digest[..16]);
+    let name = base_name(image)?;
     if !ledger.base_volumes.contains(&name) {
         ledger.base_volumes.push(name.clone());
         ledger::save(cluster_dir, ledger)?;
@@ -178,31 +206,113 @@ fn ensure_base(
         ledger::save_host(state, &rec)?;
     }
     if let Some(v) = Host::volume(pool, &name)? {
-        report.unchanged.push(format!("base image {name}"));
-        return Ok((v, virtual_size));
+        if marker_digest(host, pool, &name)?.is_some() {
+            report.unchanged.push(format!("base image {name}"));
+            return Ok((v, virtual_size));
+        }
+        // No marker: an upload that never finished. Never used; imported again.
+        tracing::warn!(volume = %name, "removing a partial base image");
+        v.delete(0).context("removing a partial base image")?;
+    }
+    if let Some(stale) = Host::volume(pool, &base_marker_name(&name))? {
+        stale
+            .delete(0)
+            .context("removing a stale base image marker")?;
     }
     let len = std::fs::metadata(image)?.len();
-    // Name the final volume only when it is whole: upload under a temporary name.
-    let tmp = format!(".{name}.part");
-    if let Some(stale) = Host::volume(pool, &tmp)? {
-        stale.delete(0).context("removing a partial base image")?;
+    // Declared as what it is (qcow2, libvirt's `qemu-img create` makes a small
+    // header) and overwritten byte for byte by the upload: one write, no convert.
+    // libvirt src/storage/storage_util.c, virStorageBackendVolUploadLocal: the
+    // stream writes the target file as is, whatever its format.
+    let vol = StorageVol::create_xml(pool, &xml::qcow2_volume_xml(&name, virtual_size, None), 0)
+        .with_context(|| format!("creating volume {name}"))?;
+    let header = vol.info().map(|i| i.allocation).unwrap_or(0);
+    let fail = |vol: &StorageVol, e: anyhow::Error| {
+        let _ = vol.delete(0);
+        Err(e).with_context(|| format!("importing {}", image.display()))
+    };
+    if len < header {
+        return fail(
+            &vol,
+            anyhow::anyhow!("the image ({len} bytes) is smaller than an empty qcow2 header"),
+        );
     }
+    let mut src = Hashing {
+        inner: std::fs::File::open(image)?,
+        hash: Sha256::new(),
+    };
+    if let Err(e) = host.upload(&vol, &mut src, len) {
+        return fail(&vol, e);
+    }
+    let digest = hex::encode(src.hash.finalize());
+    // Verify what libvirt now sees: a qcow2 of the image's virtual size.
+    pool.refresh(0)
+        .with_context(|| format!("refreshing pool {}", ledger.pool))?;
+    let vol = Host::volume(pool, &name)?.context("the base volume vanished after its upload")?;
+    let capacity = vol.info().map(|i| i.capacity).unwrap_or(0);
+    if capacity != virtual_size {
+        return fail(
+            &vol,
+            anyhow::anyhow!(
+                "libvirt reads {capacity} bytes of capacity, the image says {virtual_size}"
+            ),
+        );
+    }
+    let marker_name = base_marker_name(&name);
+    let marker = StorageVol::create_xml(pool, &xml::raw_volume_xml(&marker_name, 64), 0)
+        .with_context(|| format!("creating volume {marker_name}"))?;
+    if let Err(e) = host.upload(&marker, digest.as_bytes(), 64) {
+        let _ = marker.delete(0);
+        return fail(&vol, e);
+    }
+    report.created.push(format!(
+        "base image {name} from {} (sha256 {digest})",
+        image.display()
+    ));
+    Ok((vol, virtual_size))
+}
+
+/// The cluster's live ISO as a raw volume in the pool, uploaded under a temporary
+/// name and named only when whole (as the base image), so that a run stopped
+/// during the upload never leaves a truncated ISO a node would boot.
+fn ensure_iso(
+    host: &Host,
+    pool: &StoragePool,
+    iso: &Path,
+    cluster: &str,
+    ledger: &mut Ledger,
+    cluster_dir: &ClusterDir,
+    report: &mut Report,
+) -> Result<String> {
+    let name = super::iso::volume_name(cluster);
+    let tmp = format!(".{name}.part");
+    if ledger.add_volumes([name.as_str(), tmp.as_str()]) {
+        ledger::save(cluster_dir, ledger)?;
+    }
+    if Host::volume(pool, &name)?.is_some() {
+        report.unchanged.push(format!("live ISO {name}"));
+        return Ok(name);
+    }
+    if let Some(stale) = Host::volume(pool, &tmp)? {
+        stale.delete(0).context("removing a partial live ISO")?;
+    }
+    let len = std::fs::metadata(iso)
+        .with_context(|| format!("reading {}", iso.display()))?
+        .len();
     let vol = StorageVol::create_xml(pool, &xml::raw_volume_xml(&tmp, len), 0)
         .with_context(|| format!("creating volume {tmp}"))?;
-    let file = std::fs::File::open(image)?;
+    let file = std::fs::File::open(iso)?;
     if let Err(e) = host.upload(&vol, file, len) {
         let _ = vol.delete(0);
-        return Err(e).with_context(|| format!("importing {}", image.display()));
+        return Err(e).with_context(|| format!("uploading {}", iso.display()));
     }
-    // libvirt cannot rename volumes: clone the finished upload into its final name.
-    let final_xml = xml::qcow2_volume_xml(&name, virtual_size, None);
-    let base = StorageVol::create_xml_from(pool, &final_xml, &vol, 0)
+    StorageVol::create_xml_from(pool, &xml::raw_volume_xml(&name, len), &vol, 0)
         .with_context(|| format!("creating volume {name}"))?;
     vol.delete(0).context("removing the upload volume")?;
     report
         .created
-        .push(format!("base image {name} from {}", image.display()));
-    Ok((base, virtual_size))
+        .push(format!("live ISO {name} from {}", iso.display()));
+    Ok(name)
 }
 
 fn ensure_network(host: &Host, plan: &Plan, report: &mut Report) -> Result<Network> {
@@ -343,18 +453,18 @@ struct NodeOutcome {
 
 struct NodeVolumes {
     ignition_path: Option<String>,
+    /// The live ISO volume in the node's CD-ROM drive.
+    cdrom: Option<String>,
 }
 
 fn ensure_node_volumes(
     host: &Host,
     pool: &StoragePool,
     node: &Node,
-    base: &StorageVol,
-    base_size: u64,
+    base: Option<&(StorageVol, u64)>,
     ignition: Option<&[u8]>,
 ) -> Result<(NodeVolumes, Vec<String>)> {
     let mut created = Vec::new();
-    let base_path = base.path()?;
     for d in &node.disks {
         if Host::volume(pool, &d.volume)?.is_some() {
             continue;
@@ -362,7 +472,8 @@ fn ensure_node_volumes(
         let bytes = d.size_gb << 30;
         let xml = match d.kind {
             crate::plan::DiskKind::Root if node.boot == crate::plan::Boot::DiskFwCfg => {
-                xml::qcow2_volume_xml(&d.volume, bytes.max(base_size), Some(&base_path))
+                let (base, base_size) = base.context("a disk-booting node needs a base image")?;
+                xml::qcow2_volume_xml(&d.volume, bytes.max(*base_size), Some(&base.path()?))
             }
             _ => xml::qcow2_volume_xml(&d.volume, bytes, None),
         };
@@ -401,7 +512,13 @@ fn ensure_node_volumes(
         };
         ignition_path = Some(vol.path()?);
     }
-    Ok((NodeVolumes { ignition_path }, created))
+    Ok((
+        NodeVolumes {
+            ignition_path,
+            cdrom: None,
+        },
+        created,
+    ))
 }
 
 fn lookup(pool: &StoragePool, name: &str) -> Result<StorageVol> {
@@ -449,6 +566,7 @@ fn ensure_domain(
     let paths = NodePaths {
         ignition: vols.ignition_path.as_deref(),
         console_log: &console,
+        cdrom: vols.cdrom.as_deref(),
     };
     let want = xml::domain_xml(plan, node, accel, &paths);
     match host.domain(&node.name)? {
@@ -549,7 +667,7 @@ pub fn apply(
         pool: plan.libvirt.pool.clone(),
         ..Ledger::default()
     });
-    let problems = preflight::check(host, plan, &ledger, Some(opts.base_image))?;
+    let problems = preflight::check(host, plan, &ledger, opts.base_image)?;
     if !problems.is_empty() {
         bail!(
             "the host is not ready for {} (nothing was created):\n  - {}",
@@ -557,22 +675,37 @@ pub fn apply(
             problems.join("\n  - ")
         );
     }
-    let (accel, why) = choose_accel(host, plan.libvirt.domain_type);
+    let (accel, why) = choose_accel(host, plan.libvirt.domain_type, plan.rehearsal)?;
     let mut report = Report::default();
 
     // The pool and the base image are shared with other clusters: one shiftlab at
     // a time makes them (else two fresh creates race on `pool already exists`).
     let host_lock = state.lock_host()?;
     let pool = ensure_pool(host, plan, state, &mut report)?;
-    let (base, base_size) = ensure_base(
-        host,
-        &pool,
-        opts.base_image,
-        &mut ledger,
-        (cluster_dir, state),
-        &mut report,
-    )?;
+    let base = match opts.base_image {
+        Some(image) => Some(ensure_base(
+            host,
+            &pool,
+            image,
+            &mut ledger,
+            (cluster_dir, state),
+            &mut report,
+        )?),
+        None => None,
+    };
     drop(host_lock);
+    let iso_volume = match opts.iso {
+        Some(iso) => Some(ensure_iso(
+            host,
+            &pool,
+            iso,
+            &plan.cluster,
+            &mut ledger,
+            cluster_dir,
+            &mut report,
+        )?),
+        None => None,
+    };
     // Intent on disk before the side effects.
     let names: Vec<String> = plan
         .nodes
@@ -595,16 +728,21 @@ pub fn apply(
             .nodes
             .iter()
             .map(|node| {
-                let (pool, base) = (&pool, &base);
+                let (pool, base, iso_volume) = (&pool, base.as_ref(), iso_volume.as_deref());
                 s.spawn(move || -> Result<NodeOutcome> {
                     let ign = opts.ignition.get(&node.name).map(Vec::as_slice);
                     if node.ignition_volume.is_some() && ign.is_none() {
                         bail!("{}: no Ignition config to deliver", node.name);
                     }
-                    let (vols, mut created) =
-                        ensure_node_volumes(host, pool, node, base, base_size, ign)
-                            .with_context(|| format!("preparing the volumes of {}", node.name))?;
+                    let (vols, mut created) = ensure_node_volumes(host, pool, node, base, ign)
+                        .with_context(|| format!("preparing the volumes of {}", node.name))?;
                     let mut drift = Vec::new();
+                    let vols = NodeVolumes {
+                        cdrom: iso_volume
+                            .filter(|_| node.boot == crate::plan::Boot::Iso)
+                            .map(str::to_string),
+                        ..vols
+                    };
                     ensure_domain(host, plan, node, accel, &vols, &mut created, &mut drift)?;
                     Ok(NodeOutcome {
                         name: node.name.clone(),

@@ -209,7 +209,12 @@ fn purge_base_images(host: &Host, state: &StateDir) -> Result<Vec<String>> {
             continue;
         }
         pool.refresh(0)?;
+        let marker = Host::volume(&pool, &super::apply::base_marker_name(&base))?;
         let Some(bv) = Host::volume(&pool, &base)? else {
+            if let Some(m) = marker {
+                m.delete(0)
+                    .with_context(|| format!("deleting the marker of {base}"))?;
+            }
             continue;
         };
         let path = bv.path()?;
@@ -220,6 +225,11 @@ fn purge_base_images(host: &Host, state: &StateDir) -> Result<Vec<String>> {
         if backed {
             keep(&mut kept);
             continue;
+        }
+        // The marker first: a base volume without it is never taken as complete.
+        if let Some(m) = marker {
+            m.delete(0)
+                .with_context(|| format!("deleting the marker of {base}"))?;
         }
         bv.delete(0).with_context(|| format!("deleting {base}"))?;
         removed.push(format!("volume {base}"));

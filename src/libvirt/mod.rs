@@ -6,7 +6,9 @@
 pub mod apply;
 pub mod console;
 pub mod destroy;
+pub mod events;
 pub mod inspect;
+pub mod iso;
 pub mod ledger;
 pub mod preflight;
 pub mod xml;

@@ -206,6 +206,8 @@ pub fn check(
             p.display()
         )),
         Some(_) => {}
+        // Nodes that boot a live ISO install onto an empty disk: no base image.
+        None if fwcfg_nodes(plan) == 0 => {}
         None => problems.push(
             "image: no base image given; set `image:` to a local CoreOS qcow2 (or `rehearsal: true` for stand-in nodes)"
                 .to_string(),

@@ -38,6 +38,9 @@ pub struct Plan {
     pub load_balancer: Option<LoadBalancer>,
     pub bmc: Option<BmcPlan>,
     pub libvirt: LibvirtPlan,
+    /// `backend: kubevirt`: where the VMs go and the objects made for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubevirt: Option<crate::kubevirt::KubevirtPlan>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -447,7 +450,7 @@ pub fn derive(spec: &ClusterSpec) -> Plan {
         });
     }
 
-    Plan {
+    let mut plan = Plan {
         format: PLAN_FORMAT,
         cluster: spec.cluster.clone(),
         domain: spec.domain.clone(),
@@ -500,7 +503,21 @@ pub fn derive(spec: &ClusterSpec) -> Plan {
             firmware: spec.libvirt.firmware,
             image: spec.image.clone(),
         },
+        kubevirt: None,
+    };
+    plan.kubevirt = spec
+        .kubevirt
+        .as_ref()
+        .map(|k| crate::kubevirt::KubevirtPlan::derive(k, &plan));
+    // On the pod network the API and ingress are Services: no host load balancer.
+    if spec
+        .kubevirt
+        .as_ref()
+        .is_some_and(|k| k.network == crate::spec::PodNetwork::Pod)
+    {
+        plan.load_balancer = None;
     }
+    plan
 }
 
 impl Plan {

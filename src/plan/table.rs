@@ -93,7 +93,8 @@ pub fn render_table(plan: &Plan) -> String {
                 disks.join("+"),
                 match node.boot {
                     Boot::DiskFwCfg => "disk+fw_cfg",
-                    Boot::Iso => "iso",
+                    // The live ISO installs to the disk, the node reboots from it.
+                    Boot::Iso => "iso, then disk",
                     Boot::VirtualMedia => "virtual media",
                 }
                 .into(),
@@ -179,6 +180,36 @@ pub fn render_table(plan: &Plan) -> String {
             })
             .collect();
         table(&mut out, &["NODE", "BMC ADDRESS"], &rows);
+    }
+    if let Some(k) = &plan.kubevirt {
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "KubeVirt namespace {} ({} network{}), kubeconfig {}{}",
+            k.namespace,
+            match k.network {
+                crate::spec::PodNetwork::Pod => "pod",
+                crate::spec::PodNetwork::Multus => "multus",
+            },
+            match k.network {
+                crate::spec::PodNetwork::Pod => format!(", {} Services", k.service_type.as_str()),
+                crate::spec::PodNetwork::Multus => format!(" on bridge {}", k.bridge),
+            },
+            k.kubeconfig.display(),
+            k.context
+                .as_ref()
+                .map(|c| format!(" context {c}"))
+                .unwrap_or_default()
+        );
+        let rows: Vec<Vec<String>> = k
+            .objects
+            .iter()
+            .map(|o| {
+                let (kind, name) = o.split_once('/').unwrap_or((o, ""));
+                vec![kind.to_string(), name.to_string()]
+            })
+            .collect();
+        table(&mut out, &["KIND", "NAME"], &rows);
     }
     out
 }

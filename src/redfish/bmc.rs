@@ -38,6 +38,8 @@ pub enum Systems {
         pool: String,
         max_image_bytes: u64,
     },
+    /// KubeVirt VirtualMachines of one cluster (src/redfish/machine_kubevirt.rs).
+    Kubevirt(crate::redfish::machine_kubevirt::KubevirtConfig),
     /// In-memory systems with these names (for trying clients without libvirt).
     Memory(Vec<String>),
 }
@@ -111,6 +113,9 @@ pub fn build(config: Config) -> Result<Bmc> {
         Systems::Memory(names) => Arc::new(MemoryMachine::new(
             names.iter().map(|n| MemorySystem::new(&derived_uuid(n), n)),
         )),
+        Systems::Kubevirt(cfg) => Arc::new(
+            crate::redfish::machine_kubevirt::KubevirtMachine::open(&cfg)?,
+        ),
         Systems::Libvirt {
             uri,
             scope,

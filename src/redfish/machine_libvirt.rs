@@ -3,16 +3,22 @@
 //! read-modify-write of a domain definition runs under a per-domain lock;
 //! reads never write.
 //!
-//! GETs read the power state live from libvirt on every request, and the
-//! definition (boot override, media, NICs, disks) from a snapshot that is
-//! dropped on every change made through the BMC and re-read after
-//! [`DEFINITION_TTL`] at the latest (for changes made behind its back, e.g.
-//! `virsh edit`). Writes always re-read the definition under the lock.
+//! GETs cost no libvirt call: each exposed domain's power state and
+//! definition (boot override, media, NICs, disks) are kept in memory and kept
+//! true by libvirt's domain lifecycle events ([`crate::libvirt::events`]): a
+//! start or stop behind the BMC's back (`virsh start`/`destroy`) flips the
+//! cached power state, a (re)definition (`virsh edit`, `virsh define`) or any
+//! other event drops the entry so the next GET reads it again. Changes made
+//! through the BMC drop the entry at once, without waiting for the event.
+//! When the connection closes (libvirtd restarted), the cache is emptied and
+//! the next request reconnects and subscribes again (the resync); without
+//! events (a driver that has none) every GET reads libvirt. Writes always
+//! re-read the definition under the per-domain lock.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use anyhow::Result;
 use virt::domain::Domain;
@@ -22,6 +28,7 @@ use super::machine::{BootState, Machine, MachineError};
 use super::media::MediaStore;
 use super::metadata::{BmcMeta, MediaRecord};
 use super::model::*;
+use crate::libvirt::events::{self, Change, Notice, Subscription};
 use crate::libvirt::xml::{edit, parse, BootDevice, DomainView};
 use crate::libvirt::{owner_of_domain, Host};
 use crate::spec::Firmware;
@@ -45,10 +52,6 @@ pub struct LibvirtConfig {
     pub state_dir: PathBuf,
     pub max_image_bytes: u64,
 }
-
-/// Longest time a GET serves a definition read earlier. Power state is
-/// always read live; changes made through the BMC are seen at once.
-pub const DEFINITION_TTL: Duration = Duration::from_secs(2);
 
 /// A domain definition as the BMC reads it: libvirt's part and the BMC's record.
 struct Definition {
@@ -126,21 +129,97 @@ fn mode(firmware: Firmware) -> BootMode {
     }
 }
 
-/// An exposed domain's definition as read at `read_at`.
+/// An exposed domain as a GET reports it: its definition, and its power
+/// state, which lifecycle events flip in place.
 struct Snapshot {
-    dom: Domain,
     def: Definition,
     disks: Vec<Disk>,
-    read_at: Instant,
+    active: AtomicBool,
+}
+
+/// The in-memory state and what keeps it true; shared with the event callback.
+#[derive(Default)]
+struct Cache {
+    /// By lower-case UUID.
+    entries: Mutex<HashMap<String, Arc<Snapshot>>>,
+    /// Bumped by every event and every change made through the BMC: a read
+    /// that started before a bump does not enter the cache (it may be stale).
+    generation: AtomicU64,
+    /// Events arrive on the current connection; entries may be served.
+    live: AtomicBool,
+    /// The connection closed: reconnect (and resync) at the next request.
+    closed: AtomicBool,
+}
+
+impl Cache {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Snapshot>>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn hear(&self, notice: Notice) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        match notice {
+            Notice::Domain { uuid, change } => {
+                let mut entries = self.entries();
+                match (change, entries.get(&uuid)) {
+                    (Change::Started, Some(s)) => s.active.store(true, Ordering::SeqCst),
+                    (Change::Stopped, Some(s)) => s.active.store(false, Ordering::SeqCst),
+                    _ => {
+                        entries.remove(&uuid);
+                    }
+                }
+            }
+            Notice::Closed => {
+                self.live.store(false, Ordering::SeqCst);
+                self.closed.store(true, Ordering::SeqCst);
+                self.entries().clear();
+            }
+        }
+    }
+
+    /// Forgets a domain the BMC itself just changed.
+    fn invalidate(&self, uuid: &str) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.entries().remove(&uuid.to_ascii_lowercase());
+    }
+}
+
+/// The connection and the event subscription on it.
+struct Link {
+    host: Host,
+    _events: Option<Subscription>,
+}
+
+impl Link {
+    fn open(uri: &str, cache: &Arc<Cache>) -> Result<Link> {
+        events::ensure_loop()?;
+        let host = Host::open(uri)?;
+        let sink = cache.clone();
+        let sub = match events::subscribe(&host.conn, move |n| sink.hear(n)) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!(
+                    error = format!("{e:#}"),
+                    "no libvirt events: every GET reads libvirt"
+                );
+                None
+            }
+        };
+        cache.entries().clear();
+        cache.generation.fetch_add(1, Ordering::SeqCst);
+        cache.closed.store(false, Ordering::SeqCst);
+        cache.live.store(sub.is_some(), Ordering::SeqCst);
+        Ok(Link { host, _events: sub })
+    }
 }
 
 pub struct LibvirtMachine {
-    host: Host,
+    uri: String,
+    link: RwLock<Arc<Link>>,
+    cache: Arc<Cache>,
     scope: Scope,
     media: MediaStore,
     locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
-    /// By lower-case UUID.
-    snapshots: Mutex<HashMap<String, Arc<Snapshot>>>,
 }
 
 fn backend(e: virt::error::Error, what: &str) -> MachineError {
@@ -160,8 +239,12 @@ fn is_uuid(s: &str) -> bool {
 
 impl LibvirtMachine {
     pub fn open(cfg: &LibvirtConfig) -> Result<Self> {
+        let cache = Arc::new(Cache::default());
+        let link = Link::open(&cfg.uri, &cache)?;
         Ok(LibvirtMachine {
-            host: Host::open(&cfg.uri)?,
+            uri: cfg.uri.clone(),
+            link: RwLock::new(Arc::new(link)),
+            cache,
             scope: cfg.scope.clone(),
             media: MediaStore::new(
                 &cfg.pool,
@@ -169,31 +252,46 @@ impl LibvirtMachine {
                 cfg.max_image_bytes,
             ),
             locks: Mutex::new(HashMap::new()),
-            snapshots: Mutex::new(HashMap::new()),
         })
     }
 
-    fn snapshots(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Snapshot>>> {
-        self.snapshots.lock().unwrap_or_else(|e| e.into_inner())
+    /// Are GETs served from memory (events arrive on a live connection)?
+    pub fn events_live(&self) -> bool {
+        self.cache.live.load(Ordering::SeqCst)
     }
 
-    /// Forgets the snapshot of a domain whose definition changed.
-    fn invalidate(&self, uuid: &str) {
-        self.snapshots().remove(&uuid.to_ascii_lowercase());
+    /// The current connection; a new one (events subscribed again, cache
+    /// emptied) when the last one closed.
+    fn link(&self) -> Result<Arc<Link>, MachineError> {
+        let current = self.link.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if !self.cache.closed.load(Ordering::SeqCst) && events::is_alive(&current.host.conn) {
+            return Ok(current);
+        }
+        let mut slot = self.link.write().unwrap_or_else(|e| e.into_inner());
+        if Arc::ptr_eq(&slot, &current) {
+            let link = Link::open(&self.uri, &self.cache).map_err(MachineError::Backend)?;
+            tracing::info!(uri = %self.uri, "reconnected to libvirt; cache resynced");
+            *slot = Arc::new(link);
+        }
+        Ok(slot.clone())
     }
 
-    /// The exposed domain's definition, read again when older than
-    /// [`DEFINITION_TTL`].
+    /// The exposed domain as a GET reports it: from memory while events are
+    /// live, else read (and remembered when no event came in between).
     fn snapshot(&self, uuid: &str) -> Result<Arc<Snapshot>, MachineError> {
         let key = uuid.to_ascii_lowercase();
-        if let Some(s) = self.snapshots().get(&key) {
-            if s.read_at.elapsed() < DEFINITION_TTL {
+        let link = self.link()?;
+        if self.events_live() {
+            if let Some(s) = self.cache.entries().get(&key) {
                 return Ok(s.clone());
             }
         }
-        let read_at = Instant::now();
-        let dom = self.domain(uuid)?;
+        let generation = self.cache.generation.load(Ordering::SeqCst);
+        let dom = self.domain_on(&link.host, uuid)?;
         let def = Definition::read(&Self::config_xml(&dom)?)?;
+        let active = dom
+            .is_active()
+            .map_err(|e| backend(e, "reading domain state"))?;
         let disks = def
             .view
             .disks
@@ -202,18 +300,22 @@ impl LibvirtMachine {
                 name: dev.clone(),
                 capacity_bytes: src
                     .as_deref()
-                    .and_then(|s| self.host.conn.lookup_storage_vol_by_path(s).ok())
+                    .and_then(|s| link.host.conn.lookup_storage_vol_by_path(s).ok())
                     .and_then(|v| v.info().ok())
                     .map(|i| i.capacity),
             })
             .collect();
         let snap = Arc::new(Snapshot {
-            dom,
             def,
             disks,
-            read_at,
+            active: AtomicBool::new(active),
         });
-        self.snapshots().insert(key, snap.clone());
+        if self.events_live() {
+            let mut entries = self.cache.entries();
+            if self.cache.generation.load(Ordering::SeqCst) == generation {
+                entries.insert(key, snap.clone());
+            }
+        }
         Ok(snap)
     }
 
@@ -230,8 +332,11 @@ impl LibvirtMachine {
 
     /// The exposed domain with this UUID.
     fn domain(&self, uuid: &str) -> Result<Domain, MachineError> {
-        let dom = self
-            .host
+        self.domain_on(&self.link()?.host, uuid)
+    }
+
+    fn domain_on(&self, host: &Host, uuid: &str) -> Result<Domain, MachineError> {
+        let dom = host
             .conn
             .lookup_domain_by_uuid_string(uuid)
             .map_err(|_| MachineError::NotFound)?;
@@ -254,12 +359,13 @@ impl LibvirtMachine {
 
     fn define(&self, xml: &str) -> Result<(), MachineError> {
         let dom = self
+            .link()?
             .host
             .conn
             .define_domain_xml(xml)
             .map_err(|e| backend(e, "redefining domain"))?;
         if let Ok(uuid) = dom.uuid_string() {
-            self.invalidate(&uuid);
+            self.cache.invalidate(&uuid);
         }
         Ok(())
     }
@@ -278,6 +384,58 @@ impl LibvirtMachine {
         Ok(())
     }
 
+    /// Applies a reset. Caller holds the domain's lock.
+    fn reset_locked(&self, dom: &Domain, reset: ResetType) -> Result<(), MachineError> {
+        let active = dom
+            .is_active()
+            .map_err(|e| backend(e, "reading domain state"))?;
+        let off = || MachineError::Conflict("the system is powered off".into());
+        match reset {
+            ResetType::On | ResetType::ForceOn => {
+                if !active {
+                    self.start(dom)?;
+                }
+            }
+            ResetType::ForceOff => {
+                if active {
+                    dom.destroy().map_err(|e| backend(e, "destroying domain"))?;
+                }
+            }
+            ResetType::GracefulShutdown => {
+                if !active {
+                    return Err(off());
+                }
+                dom.shutdown()
+                    .map_err(|e| backend(e, "shutting down domain"))?;
+            }
+            ResetType::GracefulRestart => {
+                if !active {
+                    return Err(off());
+                }
+                dom.reboot(0).map_err(|e| backend(e, "rebooting domain"))?;
+            }
+            ResetType::ForceRestart => {
+                // destroy + start, so a changed definition (boot override,
+                // media, firmware) takes effect, as on a real power cycle.
+                if active {
+                    dom.destroy().map_err(|e| backend(e, "destroying domain"))?;
+                }
+                self.start(dom)?;
+            }
+            ResetType::Nmi => {
+                if !active {
+                    return Err(off());
+                }
+                // SAFETY: the pointer is valid while `dom` lives.
+                let rc = unsafe { sys::virDomainInjectNMI(dom.as_ptr(), 0) };
+                if rc < 0 {
+                    return Err(backend(virt::error::Error::last_error(), "injecting nmi"));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn live_update(dom: &Domain, device: &str) {
         if !dom.is_active().unwrap_or(false) {
             return;
@@ -291,6 +449,7 @@ impl LibvirtMachine {
 impl Machine for LibvirtMachine {
     fn list(&self) -> Result<Vec<SystemRef>, MachineError> {
         let doms = self
+            .link()?
             .host
             .conn
             .list_all_domains(sys::VIR_CONNECT_LIST_DOMAINS_PERSISTENT)
@@ -317,6 +476,7 @@ impl Machine for LibvirtMachine {
             });
         }
         let dom = self
+            .link()?
             .host
             .conn
             .lookup_domain_by_name(id)
@@ -338,19 +498,8 @@ impl Machine for LibvirtMachine {
     }
 
     fn system(&self, uuid: &str) -> Result<SystemInfo, MachineError> {
-        let mut snap = self.snapshot(uuid)?;
-        let active = match snap.dom.is_active() {
-            Ok(a) => a,
-            Err(_) => {
-                // undefined (or redefined) since the snapshot: look again
-                self.invalidate(uuid);
-                snap = self.snapshot(uuid)?;
-                snap.dom
-                    .is_active()
-                    .map_err(|e| backend(e, "reading domain state"))?
-            }
-        };
-        let power = if active {
+        let snap = self.snapshot(uuid)?;
+        let power = if snap.active.load(Ordering::SeqCst) {
             PowerState::On
         } else {
             PowerState::Off
@@ -409,54 +558,11 @@ impl Machine for LibvirtMachine {
         let dom = self.domain(uuid)?;
         let lock = self.lock(uuid);
         let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let active = dom
-            .is_active()
-            .map_err(|e| backend(e, "reading domain state"))?;
-        let off = || MachineError::Conflict("the system is powered off".into());
-        match reset {
-            ResetType::On | ResetType::ForceOn => {
-                if !active {
-                    self.start(&dom)?;
-                }
-            }
-            ResetType::ForceOff => {
-                if active {
-                    dom.destroy().map_err(|e| backend(e, "destroying domain"))?;
-                }
-            }
-            ResetType::GracefulShutdown => {
-                if !active {
-                    return Err(off());
-                }
-                dom.shutdown()
-                    .map_err(|e| backend(e, "shutting down domain"))?;
-            }
-            ResetType::GracefulRestart => {
-                if !active {
-                    return Err(off());
-                }
-                dom.reboot(0).map_err(|e| backend(e, "rebooting domain"))?;
-            }
-            ResetType::ForceRestart => {
-                // destroy + start, so a changed definition (boot override,
-                // media, firmware) takes effect, as on a real power cycle.
-                if active {
-                    dom.destroy().map_err(|e| backend(e, "destroying domain"))?;
-                }
-                self.start(&dom)?;
-            }
-            ResetType::Nmi => {
-                if !active {
-                    return Err(off());
-                }
-                // SAFETY: the pointer is valid while `dom` lives.
-                let rc = unsafe { sys::virDomainInjectNMI(dom.as_ptr(), 0) };
-                if rc < 0 {
-                    return Err(backend(virt::error::Error::last_error(), "injecting nmi"));
-                }
-            }
-        }
-        Ok(())
+        // A GET right after this request must not serve the state from
+        // before it, whatever the event's timing.
+        let result = self.reset_locked(&dom, reset);
+        self.cache.invalidate(uuid);
+        result
     }
 
     fn set_boot(&self, uuid: &str, patch: BootPatch) -> Result<(), MachineError> {
@@ -497,7 +603,7 @@ impl Machine for LibvirtMachine {
             return Err(MachineError::medium_inserted());
         }
         // The download runs without the domain lock: other requests proceed.
-        let volume = self.media.acquire(&self.host, &request.image)?;
+        let volume = self.media.acquire(&self.link()?.host, &request.image)?;
         let result = (|| {
             let lock = self.lock(uuid);
             let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -522,7 +628,10 @@ impl Machine for LibvirtMachine {
         })();
         self.media.unpin(&volume);
         if result.is_err() {
-            if let Err(e) = self.media.release(&self.host, &volume) {
+            let released = self
+                .link()
+                .and_then(|l| Ok(self.media.release(&l.host, &volume)?));
+            if let Err(e) = released {
                 tracing::warn!(
                     error = format!("{e:#}"),
                     "cleaning up after a failed insert"
@@ -557,7 +666,10 @@ impl Machine for LibvirtMachine {
                 .collect()
         };
         for volume in released {
-            if let Err(e) = self.media.release(&self.host, &volume) {
+            let released = self
+                .link()
+                .and_then(|l| Ok(self.media.release(&l.host, &volume)?));
+            if let Err(e) = released {
                 tracing::warn!(error = format!("{e:#}"), %volume, "removing an unused media volume");
             }
         }

@@ -18,6 +18,7 @@ pub mod auth;
 pub mod bmc;
 pub mod error;
 pub mod machine;
+pub mod machine_kubevirt;
 pub mod machine_libvirt;
 pub mod media;
 pub mod metadata;

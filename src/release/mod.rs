@@ -19,6 +19,7 @@ mod coreos;
 mod extract;
 mod fetch;
 mod parse;
+pub mod pin;
 mod signature;
 
 use std::fmt;

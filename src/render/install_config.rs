@@ -317,13 +317,44 @@ struct Interface {
 /// The NIC name CoreOS gives the first virtio NIC on the q35 machines shiftlab defines.
 pub const AGENT_INTERFACE: &str = "enp1s0";
 
+/// The agent install's rendezvous IP: the first control plane's address, which
+/// must be a host address of the machine network outside the DHCP range (the
+/// installer requires it to be a node's: pkg/asset/agent/agentconfig validation
+/// of `rendezvousIP`; a DHCP lease could move it).
+pub fn rendezvous_ip(plan: &Plan) -> anyhow::Result<std::net::Ipv4Addr> {
+    let node = plan
+        .nodes_with_role(Role::Ctlplane)
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("agent: no control plane to be the rendezvous host"))?;
+    let (ip, net) = (node.ip, &plan.network);
+    let dhcp = u32::from(net.dhcp.start)..=u32::from(net.dhcp.end);
+    if !net.cidr.contains(&ip)
+        || ip == net.cidr.network()
+        || ip == net.cidr.broadcast()
+        || ip == net.gateway
+    {
+        anyhow::bail!(
+            "agent: the rendezvous IP {ip} ({}) is not a host address of the machine network {}; use a network whose node addresses fit it",
+            node.name,
+            net.cidr
+        );
+    }
+    if dhcp.contains(&u32::from(ip)) {
+        anyhow::bail!(
+            "agent: the rendezvous IP {ip} ({}) is inside the DHCP range {}-{}; move the range away from the node addresses",
+            node.name,
+            net.dhcp.start,
+            net.dhcp.end
+        );
+    }
+    Ok(ip)
+}
+
 /// Render `agent-config.yaml` (agent method). The rendezvous host is the first
 /// control plane.
 pub fn agent_config(spec: &ClusterSpec, plan: &Plan) -> String {
-    let rendezvous = plan
-        .nodes_with_role(Role::Ctlplane)
-        .next()
-        .map(|n| n.ip.to_string())
+    let rendezvous = rendezvous_ip(plan)
+        .map(|ip| ip.to_string())
         .unwrap_or_default();
     let cfg = AgentConfig {
         api_version: "v1beta1",
@@ -353,4 +384,51 @@ pub fn agent_config(spec: &ClusterSpec, plan: &Plan) -> String {
             .collect(),
     };
     yaml_serde::to_string(&cfg).expect("agent-config serialises")
+}
+
+#[cfg(test)]
+mod rendezvous_tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        let spec = crate::spec::from_str(
+            "cluster: lab1\ndistribution: okd\nmethod: agent\nrehearsal: true\nworkers: 2\nssh_keys: ['ssh-ed25519 AAAA k']\n",
+            "t.yaml",
+            &crate::spec::Env::default(),
+        )
+        .unwrap()
+        .spec;
+        crate::plan::derive(&spec)
+    }
+
+    #[test]
+    fn the_rendezvous_ip_is_the_first_control_plane_s_fixed_address() {
+        let mut p = plan();
+        let first = p.nodes_with_role(Role::Ctlplane).next().unwrap().ip;
+        assert_eq!(rendezvous_ip(&p).unwrap(), first);
+        let yaml = agent_config(&spec_of(&p), &p);
+        assert!(yaml.contains(&format!("rendezvousIP: {first}")), "{yaml}");
+        // A DHCP range over it: a lease could take it.
+        p.network.dhcp.start = first;
+        let e = rendezvous_ip(&p).unwrap_err().to_string();
+        assert!(e.contains("inside the DHCP range"), "{e}");
+        // Outside the machine network.
+        let mut p = plan();
+        p.network.cidr = "192.0.2.0/28".parse().unwrap();
+        let e = rendezvous_ip(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("not a host address of the machine network"),
+            "{e}"
+        );
+    }
+
+    fn spec_of(_p: &Plan) -> crate::spec::ClusterSpec {
+        crate::spec::from_str(
+            "cluster: lab1\ndistribution: okd\nmethod: agent\nrehearsal: true\nworkers: 2\nssh_keys: ['ssh-ed25519 AAAA k']\n",
+            "t.yaml",
+            &crate::spec::Env::default(),
+        )
+        .unwrap()
+        .spec
+    }
 }

@@ -3,3 +3,4 @@
 
 pub mod haproxy;
 pub mod install_config;
+pub mod manifests;

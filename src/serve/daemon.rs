@@ -43,6 +43,11 @@ pub struct Options {
     /// Open the host firewall for the nodes (`--host-firewall auto`).
     pub host_firewall: bool,
     pub scan_interval: Duration,
+    /// The lab's web page (`--web`), `None` when off.
+    pub web: Option<super::web::Config>,
+    /// Whether failing to bind the web page stops serve (an address given on
+    /// the command line) or is only a warning (the default one).
+    pub web_required: bool,
 }
 
 /// How often serve checks that the firewall rules are still in place (a
@@ -91,6 +96,20 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("restricting {}", sock.display()))?;
     let (tx, mut rx) = mpsc::channel::<(Request, oneshot::Sender<Response>)>(16);
+    let web = match &opts.web {
+        None => None,
+        Some(cfg) => match super::web::Server::start(opts.state.clone(), cfg).await {
+            Ok(w) => Some(w),
+            Err(e) if !opts.web_required => {
+                tracing::warn!(error = %format!("{e:#}"), "web page not served (--web ADDR to choose another address, --web off)");
+                None
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&sock);
+                return Err(e);
+            }
+        },
+    };
     let control_task = tokio::spawn(accept_control(listener, tx));
     tracing::info!(state = %opts.state.root.display(), haproxy = %haproxy.display(), control = %sock.display(), "serve started");
 
@@ -117,6 +136,9 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     }
     tracing::info!("serve stopping");
     control_task.abort();
+    if let Some(w) = web {
+        w.stop().await;
+    }
     let names: Vec<String> = d.clusters.keys().cloned().collect();
     for name in names {
         if let Some(s) = d.clusters.remove(&name) {
@@ -499,11 +521,23 @@ impl Daemon {
             bmc::build(bmc::Config {
                 listen: want,
                 dir,
-                systems: Systems::Libvirt {
-                    uri: plan.libvirt.uri.clone(),
-                    scope: crate::redfish::machine_libvirt::Scope::Cluster(plan.cluster.clone()),
-                    pool: plan.libvirt.pool.clone(),
-                    max_image_bytes: bmc::DEFAULT_MAX_IMAGE_BYTES,
+                systems: match &plan.kubevirt {
+                    Some(k) => {
+                        Systems::Kubevirt(crate::redfish::machine_kubevirt::KubevirtConfig {
+                            kubeconfig: k.kubeconfig.clone(),
+                            context: k.context.clone(),
+                            namespace: k.namespace.clone(),
+                            cluster: plan.cluster.clone(),
+                        })
+                    }
+                    None => Systems::Libvirt {
+                        uri: plan.libvirt.uri.clone(),
+                        scope: crate::redfish::machine_libvirt::Scope::Cluster(
+                            plan.cluster.clone(),
+                        ),
+                        pool: plan.libvirt.pool.clone(),
+                        max_image_bytes: bmc::DEFAULT_MAX_IMAGE_BYTES,
+                    },
                 },
                 credentials: Some(Credentials {
                     user: b.username,

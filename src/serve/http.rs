@@ -129,16 +129,21 @@ pub fn publish_private(cluster: &ClusterDir, name: &str, bytes: &[u8]) -> Result
     if safe_relative(&format!("/{name}")).is_none() || name.contains('/') {
         anyhow::bail!("{name:?} is not a file name the HTTP server serves");
     }
-    let token = match std::fs::read_to_string(cluster.http_token()) {
+    let token = cluster_token(cluster)?;
+    crate::files::write_private(&cluster.http_private().join(name), bytes)?;
+    Ok(format!("/{token}/{name}"))
+}
+
+/// The cluster's HTTP token (a secret), made once and kept.
+pub fn cluster_token(cluster: &ClusterDir) -> Result<String> {
+    Ok(match std::fs::read_to_string(cluster.http_token()) {
         Ok(t) if t.trim().len() >= MIN_TOKEN_LEN => t.trim().to_string(),
         _ => {
             let t = crate::files::random_secret(MIN_TOKEN_LEN)?;
             crate::files::write_private(&cluster.http_token(), format!("{t}\n").as_bytes())?;
             t
         }
-    };
-    crate::files::write_private(&cluster.http_private().join(name), bytes)?;
-    Ok(format!("/{token}/{name}"))
+    })
 }
 
 /// Withdraw everything published for `node` (`<node>.*`, public or private),
@@ -168,7 +173,7 @@ pub fn unpublish_node(cluster: &ClusterDir, node: &str) -> Result<Vec<PathBuf>> 
 pub const MIN_TOKEN_LEN: usize = 32;
 
 /// Equal without an early exit, so the time taken says nothing about the token.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -13,9 +13,11 @@ pub mod control;
 pub mod daemon;
 pub mod haproxy;
 pub mod http;
+pub mod ready;
 pub mod resolver;
 pub mod status;
 pub mod unit;
+pub mod web;
 
 pub use status::{services_status, ServicesStatus};
 

@@ -67,6 +67,20 @@ pub struct RawLibvirt {
 }
 
 #[derive(Debug, Default, Clone)]
+pub struct RawKubevirt {
+    pub kubeconfig: Option<Src<String>>,
+    pub context: Option<Src<String>>,
+    pub namespace: Option<Src<String>>,
+    pub storage_class: Option<Src<String>>,
+    pub network: Option<Src<String>>,
+    pub bridge: Option<Src<String>>,
+    pub vlan: Option<Src<u64>>,
+    pub service_type: Option<Src<String>>,
+    pub image: Option<Src<String>>,
+    pub http_url: Option<Src<String>>,
+}
+
+#[derive(Debug, Default, Clone)]
 pub struct RawBmc {
     pub address: Option<Src<Ipv4Addr>>,
     pub port: Option<Src<u64>>,
@@ -124,6 +138,8 @@ pub struct RawSpec {
     pub mirror: Option<Src<String>>,
     pub release_key: Option<Src<String>>,
     pub bmc: RawBmc,
+    pub backend: Option<Src<String>>,
+    pub kubevirt: Option<RawKubevirt>,
 }
 
 /// Top-level keys of shiftlab's own format.
@@ -163,6 +179,8 @@ pub const TOP_KEYS: &[&str] = &[
     "mirror",
     "release_key",
     "bmc",
+    "backend",
+    "kubevirt",
 ];
 
 const SIZE_KEYS: &[&str] = &["numcpus", "memory", "disk_size", "extra_disks"];
@@ -184,6 +202,18 @@ const BMC_KEYS: &[&str] = &[
     "username",
     "password",
     "verify_certificate",
+];
+const KUBEVIRT_KEYS: &[&str] = &[
+    "kubeconfig",
+    "context",
+    "namespace",
+    "storage_class",
+    "network",
+    "bridge",
+    "vlan",
+    "service_type",
+    "image",
+    "http_url",
 ];
 const PROXY_KEYS: &[&str] = &["http_proxy", "https_proxy", "no_proxy"];
 const CAPABILITY_KEYS: &[&str] = &["baseline_capability_set", "additional_enabled_capabilities"];
@@ -839,6 +869,36 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
                 raw.bmc.verify_certificate = boolean(&f, v, d);
             }
             obj.finish(BMC_KEYS, d);
+        }
+    }
+
+    if let Some((f, v)) = top.take("backend") {
+        raw.backend = string(&f, v, d);
+    }
+    if let Some((f, v)) = top.take("kubevirt") {
+        if let Some(m) = mapping(&f, v, d) {
+            let mut obj = Obj::new("kubevirt", m);
+            let mut k = RawKubevirt::default();
+            for (key, slot) in [
+                ("kubeconfig", &mut k.kubeconfig),
+                ("context", &mut k.context),
+                ("namespace", &mut k.namespace),
+                ("storage_class", &mut k.storage_class),
+                ("network", &mut k.network),
+                ("bridge", &mut k.bridge),
+                ("service_type", &mut k.service_type),
+                ("image", &mut k.image),
+                ("http_url", &mut k.http_url),
+            ] {
+                if let Some((f, v)) = obj.take(key) {
+                    *slot = string(&f, v, d);
+                }
+            }
+            if let Some((f, v)) = obj.take("vlan") {
+                k.vlan = uint(&f, v, d);
+            }
+            obj.finish(KUBEVIRT_KEYS, d);
+            raw.kubevirt = Some(k);
         }
     }
 

@@ -224,6 +224,76 @@ pub struct BmcSpec {
     pub verify_certificate: bool,
 }
 
+/// Where a cluster's VMs run: `backend:` in the cluster file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// libvirt on one host (the default).
+    #[default]
+    Libvirt,
+    /// KubeVirt on a Kubernetes cluster (docs/kubevirt.md).
+    Kubevirt,
+}
+
+impl BackendKind {
+    pub fn is_libvirt(&self) -> bool {
+        *self == BackendKind::Libvirt
+    }
+}
+
+/// How KubeVirt VMs are networked: `kubevirt.network`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PodNetwork {
+    /// The pod network; API and ingress are Services.
+    Pod,
+    /// A Multus NetworkAttachmentDefinition on a host bridge (or VLAN): the
+    /// cluster's own subnet, DHCP, DNS and VIPs carry over.
+    Multus,
+}
+
+/// The Service type of API and ingress in `pod` mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ServiceType {
+    LoadBalancer,
+    NodePort,
+}
+
+impl ServiceType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceType::LoadBalancer => "LoadBalancer",
+            ServiceType::NodePort => "NodePort",
+        }
+    }
+}
+
+/// `kubevirt:`: where and how the VMs of a `backend: kubevirt` cluster run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KubevirtSpec {
+    /// The kubeconfig file (checked to exist when the file is loaded).
+    pub kubeconfig: PathBuf,
+    /// Its context; the kubeconfig's current context when unset.
+    pub context: Option<String>,
+    /// The namespace every object goes into (a DNS-1123 label).
+    pub namespace: String,
+    /// The StorageClass of the CDI DataVolumes; the cluster default when unset.
+    pub storage_class: Option<String>,
+    pub network: PodNetwork,
+    /// `multus`: the host bridge the NetworkAttachmentDefinition attaches to.
+    pub bridge: String,
+    /// `multus`: an optional VLAN on that bridge.
+    pub vlan: Option<u16>,
+    /// `pod`: how API and ingress Services are exposed.
+    pub service_type: ServiceType,
+    /// The node disk: an `http(s)://` URL CDI imports, or `docker://` for a
+    /// containerDisk. Unset: the release's stream metadata `kubevirt` image.
+    pub image: Option<String>,
+    /// The base URL at which VMs reach shiftlab's HTTP server (the pointer
+    /// Ignition merges the node's config from there).
+    pub http_url: Option<String>,
+}
+
 /// An SSH public key and where it came from (a path, or `literal`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SshKey {
@@ -271,6 +341,12 @@ pub struct ClusterSpec {
     /// An OpenPGP public key that must have signed the release's `sha256sum.txt`.
     pub release_key: Option<PathBuf>,
     pub bmc: BmcSpec,
+    /// `backend:`; libvirt unless the file says otherwise.
+    #[serde(skip_serializing_if = "BackendKind::is_libvirt")]
+    pub backend: BackendKind,
+    /// `kubevirt:`, set exactly when `backend: kubevirt`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubevirt: Option<KubevirtSpec>,
 }
 
 impl ClusterSpec {

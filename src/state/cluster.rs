@@ -13,11 +13,13 @@
 //! | `openshift-install.log`, `openshift-install.pid` | the install targets | the installer's output; the running child |
 //! | `bin/` | an older shiftlab | a cluster-local `openshift-install` |
 //! | `libvirt.json` | libvirt apply | the ledger: volumes shiftlab created |
+//! | `kubevirt.json` | KubeVirt apply | kubeconfig, context and namespace of a `backend: kubevirt` cluster's objects |
 //! | `bmc-password`, `bmc/` | install-config, serve | the lab BMC's password (0600) and state |
 //! | `lb-state.json` | remove-bootstrap | whether the bootstrap left the backends |
 //! | `haproxy.cfg`, `haproxy.cfg.new`, `haproxy.pid`, `haproxy.sock` | serve | the load balancer |
 //! | `http/`, `http-private/`, `http-token` | serve | artifacts: public, and private behind the token (0600) |
 //! | `host-dns.json`, `serve.json`, `serve-stopped` | serve | host DNS record, endpoints, retired plan |
+//! | `sno-live.x86_64.iso` | the iso target (sno) | the live ISO with the node's Ignition embedded |
 //! | `host-firewall.json` | serve | the host firewall rules added for the nodes, removed at destroy |
 //! | `known_hosts` | ssh | the nodes' SSH host keys |
 //! | `power.json` | stop, start | the last stop or start, per node (ACPI or forced) |
@@ -95,6 +97,8 @@ impl ClusterDir {
         installer_bin => "bin/openshift-install";
         /// The libvirt ledger.
         ledger => "libvirt.json";
+        /// Where a `backend: kubevirt` cluster's objects are (src/kubevirt/apply.rs).
+        kubevirt_ledger => "kubevirt.json";
         /// The lab BMC's password (0600).
         bmc_password => "bmc-password";
         /// The lab BMC's own state directory (TLS material, media cache).
@@ -127,6 +131,8 @@ impl ClusterDir {
         known_hosts => "known_hosts";
         /// The last `stop` or `start`: what each node went through.
         power => "power.json";
+        /// The single node's live ISO with its Ignition embedded (sno).
+        sno_iso => "sno-live.x86_64.iso";
     }
 
     /// openshift-install's asset directory.
@@ -266,6 +272,18 @@ impl Assets {
 
     pub fn kubeadmin_password(&self) -> PathBuf {
         self.0.join("auth/kubeadmin-password")
+    }
+
+    /// `create single-node-ignition-config`'s config for the live ISO
+    /// (pkg/asset/ignition/bootstrap/bootstrapinplace.go in openshift/installer).
+    pub fn single_node_ignition(&self) -> PathBuf {
+        self.0.join("bootstrap-in-place-for-live-iso.ign")
+    }
+
+    /// `agent create image`'s ISO (pkg/asset/agent/image/agentimage.go:
+    /// `agent.<arch>.iso`).
+    pub fn agent_iso(&self) -> PathBuf {
+        self.0.join("agent.x86_64.iso")
     }
 }
 

@@ -7,7 +7,6 @@
 //! | `clusters/<name>/` | one cluster ([`ClusterDir`]) |
 //! | `.host.lock` | the host lock around shared objects ([`StateDir::lock_host`]) |
 //! | `images/standin.qcow2` | the stand-in node image |
-//! | `image-digests.json` | digests of base images, by path, size and mtime |
 //! | `libvirt-host.json` | pools and base images shiftlab made on each libvirt host |
 //! | `serve.sock` | `shiftlab serve`'s control socket |
 //! | `host-dns.lock` | serialises host DNS edits |
@@ -105,11 +104,6 @@ impl StateDir {
     /// The stand-in node image rehearsals boot.
     pub fn standin_image(&self) -> PathBuf {
         self.root.join("images/standin.qcow2")
-    }
-
-    /// Base images' digests, by path, size and modification time.
-    pub fn image_digests(&self) -> PathBuf {
-        self.root.join("image-digests.json")
     }
 
     /// The pools and base images shiftlab made on each libvirt host.

@@ -12,6 +12,15 @@
 # corrupted tarball is a clear error that caches nothing. Then the same again,
 # killed with -9 during `infra` and during the bootstrap-complete wait: the rerun
 # completes with no duplicated libvirt objects.
+#
+# `shiftlab serve` runs the load balancers, as on a real host (the driver refuses
+# to wait without it, shown first). Ingress is proven for a UPI 3+2 and a compact
+# 3+0 cluster: through the ingress load balancer on 80 and 443, the answers come
+# from exactly the nodes that run routers (the stand-ins decide that as the
+# cluster would, from what the fake installer made of shiftlab's manifests:
+# docs/standin.md, "Routers") — the workers, or the control planes of a compact
+# cluster; the fake's install-complete fails when a router node is not behind
+# *.apps.
 set -euo pipefail
 
 NAME=install
@@ -23,7 +32,12 @@ export SHIFTLAB_CACHE=$work/cache
 mirror_pid=""
 on_exit 'stop_pid "$mirror_pid"'
 on_exit 'pkill -f "$fake"; pkill -f "$work/cache"'
-destroy_on_exit inst1 inst2 inst3
+destroy_on_exit inst1 inst2 inst3 inst4
+serve=""
+on_exit 'stop_pid "$serve"'
+# On failure: what the installer and serve said (the work directory goes at exit).
+on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME"/clusters/*/openshift-install.log "$work/serve.log"; do [[ -f $l ]] && echo "--- $l" && tail -25 "$l"; done'
+on_exit '[[ $rc == 0 ]] || grep -h "standin: role" /var/log/libvirt/qemu/*-console.log'
 
 # A release mirror on loopback (inside the sandbox's own network namespace), laid
 # out as OKD's release assets: <base>/<version>/{release.txt,sha256sum.txt,tarballs}.
@@ -53,39 +67,91 @@ jq -n --arg loc "$base/coreos-qemu.x86_64.qcow2.gz" \
 	'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{qemu:{formats:{"qcow2.gz":{disk:{location:$loc,sha256:$gz,"uncompressed-sha256":$raw}}}}}}}}' \
 	>"$work/stream.json"
 export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
+# The fake's waits (default 300 s) under a loaded machine's TCG boots.
+export FAKE_INSTALL_TIMEOUT=600
 python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$work/mirror.log" 2>&1 &
 mirror_pid=$!
 for _ in $(seq 50); do curl -fs "$base/$V/release.txt" >/dev/null && break; sleep 0.2; done
 downloads() { grep -c "GET /$1" "$work/mirror.log" || true; }
 
-install_file() { # name cidr [version]
-	cluster_file "$1" "$2" "version: ${3:-$V}" "mirror: $base" "method: upi" "ctlplanes: 3" "workers: 1"
+install_file() { # name cidr [version] [workers]
+	cluster_file "$1" "$2" "version: ${3:-$V}" "mirror: $base" "method: upi" "ctlplanes: 3" "workers: ${4:-1}"
 }
 
 target_status() { # cluster target
 	jq -r --arg t "$2" '.targets[$t].status // "none"' "$SHIFTLAB_HOME/clusters/$1/install-state.json" 2>/dev/null || echo none
 }
 
-check_finished() { # cluster
-	local c=$1 t
+check_finished() { # cluster [workers]
+	local c=$1 w=${2:-1} t
 	for t in release install-config manifests ignition infra bootstrap-complete bootstrap-removal workers csr-approval install-complete; do
 		[[ $(target_status "$c" "$t") == done ]] || fail "$c: target $t is $(target_status "$c" "$t"), not done"
 	done
 	[[ -z $(virsh list --all --name | grep "^$c-bootstrap" || true) ]] || fail "$c: the bootstrap domain is still there"
 	[[ -z $(virsh vol-list shiftlab | grep "$c-bootstrap" || true) ]] || fail "$c: the bootstrap volumes are still there"
 	[[ $(virsh list --name | grep -c "^$c-ctlplane-") == 3 ]] || fail "$c: not 3 running control planes"
-	[[ $(virsh list --name | grep -c "^$c-worker-") == 1 ]] || fail "$c: the worker does not run"
-	[[ $(virsh list --all --name | grep -c "^$c-") == 4 ]] || fail "$c: unexpected domains: $(virsh list --all --name | grep "^$c-" | tr '\n' ' ')"
+	[[ $(virsh list --name | grep -c "^$c-worker-" || true) == "$w" ]] || fail "$c: not $w running workers"
+	[[ $(virsh list --all --name | grep -c "^$c-") == $((3 + w)) ]] || fail "$c: unexpected domains: $(virsh list --all --name | grep "^$c-" | tr '\n' ' ')"
 	[[ $(virsh net-list --all --name | grep -c "^shiftlab-$c\$") == 1 ]] || fail "$c: not exactly one network"
-	[[ $(virsh vol-list shiftlab | grep -c "$c-") == 8 ]] || fail "$c: volumes: $(virsh vol-list shiftlab | grep "$c-" | awk '{print $1}' | tr '\n' ' ')"
+	[[ $(virsh vol-list shiftlab | grep -c "$c-") == $((2 * (3 + w))) ]] || fail "$c: volumes: $(virsh vol-list shiftlab | grep "$c-" | awk '{print $1}' | tr '\n' ' ')"
 }
 
-step "create cluster from the cluster file to install complete"
-f1=$(install_file inst1 192.168.180.0/24)
+# The ingress path: *.apps through the load balancer (the lab's DNS answers the
+# name, HAProxy passes 80 and 443 on) reaches exactly the nodes that run routers
+# (each stand-in's report says whether it does), and those are EXPECTED.
+check_ingress() { # cluster cidr-prefix expected-node...
+	local c=$1 net=$2 n got routers=
+	shift 2
+	local want
+	want=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
+	for n in $(virsh list --name | grep "^$c-"); do
+		ip=$(dig +short "@$net.1" "$n.$c.lab.test" A | head -n 1)
+		[[ $(curl -fsS -m 3 "http://$ip:8000/report" | jq -r .router || true) != yes ]] || routers+="$n"$'\n'
+	done
+	routers=$(printf '%s' "$routers" | sort | tr '\n' ' ')
+	[[ $routers == "$want" ]] || fail "$c: routers run on: $routers, expected: $want"
+	apps=$(dig +short "@$net.1" "console-openshift-console.apps.$c.lab.test" A | head -n 1)
+	[[ -n $apps ]] || fail "$c: *.apps does not resolve"
+	got=$(for port in 80 443; do
+		for _ in $(seq 24); do
+			curl -s -m 3 -o /dev/null -D - -H "Host: console-openshift-console.apps.$c.lab.test" "http://$apps:$port/" |
+				tr -d '\r' | awk -F': ' 'tolower($1) == "x-shiftlab-standin" {print $2}' || true
+		done
+	done | sort -u | tr '\n' ' ')
+	echo "$c: *.apps ($apps) on 80/443 reached: $got"
+	[[ $got == "$want" ]] || fail "$c: *.apps through the load balancer reached: $got, expected: $want"
+}
+
+step "without shiftlab serve the install stops before the bootstrap wait, saying how to run serve"
+f0=$(install_file inst1 192.168.180.0/24 "$V" 2)
+if "$bin" create cluster -f "$f0" >"$work/noserve.out" 2>&1; then cat "$work/noserve.out"; fail "the install waited without a load balancer"; fi
+tail -3 "$work/noserve.out"
+grep -q 'shiftlab serve is not running' "$work/noserve.out" || fail "the error does not say serve is not running"
+[[ $(target_status inst1 infra) == done && $(target_status inst1 bootstrap-complete) != done ]] || fail "infra should be done, bootstrap-complete not"
+if pgrep -f "$work/cache/.*openshift-install wait-for" >/dev/null; then fail "the installer's wait started anyway"; fi
+
+SHIFTLAB_LOG=info "$bin" serve --host-dns off --scan-interval 1 >"$work/serve.log" 2>&1 &
+serve=$!
+wait_for 20 "serve's control socket" test -S "$SHIFTLAB_HOME/serve.sock"
+
+step "with serve running, the same create resumes to install complete (UPI 3+2)"
+f1=$f0
 "$bin" create cluster -f "$f1" 2>&1 | tee "$work/run1.out"
 grep -q 'console: *https://console-openshift-console.apps.inst1.lab.test' "$work/run1.out" || fail "no console URL printed"
 grep -q 'export KUBECONFIG=.*/clusters/inst1/assets/auth/kubeconfig' "$work/run1.out" || fail "no KUBECONFIG printed"
-check_finished inst1
+check_finished inst1 2
+check_ingress inst1 192.168.180 inst1-worker-0 inst1-worker-1
+# The installer prints the kubeadmin password; shiftlab's log and output never
+# carry it, and the files that do are private.
+pw=$(cat "$SHIFTLAB_HOME/clusters/inst1/assets/auth/kubeadmin-password")
+[[ ${#pw} -ge 20 ]] || fail "no kubeadmin password"
+if grep -qF "$pw" "$SHIFTLAB_HOME/clusters/inst1/openshift-install.log" "$work/run1.out" "$work/noserve.out"; then
+	fail "the kubeadmin password is in shiftlab's log or output"
+fi
+grep -q 'password: \\"<redacted>\\"' "$SHIFTLAB_HOME/clusters/inst1/openshift-install.log" || fail "the installer's password line is not in the log, redacted"
+for f in openshift-install.log assets/auth/kubeadmin-password assets/auth/kubeconfig; do
+	[[ $(stat -c %a "$SHIFTLAB_HOME/clusters/inst1/$f") == 600 ]] || fail "$f is not 0600"
+done
 "$bin" status inst1 -o json | jq -e '.install.flow == "upi" and all(.install.targets[]; .status == "done")' >/dev/null ||
 	fail "status does not show every target done: $("$bin" status inst1 -o json | jq -c .install)"
 # Workers start only after bootstrap-complete: their domain started after the
@@ -103,14 +169,26 @@ grep -q 'Install complete' "$SHIFTLAB_HOME/clusters/inst1/openshift-install.log"
 
 [[ $(downloads "$V/openshift-install-linux") == 1 ]] || fail "the installer was not downloaded exactly once"
 [[ $(downloads coreos-qemu) == 1 ]] || fail "the CoreOS image was not downloaded exactly once"
-grep -q "release $V (quay.io/okd/scos-release:$V)" "$work/run1.out" || fail "the release is not named"
-[[ $(virsh vol-list shiftlab | grep -c shiftlab-base-) == 1 ]] || fail "the base image is not the mirror's"
+cat "$work/noserve.out" "$work/run1.out" | grep -q "release $V (quay.io/okd/scos-release:$V)" || fail "the release is not named"
+[[ $(virsh vol-list shiftlab | grep -c 'shiftlab-base-[0-9a-f]*\.qcow2 ') == 1 ]] || fail "the base image is not the mirror's"
 
 step "running it again does nothing"
 "$bin" create cluster -f "$f1" 2>&1 | tee "$work/run2.out"
 if grep -q '^==> ' "$work/run2.out"; then fail "a finished install ran targets again"; fi
-check_finished inst1
+check_finished inst1 2
 "$bin" destroy cluster inst1 >/dev/null
+
+step "a compact 3+0 cluster: routers on the control planes, *.apps through the load balancer to them"
+f4=$(install_file inst4 192.168.183.0/24 "$V" 0)
+"$bin" create cluster -f "$f4" >"$work/run4.out" 2>&1 || {
+	tail -5 "$work/run4.out"
+	tail -15 "$SHIFTLAB_HOME/clusters/inst4/openshift-install.log"
+	fail "the compact install failed"
+}
+tail -3 "$work/run4.out"
+check_finished inst4 0
+check_ingress inst4 192.168.183 inst4-ctlplane-0 inst4-ctlplane-1 inst4-ctlplane-2
+"$bin" destroy cluster inst4 >/dev/null
 
 step "a corrupted tarball is a clear error and nothing is cached"
 f3=$(install_file inst3 192.168.182.0/24 4.17.0-okd-scos.1)

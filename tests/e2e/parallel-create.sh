@@ -37,7 +37,7 @@ cat "$work/a.out" "$work/b.out"
 [[ $(virsh pool-list --all --name | awk '$1 == "shiftlab"' | wc -l) == 1 ]] || fail "not exactly one shiftlab pool"
 [[ $(cat "$work/a.out" "$work/b.out" | grep -c '^created pool shiftlab') == 1 ]] ||
 	fail "the pool was not created exactly once"
-[[ $(virsh vol-list shiftlab | grep -c 'shiftlab-base-') == 1 ]] || fail "not exactly one base image"
+[[ $(virsh vol-list shiftlab | grep -c 'shiftlab-base-[0-9a-f]*\.qcow2 ') == 1 ]] || fail "not exactly one base image"
 
 step "destroy both"
 "$bin" destroy cluster para --purge-images

@@ -15,7 +15,7 @@ pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
         crate::serve::remove_bootstrap(ctx.state, &plan.cluster)
             .context("removing the bootstrap from the load balancer")?;
     }
-    let host = crate::libvirt::Host::open(&plan.libvirt.uri)?;
+    let backend = crate::backend::of(plan);
     let mut removed = Vec::new();
     // Whatever was published for the bootstrap (its config holds the admin
     // kubeconfig, CA keys and pull secret) goes with it.
@@ -25,13 +25,7 @@ pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
         }
     }
     for node in plan.nodes_with_role(Role::Bootstrap) {
-        removed.extend(crate::libvirt::destroy::remove_node(
-            &host,
-            &plan.cluster,
-            node,
-            &plan.libvirt.pool,
-            &ctx.cluster,
-        )?);
+        removed.extend(backend.remove_node(ctx, node)?);
     }
     Ok(Some(if removed.is_empty() {
         "the bootstrap was already gone".into()

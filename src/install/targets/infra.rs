@@ -18,7 +18,7 @@ use crate::spec::Role;
 /// Each fw_cfg node's Ignition: the installer's config for its role (from the
 /// cluster's asset directory) wrapped with the node's own settings. In rehearsal
 /// there is no installer: the node gets shiftlab's part alone.
-fn node_ignition(ctx: &Ctx) -> Result<BTreeMap<String, Vec<u8>>> {
+pub(crate) fn node_ignition(ctx: &Ctx) -> Result<BTreeMap<String, Vec<u8>>> {
     let (spec, plan) = (ctx.spec, ctx.plan);
     let assets = ctx.cluster.assets();
     let keys: Vec<String> = spec.ssh_keys.iter().map(|k| k.key.clone()).collect();
@@ -50,7 +50,15 @@ fn node_ignition(ctx: &Ctx) -> Result<BTreeMap<String, Vec<u8>>> {
 
 /// The base image: the cluster file's, the release's CoreOS image, or in a
 /// rehearsal the stand-in image (built once per host, under the host lock).
-fn base_image(ctx: &Ctx, locked: &Locked) -> Result<PathBuf> {
+fn base_image(ctx: &Ctx, locked: &Locked) -> Result<Option<PathBuf>> {
+    // ISO nodes install onto an empty disk: only fw_cfg nodes sit on an image.
+    if !ctx.plan.nodes.iter().any(|n| n.boot == Boot::DiskFwCfg) {
+        return Ok(None);
+    }
+    base_disk_image(ctx, locked).map(Some)
+}
+
+fn base_disk_image(ctx: &Ctx, locked: &Locked) -> Result<PathBuf> {
     if let Some(p) = &ctx.spec.image {
         return Ok(p.clone());
     }
@@ -69,11 +77,27 @@ fn base_image(ctx: &Ctx, locked: &Locked) -> Result<PathBuf> {
     bail!("image: no base image given; set `image:` to a local CoreOS qcow2 (or `rehearsal: true`)")
 }
 
+/// The infra target, on the cluster's backend (crate::backend).
 pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
+    crate::backend::of(ctx.plan).apply(ctx, locked)
+}
+
+/// The libvirt backend's infra (crate::backend::libvirt).
+pub(crate) fn run_libvirt(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     let (spec, plan) = (ctx.spec, ctx.plan);
     let host = Host::open(&plan.libvirt.uri)?;
     let image = base_image(ctx, locked)?;
     let ignition = node_ignition(ctx)?;
+    // The live ISO the iso target made, for the nodes that boot one.
+    let iso = super::iso::path(&ctx.cluster, ctx.flow);
+    if let Some(p) = &iso {
+        if !p.is_file() {
+            bail!(
+                "{} is missing: the iso target makes it (run `shiftlab create iso`)",
+                p.display()
+            );
+        }
+    }
     // Nothing here fetches its Ignition over HTTP: fw_cfg nodes get it from QEMU,
     // ISO nodes have it embedded, IPI nodes get it from Ironic. So none is
     // published; one that carries secrets would go through
@@ -94,7 +118,8 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         println!("preflight: {n}");
     }
     let opts = apply::ApplyOptions {
-        base_image: &image,
+        base_image: image.as_deref(),
+        iso: iso.as_deref(),
         ignition,
         start_all: ctx.options.start_workers,
     };

@@ -3,16 +3,19 @@
 
 use anyhow::Result;
 
+use super::bootstrap_complete::wait_for;
 use super::Note;
 use crate::install::state::Locked;
 use crate::install::{installer, Ctx};
 
 pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
-    installer::run(
-        ctx,
-        locked,
-        &["wait-for", "install-complete", "--log-level", "info"],
+    // The console route is reached through the ingress load balancer.
+    crate::serve::ready::ensure(
+        ctx.state,
+        &ctx.spec.cluster,
+        super::bootstrap_complete::LB_GRACE,
     )?;
+    installer::run(ctx, locked, &wait_for(ctx.flow, "install-complete"))?;
     let console = format!(
         "https://console-openshift-console.apps.{}",
         ctx.plan.cluster_domain

@@ -70,6 +70,17 @@ impl Config {
 
 pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
     let spec = ctx.spec;
+    // The installer's host FIPS check, before it runs (src/host/fips.rs).
+    match crate::host::fips::decide(
+        spec.fips,
+        &crate::host::fips::host_state(),
+        spec.rehearsal,
+        std::env::var_os(crate::host::fips::SKIP_ENV).is_some_and(|v| !v.is_empty()),
+    ) {
+        crate::host::fips::Decision::Fine => {}
+        crate::host::fips::Decision::Warn(w) => eprintln!("warning: {w}"),
+        crate::host::fips::Decision::Refuse(e) => anyhow::bail!("{e}"),
+    }
     let secrets = Secrets {
         pull_secret: read_pull_secret(spec)?,
         bmc_password: if spec.method == Method::Ipi {

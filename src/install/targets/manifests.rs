@@ -1,30 +1,13 @@
 //! The manifests target: `openshift-install create manifests`; the Machine API's
 //! objects removed (on UPI the nodes are shiftlab's, not Machines); the lab's
-//! manifests and the cluster file's `manifests` directory added.
+//! manifests (src/render/manifests.rs) and the cluster file's `manifests`
+//! directory added.
 
 use anyhow::{Context, Result};
 
 use super::Note;
 use crate::install::state::Locked;
 use crate::install::{installer, Ctx};
-use crate::spec::ClusterSpec;
-
-/// The manifests the lab adds to what the installer generates, by their path in
-/// the asset directory.
-pub fn lab_manifests(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
-    let mut out = vec![(
-        "openshift/99-shiftlab-image-registry.yaml",
-        // platform none has no storage for the registry: emptyDir, fine for a lab.
-        "apiVersion: imageregistry.operator.openshift.io/v1\nkind: Config\nmetadata:\n  name: cluster\nspec:\n  managementState: Managed\n  storage:\n    emptyDir: {}\n".to_string(),
-    )];
-    if spec.workers == 0 {
-        out.push((
-            "manifests/cluster-scheduler-02-config.yml",
-            "apiVersion: config.openshift.io/v1\nkind: Scheduler\nmetadata:\n  creationTimestamp: null\n  name: cluster\nspec:\n  mastersSchedulable: true\n  policy:\n    name: \"\"\nstatus: {}\n".to_string(),
-        ));
-    }
-    out
-}
 
 pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     super::install_config::restore(&ctx.cluster)?;
@@ -43,7 +26,7 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         }
     }
     let mut added = Vec::new();
-    for (rel, text) in lab_manifests(ctx.spec) {
+    for (rel, text) in crate::render::manifests::lab_manifests(ctx.spec) {
         crate::files::write_atomic(&assets.file(rel), text.as_bytes())?;
         added.push(rel.to_string());
     }

@@ -5,12 +5,15 @@
 pub mod bootstrap_complete;
 pub mod bootstrap_removal;
 pub mod csr_approval;
+pub mod eject_iso;
 pub mod ignition;
 pub mod infra;
 pub mod install_complete;
 pub mod install_config;
+pub mod iso;
 pub mod manifests;
 pub mod release;
+pub mod single_node_ignition;
 pub mod workers;
 
 use anyhow::Result;
@@ -29,11 +32,14 @@ pub fn run(target: Target, ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         Target::InstallConfig => install_config::run(ctx, locked),
         Target::Manifests => manifests::run(ctx, locked),
         Target::Ignition => ignition::run(ctx, locked),
+        Target::SingleNodeIgnition => single_node_ignition::run(ctx, locked),
+        Target::Iso => iso::run(ctx, locked),
         Target::Infra => infra::run(ctx, locked),
         Target::BootstrapComplete => bootstrap_complete::run(ctx, locked),
         Target::BootstrapRemoval => bootstrap_removal::run(ctx, locked),
         Target::Workers => workers::run(ctx, locked),
         Target::CsrApproval => csr_approval::run(ctx, locked),
         Target::InstallComplete => install_complete::run(ctx, locked),
+        Target::EjectIso => eject_iso::run(ctx, locked),
     }
 }

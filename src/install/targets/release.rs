@@ -1,8 +1,8 @@
 //! The release target: the release resolved to concrete, verified, cached
 //! artifacts — the installer (unless the cluster file names one) and the CoreOS
-//! image (unless it gives one).
+//! image (unless it gives one), or for sno and agent the CoreOS live ISO.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::Note;
 use crate::install::state::Locked;
@@ -29,7 +29,20 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     let mut notes = Vec::new();
     let installer = match &spec.openshift_install {
         Some(p) => {
-            notes.push(format!("installer {}", p.display()));
+            // The binary installs its own release: it must be the one asked for
+            // (src/release/pin.rs).
+            let iv = release::pin::installer_version(p)?;
+            let over = std::env::var(release::pin::OVERRIDE_ENV)
+                .ok()
+                .filter(|v| !v.is_empty());
+            let note =
+                release::pin::check(spec.distribution, &spec.version, p, &iv, over.as_deref())
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            locked.update_facts(|f| {
+                f.release_version = Some(iv.version.clone());
+                f.release_image = iv.release_image.clone();
+            })?;
+            notes.push(note);
             p.clone()
         }
         None => {
@@ -57,7 +70,16 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
             tools.openshift_install
         }
     };
-    if spec.image.is_none() {
+    if matches!(ctx.flow, Flow::Sno | Flow::Agent) {
+        // ISO installs boot the live ISO and install to an empty disk: no disk
+        // image. The agent installer fetches the ISO itself (from the same stream
+        // metadata); fetching it here too verifies the mirror holds it intact
+        // before anything is created.
+        let iso = release::coreos_image(&installer, CoreosKind::LiveIso, &cache, &progress)
+            .context("the CoreOS live ISO (the nodes boot it)")?;
+        locked.update_facts(|f| f.coreos_iso = Some(iso.clone()))?;
+        notes.push(format!("CoreOS live ISO {}", iso.display()));
+    } else if spec.image.is_none() {
         let image = release::coreos_image(&installer, CoreosKind::Qemu, &cache, &progress)?;
         locked.update_facts(|f| f.coreos_image = Some(image.clone()))?;
         notes.push(format!("CoreOS image {}", image.display()));

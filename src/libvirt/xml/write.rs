@@ -160,6 +160,8 @@ pub const TCG_CPU_MODEL: &str = "Nehalem";
 pub struct NodePaths<'a> {
     pub ignition: Option<&'a str>,
     pub console_log: &'a str,
+    /// The volume (in the plan's pool) in the CD-ROM drive of an ISO node.
+    pub cdrom: Option<&'a str>,
 }
 
 pub fn domain_xml(plan: &Plan, node: &Node, accel: Accel, paths: &NodePaths<'_>) -> String {
@@ -229,12 +231,26 @@ pub fn domain_xml(plan: &Plan, node: &Node, accel: Accel, paths: &NodePaths<'_>)
             esc(&d.volume)
         );
     }
-    if node.boot != Boot::DiskFwCfg {
+    match (node.boot, paths.cdrom) {
+        (Boot::DiskFwCfg, _) => {}
+        // The live ISO behind the disk: an empty disk has nothing to boot, so the
+        // firmware falls through to the CD; once the install wrote the disk, the
+        // disk boots (no loop back into the installer).
+        (_, Some(volume)) => {
+            let _ = writeln!(
+                x,
+                "    <disk type='volume' device='cdrom'>\n      <driver name='qemu' type='raw'/>\n      <source pool='{}' volume='{}'/>\n      <target dev='sda' bus='sata'/>\n      <readonly/>\n      <boot order='{order}'/>\n    </disk>",
+                esc(&plan.libvirt.pool),
+                esc(volume)
+            );
+        }
         // An empty drive that the ISO (or the BMC's virtual media) is inserted into.
-        let _ = writeln!(
-            x,
-            "    <disk type='file' device='cdrom'>\n      <driver name='qemu' type='raw'/>\n      <target dev='sda' bus='sata'/>\n      <readonly/>\n      <boot order='{order}'/>\n    </disk>"
-        );
+        (_, None) => {
+            let _ = writeln!(
+                x,
+                "    <disk type='file' device='cdrom'>\n      <driver name='qemu' type='raw'/>\n      <target dev='sda' bus='sata'/>\n      <readonly/>\n      <boot order='{order}'/>\n    </disk>"
+            );
+        }
     }
     let _ = writeln!(
         x,

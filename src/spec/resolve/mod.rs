@@ -11,8 +11,10 @@
 
 mod bmc;
 mod credentials;
+mod fips;
 mod identity;
 mod install;
+mod kubevirt;
 mod libvirt;
 mod network;
 mod release;
@@ -29,6 +31,7 @@ use super::parse::{RawSpec, Src};
 use super::types::*;
 
 pub use identity::{is_cluster_name, is_dns_label, parse_version, CLUSTER_NAME_RULE};
+pub use kubevirt::is_dns_subdomain;
 
 /// What resolution may look at outside the file itself. Passed in so that tests are
 /// independent of the machine they run on.
@@ -75,6 +78,7 @@ impl Env {
 pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let id = identity::resolve(&raw, d);
     let creds = credentials::resolve(&raw, id.distribution, env, d);
+    fips::check(&raw, &creds.ssh_keys, d);
     let topo = topology::resolve(&raw, d);
     let sizes = sizes::resolve(&raw, &topo, d);
     let nets = network::cluster_networks(&raw, &id.version, d);
@@ -83,6 +87,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let install = install::resolve(&raw, env, d);
     let release = release::resolve(&raw, env, d);
     let bmc = bmc::resolve(&raw, &network, d);
+    let (backend, kubevirt) = kubevirt::resolve(&raw, env, &id.cluster, topo.method, &network, d);
 
     ClusterSpec {
         cluster: id.cluster,
@@ -116,6 +121,8 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         mirror: release.mirror,
         release_key: release.release_key,
         bmc,
+        backend,
+        kubevirt,
     }
 }
 

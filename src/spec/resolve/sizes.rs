@@ -19,6 +19,9 @@ pub const MAX_EXTRA_DISKS: usize = 16;
 const BOOT_MIN_MEMORY: u64 = 2048;
 const BOOT_MIN_DISK: u64 = 20;
 const REHEARSAL_MIN_MEMORY: u64 = 128;
+/// A stand-in booting the live ISO (sno, agent): what tests/e2e/standin-iso.sh
+/// boots it with.
+const REHEARSAL_ISO_MEMORY: u64 = 320;
 
 pub struct Sizes {
     pub bootstrap: NodeSize,
@@ -62,7 +65,12 @@ fn default_size(role: Role, method: Method, rehearsal: bool) -> NodeSize {
     if rehearsal {
         return NodeSize {
             numcpus: 1,
-            memory: 256,
+            // A live ISO boot holds the disk image it installs in memory too.
+            memory: if matches!(method, Method::Sno | Method::Agent) {
+                REHEARSAL_ISO_MEMORY
+            } else {
+                256
+            },
             disk_size: 1,
             extra_disks: vec![],
         };
@@ -193,13 +201,22 @@ fn size_for(
             ),
         );
     } else if !rehearsal && size.disk_size < min_disk {
-        d.warn(
-            name(disk, "disk_size"),
-            format!(
-                "{} GB is below the documented minimum of {min_disk} GB",
-                size.disk_size
-            ),
+        let text = format!(
+            "{} GB is below the documented minimum of {min_disk} GB for a {}",
+            size.disk_size,
+            role_label(role, method)
         );
+        // An ISO install writes CoreOS to the disk and refuses a smaller one late
+        // (the assisted-service's host validation; bootstrap-in-place's
+        // install-to-disk): say so before anything is made. Rehearsals are exempt.
+        if matches!(method, Method::Sno | Method::Agent) {
+            d.error(
+                name(disk, "disk_size"),
+                format!("{text}; method {method} installs to it (rehearsal: true is exempt)"),
+            );
+        } else {
+            d.warn(name(disk, "disk_size"), text);
+        }
     }
     for (i, gb) in size.extra_disks.iter_mut().enumerate() {
         let f = extra
@@ -227,5 +244,45 @@ fn role_label(role: Role, method: Method) -> &'static str {
         (Role::Bootstrap, _) => "bootstrap node",
         (Role::Ctlplane, _) => "control plane node",
         (Role::Worker, _) => "worker",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::{from_str, Env};
+
+    fn load(text: &str) -> Result<crate::spec::Loaded, crate::spec::InvalidSpec> {
+        from_str(
+            &format!("cluster: lab1\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\n{text}"),
+            "t.yaml",
+            &Env::default(),
+        )
+    }
+
+    #[test]
+    fn iso_installs_refuse_a_disk_below_the_minimum_unless_rehearsal() {
+        let e = load("method: sno\ndisk_size: 60\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("60 GB is below the documented minimum of 120 GB for a single node"),
+            "{e}"
+        );
+        let e = load("method: agent\nworkers: 2\nworker:\n  disk_size: 50\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("50 GB is below the documented minimum of 100 GB"),
+            "{e}"
+        );
+        let sno = load("method: sno\nrehearsal: true\ndisk_size: 1\n").unwrap();
+        // Its stand-in boots the live ISO: more memory than a disk boot.
+        assert_eq!(sno.spec.size(crate::spec::Role::Ctlplane).memory, 320);
+        // UPI keeps it a warning (its overlays are thin).
+        let upi = load("disk_size: 60\n").unwrap();
+        assert!(upi
+            .warnings
+            .iter()
+            .any(|w| w.to_string().contains("below the documented minimum")));
     }
 }

@@ -1,0 +1,87 @@
+//! The KubeVirt backend: the plan's nodes as KubeVirt `VirtualMachine`s on a
+//! Kubernetes cluster (any, OpenShift Virtualization included), with CDI for
+//! disks and Multus or the pod network for networking.
+//!
+//! - [`render`]: pure renderers, plan in, Kubernetes objects out (golden-tested);
+//! - [`apply`]: server-side apply through kube-rs, ownership, destroy, inspect;
+//! - [`backend`]: the [`crate::backend::Backend`] implementation the install
+//!   pipeline reaches;
+//! - [`machine`]: the Redfish BMC's `Machine` on KubeVirt VMs (IPI).
+//!
+//! docs/kubevirt.md is the user's page.
+
+pub mod apply;
+pub mod backend;
+pub mod render;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Plan;
+use crate::spec::{KubevirtSpec, PodNetwork, ServiceType};
+
+/// The owner label: every object shiftlab creates carries it with the cluster
+/// name, and destroy removes exactly what carries it.
+pub const OWNER_LABEL: &str = "shiftlab.io/cluster";
+/// The standard "managed by" label (Kubernetes recommended labels), also set.
+pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// The server-side apply field manager.
+pub const FIELD_MANAGER: &str = "shiftlab";
+/// Node labels on each VM and its pod (VM template labels pass to the
+/// virt-launcher pod: kubevirt/user-guide, "Expose VirtualMachine as a service").
+pub const NODE_LABEL: &str = "shiftlab.io/node";
+pub const ROLE_LABEL: &str = "shiftlab.io/role";
+
+/// The KubeVirt part of a plan: the cluster file's `kubevirt:` resolved, and
+/// the objects it makes, by kind and name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KubevirtPlan {
+    pub kubeconfig: PathBuf,
+    pub context: Option<String>,
+    pub namespace: String,
+    pub storage_class: Option<String>,
+    pub network: PodNetwork,
+    pub bridge: String,
+    pub vlan: Option<u16>,
+    pub service_type: ServiceType,
+    pub image: Option<String>,
+    /// Where the VMs fetch their Ignition: `kubevirt.http_url`, or on a Multus
+    /// network shiftlab's HTTP server on the lab's host address.
+    pub http_url: Option<String>,
+    /// `Kind/name` of every object, in the order they are applied.
+    pub objects: Vec<String>,
+}
+
+impl KubevirtPlan {
+    pub fn derive(k: &KubevirtSpec, plan: &Plan) -> KubevirtPlan {
+        let http_url = k.http_url.clone().or_else(|| {
+            (k.network == PodNetwork::Multus)
+                .then(|| crate::serve::http_address(plan))
+                .flatten()
+                .map(|a| format!("http://{a}:{}", crate::serve::DEFAULT_HTTP_PORT))
+        });
+        let mut kp = KubevirtPlan {
+            kubeconfig: k.kubeconfig.clone(),
+            context: k.context.clone(),
+            namespace: k.namespace.clone(),
+            storage_class: k.storage_class.clone(),
+            network: k.network,
+            bridge: k.bridge.clone(),
+            vlan: k.vlan,
+            service_type: k.service_type,
+            image: k.image.clone(),
+            http_url,
+            objects: Vec::new(),
+        };
+        kp.objects = render::object_refs(plan, &kp);
+        kp
+    }
+}
+
+/// The plan's KubeVirt part, or an error saying the cluster is not on KubeVirt.
+pub fn plan_of(plan: &Plan) -> anyhow::Result<&KubevirtPlan> {
+    plan.kubevirt
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("{} is not a backend: kubevirt cluster", plan.cluster))
+}

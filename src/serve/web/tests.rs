@@ -1,0 +1,357 @@
+//! The web page's server on loopback, driven by a real HTTP client (ureq).
+
+use std::io::BufRead as _;
+use std::os::unix::fs::PermissionsExt as _;
+
+use super::*;
+
+fn state() -> (tempfile::TempDir, StateDir) {
+    let d = tempfile::tempdir().unwrap();
+    let s = StateDir {
+        root: d.path().into(),
+    };
+    std::fs::create_dir_all(s.clusters()).unwrap();
+    (d, s)
+}
+
+fn test_plan(name: &str) -> crate::plan::Plan {
+    let text = format!("cluster: {name}\ndomain: example.com\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAAtest t@t']\nworkers: 2\n");
+    let mut plan = crate::plan::derive(
+        &crate::spec::from_str(&text, "t.yaml", &crate::spec::Env::default())
+            .unwrap()
+            .spec,
+    );
+    plan.libvirt.uri = "test:///default".into();
+    plan
+}
+
+/// A cluster `lab1` on libvirt's built-in test driver, with secrets planted in
+/// its files.
+fn plant_cluster(state: &StateDir) {
+    let c = state.cluster("lab1");
+    c.write_plan(&test_plan("lab1")).unwrap();
+    std::fs::create_dir_all(c.path().join("assets/auth")).unwrap();
+    std::fs::write(c.assets().kubeadmin_password(), "PLANTED-kubeadmin-pw").unwrap();
+    std::fs::write(c.bmc_password(), "PLANTED-bmc-password").unwrap();
+    std::fs::write(
+        c.install_config_backup(),
+        "pullSecret: '{\"auths\":{\"r.example\":{\"auth\":\"UExBTlRFRC1wdWxs\"}}}'\n",
+    )
+    .unwrap();
+}
+
+async fn start(state: &StateDir, token: Option<&str>) -> Server {
+    let cfg = Config {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        token: token.map(str::to_string),
+    };
+    Server::start(state.clone(), &cfg).await.unwrap()
+}
+
+struct Got {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Got {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One request with ureq (redirects not followed), on a blocking thread.
+async fn get(url: String, headers: Vec<(&'static str, String)>, method: &'static str) -> Got {
+    tokio::task::spawn_blocking(move || {
+        let agent = ureq::AgentBuilder::new().redirects(0).build();
+        let mut req = agent.request(method, &url);
+        for (k, v) in &headers {
+            req = req.set(k, v);
+        }
+        let resp = match req.call() {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{url}: {e}"),
+        };
+        let headers = resp
+            .headers_names()
+            .into_iter()
+            .map(|n| {
+                let v = resp.header(&n).unwrap_or_default().to_string();
+                (n, v)
+            })
+            .collect();
+        Got {
+            status: resp.status(),
+            headers,
+            body: resp.into_string().unwrap_or_default(),
+        }
+    })
+    .await
+    .unwrap()
+}
+
+#[test]
+fn config_is_checked_before_anything_starts() {
+    assert_eq!(Config::parse("off", None).unwrap(), None);
+    let c = Config::parse("127.0.0.1:8090", None).unwrap().unwrap();
+    assert_eq!(c.addr, "127.0.0.1:8090".parse().unwrap());
+    assert!(Config::parse("[::1]:9000", None).unwrap().is_some());
+    let e = format!("{:#}", Config::parse("0.0.0.0:8090", None).unwrap_err());
+    assert!(e.contains("--web-token-file"), "{e}");
+    let e = format!("{:#}", Config::parse("localhost", None).unwrap_err());
+    assert!(e.contains("expected IP:PORT or off"), "{e}");
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("token");
+    std::fs::write(&f, "0123456789abcdef0123\n").unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let e = format!("{:#}", Config::parse("0.0.0.0:8090", Some(&f)).unwrap_err());
+    assert!(e.contains("chmod 600"), "{e}");
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let c = Config::parse("0.0.0.0:8090", Some(&f)).unwrap().unwrap();
+    assert_eq!(c.token.as_deref(), Some("0123456789abcdef0123"));
+    // The token never shows in a debug print.
+    assert!(!format!("{c:?}").contains("0123456789abcdef0123"));
+    std::fs::write(&f, "short").unwrap();
+    let e = format!("{:#}", Config::parse("0.0.0.0:8090", Some(&f)).unwrap_err());
+    assert!(e.contains("at least 16"), "{e}");
+    assert!(!e.contains("short"), "{e}");
+    assert!(Config::parse("off", Some(&f)).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_assets_and_api_on_loopback() {
+    let (_d, st) = state();
+    plant_cluster(&st);
+    let s = start(&st, None).await;
+    let base = format!("http://{}", s.local_addr());
+
+    let page = get(format!("{base}/"), vec![], "GET").await;
+    assert_eq!(page.status, 200);
+    assert!(page
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/html"));
+    assert!(page
+        .header("content-security-policy")
+        .unwrap()
+        .contains("default-src 'none'"));
+    assert!(page.body.contains("<main id=\"main\""), "{}", page.body);
+    let page = get(format!("{base}/clusters/lab1"), vec![], "GET").await;
+    assert_eq!(page.status, 200);
+    let js = get(format!("{base}/assets/app.js"), vec![], "GET").await;
+    assert_eq!(js.status, 200);
+    assert!(js
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/javascript"));
+    let css = get(format!("{base}/assets/app.css"), vec![], "GET").await;
+    assert!(css.header("content-type").unwrap().starts_with("text/css"));
+
+    let o = get(format!("{base}/api/clusters"), vec![], "GET").await;
+    assert_eq!(o.status, 200, "{}", o.body);
+    let v: serde_json::Value = serde_json::from_str(&o.body).unwrap();
+    assert_eq!(v["clusters"][0]["cluster"], "lab1");
+    assert_eq!(v["clusters"][0]["method"], "upi");
+    assert_eq!(v["clusters"][0]["nodes_running"], 0);
+
+    // No libvirt objects on the test driver yet: the plan's lab and no node,
+    // what status -o json says.
+    let c = get(format!("{base}/api/clusters/lab1"), vec![], "GET").await;
+    assert_eq!(c.status, 200, "{}", c.body);
+    let v: serde_json::Value = serde_json::from_str(&c.body).unwrap();
+    assert_eq!(v["cluster"], "lab1");
+    assert_eq!(v["nodes"], serde_json::json!([]));
+    assert_eq!(v["lab"]["cluster_domain"], "lab1.example.com");
+    assert_eq!(v["lab"]["kubeconfig"], serde_json::Value::Null);
+    assert!(v["lab"]["dns"].as_array().unwrap().len() > 2, "{v}");
+    assert_eq!(v["services"]["cluster"], "lab1");
+    let cluster_body = c.body.clone();
+    let c = get(format!("{base}/api/clusters/other"), vec![], "GET").await;
+    assert_eq!(c.status, 404);
+    assert!(c.body.contains("no cluster named other"), "{}", c.body);
+    let c = get(format!("{base}/api/clusters/..%2Fetc"), vec![], "GET").await;
+    assert_eq!(c.status, 404);
+    let c = get(format!("{base}/api/clusters"), vec![], "POST").await;
+    assert_eq!(c.status, 405);
+    assert_eq!(c.header("allow"), Some("GET, HEAD"));
+    let c = get(format!("{base}/nope"), vec![], "GET").await;
+    assert_eq!(c.status, 404);
+
+    // A DNS name for loopback is refused (DNS rebinding); localhost is fine.
+    let c = get(
+        format!("{base}/api/clusters"),
+        vec![("Host", "evil.example:8090".into())],
+        "GET",
+    )
+    .await;
+    assert_eq!(c.status, 421);
+    let c = get(
+        format!("{base}/api/clusters"),
+        vec![("Host", "localhost:8090".into())],
+        "GET",
+    )
+    .await;
+    assert_eq!(c.status, 200);
+
+    for body in [&o.body, &c.body, &cluster_body] {
+        for planted in ["PLANTED", "UExBTlRFRC1wdWxs"] {
+            assert!(!body.contains(planted), "{planted} in {body}");
+        }
+    }
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_install_before_infra_is_shown_from_its_recorded_plan() {
+    let (_d, st) = state();
+    let c = st.cluster("early");
+    std::fs::create_dir_all(c.path()).unwrap();
+    crate::files::write_json(&c.install_plan(), &test_plan("early")).unwrap();
+    let s = start(&st, None).await;
+    let base = format!("http://{}", s.local_addr());
+    let o = get(format!("{base}/api/clusters"), vec![], "GET").await;
+    let v: serde_json::Value = serde_json::from_str(&o.body).unwrap();
+    assert_eq!(v["clusters"][0]["cluster"], "early", "{v}");
+    let r = get(format!("{base}/api/clusters/early"), vec![], "GET").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["services"], serde_json::Value::Null);
+    assert_eq!(v["lab"]["method"], "upi");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_is_required_and_set_once_as_a_cookie() {
+    let (_d, st) = state();
+    let token = "t0ken-t0ken-t0ken-1234";
+    let s = start(&st, Some(token)).await;
+    let base = format!("http://{}", s.local_addr());
+
+    let r = get(format!("{base}/api/clusters"), vec![], "GET").await;
+    assert_eq!(r.status, 401);
+    assert!(!r.body.contains(token));
+    let r = get(
+        format!("{base}/api/clusters"),
+        vec![("Authorization", "Bearer wrong-wrong-wrong-wrong".into())],
+        "GET",
+    )
+    .await;
+    assert_eq!(r.status, 401);
+    let r = get(
+        format!("{base}/api/clusters"),
+        vec![("Authorization", format!("Bearer {token}"))],
+        "GET",
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // With a token any Host is fine (it is the guard).
+    let r = get(
+        format!("{base}/api/clusters"),
+        vec![
+            ("Authorization", format!("Bearer {token}")),
+            ("Host", "lab.example".into()),
+        ],
+        "GET",
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    // ?token= on a page: a cookie, and the token out of the URL.
+    let r = get(format!("{base}/clusters/lab1?token={token}"), vec![], "GET").await;
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/clusters/lab1"));
+    let cookie = r.header("set-cookie").unwrap().to_string();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap().to_string();
+    let r = get(
+        format!("{base}/api/clusters"),
+        vec![("Cookie", pair)],
+        "GET",
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    // Not on the API (a URL with a token ends up in logs and histories).
+    let r = get(format!("{base}/api/clusters?token={token}"), vec![], "GET").await;
+    assert_eq!(r.status, 401);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_stream_what_the_api_says() {
+    let (_d, st) = state();
+    plant_cluster(&st);
+    let s = start(&st, None).await;
+    let url = format!("http://{}/api/clusters/lab1/events", s.local_addr());
+    let lines = tokio::task::spawn_blocking(move || {
+        let resp = ureq::get(&url).call().unwrap();
+        assert_eq!(resp.content_type(), "text/event-stream");
+        let mut reader = std::io::BufReader::new(resp.into_reader());
+        let mut lines = Vec::new();
+        let mut line = String::new();
+        while lines.len() < 6 {
+            line.clear();
+            if reader.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            lines.push(line.trim_end().to_string());
+            if line.starts_with("data: ") {
+                break;
+            }
+        }
+        lines
+    })
+    .await
+    .unwrap();
+    assert_eq!(lines[0], "retry: 2000", "{lines:?}");
+    let ev = lines
+        .iter()
+        .position(|l| l == "event: cluster")
+        .expect("cluster event");
+    let data = lines[ev + 1].strip_prefix("data: ").unwrap();
+    let v: serde_json::Value = serde_json::from_str(data).unwrap();
+    assert_eq!(v["cluster"], "lab1");
+    assert!(!data.contains("PLANTED"));
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_of_an_unknown_cluster_say_so() {
+    let (_d, st) = state();
+    let s = start(&st, None).await;
+    let url = format!("http://{}/api/clusters/nope/events", s.local_addr());
+    let text = tokio::task::spawn_blocking(move || {
+        let resp = ureq::get(&url).call().unwrap();
+        let mut reader = std::io::BufReader::new(resp.into_reader());
+        let mut text = String::new();
+        let mut line = String::new();
+        while !text.contains("data: ") {
+            line.clear();
+            if reader.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            text.push_str(&line);
+        }
+        text
+    })
+    .await
+    .unwrap();
+    assert!(
+        text.contains("event: problem\ndata: {\"error\":\"no cluster named nope in this state\"}"),
+        "{text}"
+    );
+    s.stop().await;
+}
+
+#[test]
+fn an_event_spreads_lines_over_data_fields() {
+    assert_eq!(
+        event("cluster", "{\"a\":1}\n{\"b\":2}"),
+        Bytes::from("event: cluster\ndata: {\"a\":1}\ndata: {\"b\":2}\n\n")
+    );
+}

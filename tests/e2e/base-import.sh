@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# tests/e2e/base-import.sh IMAGE — the base image import in the sandbox: the
+# image is written once into a volume declared qcow2, its sha256 (computed
+# while uploading) lands in the completion marker, and a partial upload (the
+# base volume without its marker, holding half the image) is never used: the
+# next `create infra` replaces it with the whole image. IPI clusters, so no
+# domain is started (the installer would power them).
+set -euo pipefail
+NAME=base-import
+. "$(dirname "$0")/lib.sh"
+e2e_sandbox "$@"
+e2e_workdir base-import
+destroy_on_exit bi
+f=$(cluster_file bi 192.168.197.0/24 "method: ipi" "image: $IMAGE" "ctlplanes: 3" "workers: 0")
+
+step "first import: one volume declared qcow2, content and sha256 exact"
+"$bin" create infra -f "$f" | tee "$work/c1.out"
+line=$(grep '^created base image ' "$work/c1.out") || fail "no base image was created"
+base=$(awk '{print $4}' <<<"$line")
+[[ $base == shiftlab-base-*.qcow2 ]] || fail "unexpected base volume name $base"
+want=$(sha256sum "$IMAGE" | cut -d' ' -f1)
+grep -q "(sha256 $want)" <<<"$line" || fail "the reported sha256 is not the image's: $line"
+pool=$(virsh pool-list --name | awk 'NF {print $1; exit}')
+[[ -n $pool ]] || fail "no pool"
+virsh vol-dumpxml "$base" --pool "$pool" | grep -q "<format type='qcow2'/>" ||
+	fail "the base volume is not declared qcow2"
+virsh -q vol-download "$base" "$work/got.qcow2" --pool "$pool"
+cmp -s "$IMAGE" "$work/got.qcow2" || fail "the base volume's content is not the image"
+virsh -q vol-download "$base.sha256" "$work/marker" --pool "$pool"
+[[ $(cat "$work/marker") == "$want" ]] || fail "the marker does not hold the image's sha256"
+if virsh vol-list "$pool" | grep -q '\.part\b'; then fail "an upload volume was left"; fi
+
+step "a second run reuses the complete base"
+"$bin" create infra -f "$f" | tee "$work/c2.out"
+if grep -q '^created base image' "$work/c2.out"; then fail "a complete base image was imported again"; fi
+
+step "a partial upload (no marker, half the image) is never taken for complete"
+"$bin" destroy cluster bi >/dev/null
+virsh -q vol-delete "$base.sha256" --pool "$pool"
+virsh -q vol-delete "$base" --pool "$pool"
+size=$(stat -c %s "$IMAGE")
+head -c $((size / 2)) "$IMAGE" >"$work/half"
+virsh -q vol-create-as "$pool" "$base" "$size" --format qcow2 >/dev/null
+virsh -q vol-upload "$base" "$work/half" --pool "$pool"
+"$bin" create infra -f "$f" | tee "$work/c3.out"
+grep -q "^created base image $base " "$work/c3.out" || fail "the partial base image was used"
+virsh -q vol-download "$base" "$work/got3.qcow2" --pool "$pool"
+cmp -s "$IMAGE" "$work/got3.qcow2" || fail "the re-imported base volume is not the image"
+
+step "a marker without its volume is not a base image either"
+"$bin" destroy cluster bi >/dev/null
+virsh -q vol-delete "$base" --pool "$pool"
+"$bin" create infra -f "$f" | tee "$work/c4.out"
+grep -q "^created base image $base " "$work/c4.out" || fail "the base image was not imported again"
+
+step "destroy --purge-images removes the base and its marker"
+"$bin" destroy cluster bi --purge-images | tee "$work/d.out"
+if virsh vol-list "$pool" 2>/dev/null | grep -q shiftlab-base-; then fail "base volume or marker left"; fi
+echo "PASS $NAME"

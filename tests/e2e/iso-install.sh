@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# tests/e2e/iso-install.sh IMAGE — single node and agent-based installs from live
+# ISOs, end to end, in the sandbox.
+#
+#   scripts/sandbox run -- tests/e2e/iso-install.sh /path/to/standin.qcow2
+#
+# A loopback release mirror serves the fake openshift-install and stream metadata
+# whose metal ISO is the stand-in live ISO. `shiftlab create cluster` then drives
+#   sno1  method sno:   single-node-ignition-config, the ISO embedded by
+#                       coreos-installer, one node;
+#   ag1   method agent: agent create image, 3 control planes + 2 workers on one ISO;
+# from the cluster file to "install complete". Each node boots the ISO once (its
+# disk is empty, the CD-ROM comes second in the boot order), installs, reboots and
+# comes back from its disk; at the end the drives are empty and the ISO volume is
+# gone. Each run is killed with -9 during the ISO build (coreos-installer slowed by
+# a shim on PATH so the kill lands inside it) and during the bootstrap-complete
+# wait; the reruns complete with no duplicated libvirt objects. Bad input — a
+# corrupt or missing ISO in the mirror, SNO with workers, a disk below the real
+# minimum — is refused before anything is created.
+set -euo pipefail
+
+NAME=iso-install
+. "$(dirname "$0")/lib.sh"
+e2e_sandbox "$@"
+fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
+real_ci=$(command -v coreos-installer || true)
+[[ -n $real_ci ]] || fail "coreos-installer not found (scripts/setup installs it)"
+e2e_workdir iso-install
+export SHIFTLAB_CACHE=$work/cache XDG_CACHE_HOME=$work/xdg
+export LIBVIRT_DEFAULT_URI=${LIBVIRT_DEFAULT_URI:-qemu:///system}
+export FAKE_INSTALL_TIMEOUT=${FAKE_INSTALL_TIMEOUT:-420}
+mirror_pid=""
+on_exit 'stop_pid "$mirror_pid"'
+on_exit 'pkill -f "$work/cache/.*openshift-install"'
+destroy_on_exit sno1 ag1 bad1 bad2 bad3
+
+# coreos-installer, slowed: the kill during the ISO build must land inside it.
+mkdir -p "$work/shim"
+printf '#!/bin/sh\nsleep "${SHIM_DELAY:-0}"\nexec %s "$@"\n' "$real_ci" >"$work/shim/coreos-installer"
+chmod +x "$work/shim/coreos-installer"
+export PATH=$work/shim:$PATH
+
+# The mirror: one OKD release (as in install.sh), the stand-in live ISO as the
+# stream's metal ISO, and a corrupt copy for the bad-input case.
+V=4.17.0-okd-scos.0
+port=$((20000 + RANDOM % 20000))
+base=http://127.0.0.1:$port
+d=$work/mirror/$V t=$work/tar
+mkdir -p "$d" "$t/i" "$t/c"
+cp "$fake" "$t/i/openshift-install"
+printf '#!/bin/sh\necho "Client Version: %s"\n' "$V" >"$t/c/oc"
+chmod +x "$t/c/oc"
+tar -C "$t/i" -czf "$d/openshift-install-linux-$V.tar.gz" openshift-install
+tar -C "$t/c" -czf "$d/openshift-client-linux-$V.tar.gz" oc
+printf 'Name:      %s\n\nPull From: quay.io/okd/scos-release:%s\n\nRelease Metadata:\n  Version:  %s\n' "$V" "$V" "$V" >"$d/release.txt"
+(cd "$d" && sha256sum openshift-*.tar.gz >sha256sum.txt)
+"$bin" image standin --iso --out "$work/mirror/coreos-live.x86_64.iso" >/dev/null
+cp "$work/mirror/coreos-live.x86_64.iso" "$work/mirror/corrupt-live.x86_64.iso"
+echo garbage >>"$work/mirror/corrupt-live.x86_64.iso"
+stream() { # iso-file-name sha256
+	jq -n --arg loc "$base/$1" --arg sum "$2" \
+		'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{metal:{formats:{iso:{disk:{location:$loc,sha256:$sum}}}}}}}}'
+}
+good_sum=$(sha256sum <"$work/mirror/coreos-live.x86_64.iso" | cut -d' ' -f1)
+stream coreos-live.x86_64.iso "$good_sum" >"$work/stream.json"
+stream corrupt-live.x86_64.iso "$good_sum" >"$work/stream-corrupt.json"
+stream missing-live.x86_64.iso "$good_sum" >"$work/stream-missing.json"
+export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$work/mirror.log" 2>&1 &
+mirror_pid=$!
+for _ in $(seq 50); do curl -fs "$base/$V/release.txt" >/dev/null && break; sleep 0.2; done
+downloads() { grep -c "GET /$1" "$work/mirror.log" || true; }
+
+iso_file() { # name cidr method-lines...
+	local n=$1 c=$2
+	shift 2
+	cluster_file "$n" "$c" "version: $V" "mirror: $base" "$@"
+}
+target_status() { # cluster target
+	jq -r --arg t "$2" '.targets[$t].status // "none"' "$SHIFTLAB_HOME/clusters/$1/install-state.json" 2>/dev/null || echo none
+}
+# Each disk of a domain's definition: device, boot order, whether it has a source.
+disks() {
+	virsh dumpxml --inactive "$1" | python3 -c '
+import sys, xml.etree.ElementTree as E
+out = []
+for d in E.fromstring(sys.stdin.read()).iter("disk"):
+    b = d.find("boot")
+    out.append("%s %s %s" % (d.get("device"), b.get("order") if b is not None else "-",
+                             "source" if d.find("source") is not None else "empty"))
+print(",".join(out))'
+}
+console() { cat "/var/log/libvirt/qemu/$1-console.log" 2>/dev/null || true; }
+
+# Every target done; each node booted the ISO once, installed once, and runs from
+# its disk; the drives are empty, the ISO volume gone, nothing duplicated.
+check_finished() { # cluster targets nodes...
+	local c=$1 targets=$2 n
+	shift 2
+	for t in $targets; do
+		[[ $(target_status "$c" "$t") == done ]] || fail "$c: target $t is $(target_status "$c" "$t"), not done"
+	done
+	[[ $(virsh list --all --name | grep -c "^$c-") == $# ]] ||
+		fail "$c: domains: $(virsh list --all --name | grep "^$c-" | tr '\n' ' ')"
+	[[ $(virsh vol-list shiftlab | grep -c " *$c-") == $# ]] ||
+		fail "$c: volumes: $(virsh vol-list shiftlab | awk '{print $1}' | grep "^$c-\|^\.$c-" | tr '\n' ' ')"
+	[[ -z $(virsh vol-list shiftlab | grep -- "$c-live.iso" || true) ]] || fail "$c: the ISO volume is still there"
+	if virsh vol-list shiftlab | grep -q shiftlab-base-; then fail "$c: an ISO install imported a base image"; fi
+	for n; do
+		[[ $(console "$n" | grep -c 'SHIFTLAB-STANDIN-INSTALLED') == 1 ]] ||
+			fail "$n: installed $(console "$n" | grep -c 'SHIFTLAB-STANDIN-INSTALLED') times, not once"
+		[[ $(console "$n" | grep -c 'standin: boot: iso') == 1 ]] ||
+			fail "$n: booted the ISO $(console "$n" | grep -c 'standin: boot: iso') times, not once"
+		console "$n" | grep 'SHIFTLAB-STANDIN-REPORT' | tail -n 1 | grep -q '"boot":"disk"' ||
+			fail "$n: its last report is not from its disk: $(console "$n" | grep SHIFTLAB-STANDIN-REPORT | tail -n 1)"
+		# Disk first, then the CD-ROM; the drive stays, empty.
+		[[ $(disks "$n") == "disk 1 source,cdrom 2 empty" ]] ||
+			fail "$n: disks (device, boot order, source): $(disks "$n")"
+	done
+}
+
+# kill_during CLUSTER-FILE CLUSTER TARGET PROCESS-PATTERN: start create cluster,
+# kill -9 it once TARGET has started and PROCESS-PATTERN runs (the child doing the
+# work), and see that the child does not outlive it.
+kill_during() {
+	local f=$1 c=$2 target=$3 pattern=$4 pid deadline=$((SECONDS + 600))
+	SHIM_DELAY=4 "$bin" create cluster -f "$f" >"$work/killed-$c-$target.out" 2>&1 &
+	pid=$!
+	until [[ $(target_status "$c" "$target") == started ]] && pgrep -f "$pattern" >/dev/null; do
+		kill -0 "$pid" 2>/dev/null || fail "shiftlab ended before $target ran: $(tail -5 "$work/killed-$c-$target.out")"
+		((SECONDS < deadline)) || fail "$c never reached $target"
+		sleep 0.2
+	done
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null || true
+	echo "killed $c during $target"
+	local gone=$((SECONDS + 15))
+	while pgrep -f "$pattern" >/dev/null; do
+		((SECONDS < gone)) || fail "$pattern outlived the shiftlab that ran it"
+		sleep 0.2
+	done
+}
+
+sno_targets="release install-config single-node-ignition iso infra bootstrap-complete install-complete eject-iso"
+agent_targets="release install-config iso infra bootstrap-complete install-complete eject-iso"
+
+step "bad input is refused before anything is created"
+f=$(iso_file bad1 192.168.187.0/24 "method: sno" "workers: 1")
+if "$bin" create cluster -f "$f" >"$work/bad1.out" 2>&1; then fail "SNO with a worker was accepted"; fi
+grep -q 'a single-node cluster (method sno) has no workers' "$work/bad1.out" || fail "SNO with workers: $(cat "$work/bad1.out")"
+f=$(cluster_file bad2 192.168.188.0/24 "version: $V" "mirror: $base" "method: agent" "workers: 2" "disk_size: 40")
+sed -i '/^rehearsal:/d' "$f"
+if "$bin" create cluster -f "$f" >"$work/bad2.out" 2>&1; then fail "a 40 GB agent disk was accepted"; fi
+grep -q '40 GB is below the documented minimum of 100 GB' "$work/bad2.out" || fail "small disk: $(cat "$work/bad2.out")"
+for s in corrupt missing; do
+	f=$(iso_file bad3 192.168.189.0/24 "method: sno")
+	if SHIFTLAB_FAKE_STREAM_JSON=$work/stream-$s.json "$bin" create cluster -f "$f" >"$work/bad3-$s.out" 2>&1; then
+		fail "a $s ISO was accepted"
+	fi
+	cat "$work/bad3-$s.out"
+	grep -q 'CoreOS live ISO' "$work/bad3-$s.out" || fail "the $s ISO's error does not say which artifact"
+	[[ -z $(virsh list --all --name | grep '^bad3-' || true) ]] || fail "a $s ISO created domains"
+	"$bin" destroy cluster bad3 >/dev/null
+done
+grep -q 'sha256 mismatch' "$work/bad3-corrupt.out" || fail "the corrupt ISO is not named a digest mismatch"
+for c in bad1 bad2; do
+	[[ -z $(virsh list --all --name | grep "^$c-" || true) ]] || fail "$c created domains"
+done
+
+step "sno: kill -9 during the ISO build, rerun, kill -9 during the wait, rerun to install complete"
+f=$(iso_file sno1 192.168.185.0/24 "method: sno")
+"$bin" plan -f "$f" | tee "$work/sno-plan.txt" | grep -q 'sno1-ctlplane-0 .* iso, then disk' ||
+	fail "plan does not show the boot path: $(cat "$work/sno-plan.txt")"
+kill_during "$f" sno1 iso "$work/shim/coreos-installer iso ignition embed"
+[[ ! -e $SHIFTLAB_HOME/clusters/sno1/sno-live.x86_64.iso ]] || fail "a killed build left an ISO in place"
+kill_during "$f" sno1 bootstrap-complete "$work/cache/.*openshift-install wait-for bootstrap-complete"
+[[ $(target_status sno1 iso) == done ]] || fail "the iso target was not done before the wait"
+"$bin" create cluster -f "$f" 2>&1 | tee "$work/sno.out" | tail -5
+if grep -q '^==> infra' "$work/sno.out"; then fail "the rerun repeated infra"; fi
+grep -q 'console: *https://console-openshift-console.apps.sno1.lab.test' "$work/sno.out" || fail "no console URL"
+check_finished sno1 "$sno_targets" sno1-ctlplane-0
+console sno1-ctlplane-0 | grep -q "role 'sno' from the installer's config" ||
+	fail "the node did not boot the installer's bootstrap-in-place config"
+"$bin" status sno1 -o json | jq -e '.install.flow == "sno" and all(.install.targets[]; .status == "done")' >/dev/null ||
+	fail "status: $("$bin" status sno1 -o json | jq -c .install)"
+grep -q 'create single-node-ignition-config' "$SHIFTLAB_HOME/clusters/sno1/openshift-install.log" || fail "no installer log"
+"$bin" destroy cluster sno1 >/dev/null
+
+step "agent 3+2: kill -9 during agent create image, rerun, kill -9 during the wait, rerun to install complete"
+f=$(iso_file ag1 192.168.186.0/24 "method: agent" "ctlplanes: 3" "workers: 2")
+kill_during "$f" ag1 iso "$work/shim/coreos-installer iso ignition embed"
+[[ ! -e $SHIFTLAB_HOME/clusters/ag1/assets/agent.x86_64.iso ]] || fail "a killed build left an agent ISO in place"
+kill_during "$f" ag1 bootstrap-complete "$work/cache/.*openshift-install agent wait-for bootstrap-complete"
+"$bin" create cluster -f "$f" 2>&1 | tee "$work/agent.out" | tail -5
+if grep -q '^==> infra' "$work/agent.out"; then fail "the rerun repeated infra"; fi
+nodes=(ag1-ctlplane-0 ag1-ctlplane-1 ag1-ctlplane-2 ag1-worker-0 ag1-worker-1)
+check_finished ag1 "$agent_targets" "${nodes[@]}"
+grep -q 'Cluster status: installing' "$SHIFTLAB_HOME/clusters/ag1/openshift-install.log" ||
+	fail "the wait never saw the rendezvous host's assisted-service report the cluster installing"
+console ag1-ctlplane-0 | grep -q 'agent: node zero' || fail "ag1-ctlplane-0 did not act as the rendezvous host"
+for n in ag1-worker-0 ag1-worker-1; do
+	console "$n" | grep -q "role 'worker' from the installer's config" || fail "$n did not find its role in the agent config"
+done
+"$bin" status ag1 -o json | jq -e '.install.flow == "agent"' >/dev/null || fail "status does not show the agent flow"
+# One download of the ISO per fetcher: shiftlab's cache and the installer's.
+[[ $(downloads coreos-live) -le 2 ]] || fail "the live ISO was downloaded $(downloads coreos-live) times"
+
+echo "PASS $NAME"

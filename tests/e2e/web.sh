@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# tests/e2e/web.sh IMAGE — serve's web page in a real browser, in the sandbox.
+#
+#   scripts/sandbox run -- tests/e2e/web.sh /path/to/standin.qcow2
+#
+# `shiftlab serve --web 127.0.0.1:PORT` runs beside the sandbox's libvirtd while
+# `shiftlab create cluster` installs a 3+2 rehearsal (stand-ins, the fake
+# openshift-install from a loopback mirror, as tests/e2e/install.sh). Headless
+# Chromium (Debian's, driven by web-page.py over the DevTools pipe) sees the
+# target running now during the install; after it, every node, backend state and
+# target of the API on the page, accessible and phone-sized; a screenshot goes to
+# docs/img/serve-page.png (WEB_SCREENSHOT to put it elsewhere). A stand-in
+# destroyed with virsh shows its backend DOWN on the page, without a reload,
+# within 5 s of the API and within the health-check bound. No API response
+# carries the secrets planted: pull secret, kubeadmin password, BMC password
+# (also echoed into a node's console log, which the page shows scrubbed).
+set -euo pipefail
+
+NAME=web
+. "$(dirname "$0")/lib.sh"
+e2e_sandbox "$@"
+here=$repo/tests/e2e
+fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
+command -v chromium >/dev/null || fail "no chromium (scripts/setup --tests installs it)"
+e2e_workdir web
+export SHIFTLAB_CACHE=$work/cache
+cp /etc/hosts "$work/hosts"
+mount --bind "$work/hosts" /etc/hosts
+on_exit 'umount /etc/hosts 2>/dev/null'
+serve="" mirror_pid="" create_pid=""
+on_exit 'stop_pid "$serve"'
+on_exit 'stop_pid "$mirror_pid"'
+on_exit 'stop_pid "$create_pid"'
+destroy_on_exit web
+fail() {
+	echo "FAIL $NAME: $*"
+	echo "--- serve log"
+	tail -30 "$work/serve.log" 2>/dev/null
+	echo "--- create log"
+	tail -15 "$work/create.out" 2>/dev/null
+	exit 1
+}
+
+# The release mirror on loopback, laid out as OKD's release assets (install.sh).
+V=4.17.0-okd-scos.0
+port=$((20000 + RANDOM % 20000))
+mirror=http://127.0.0.1:$port
+mkdir -p "$work/mirror/$V" "$work/tar/i" "$work/tar/c"
+cp "$fake" "$work/tar/i/openshift-install"
+printf '#!/bin/sh\necho "Client Version: %s"\n' "$V" >"$work/tar/c/oc"
+chmod +x "$work/tar/c/oc"
+tar -C "$work/tar/i" -czf "$work/mirror/$V/openshift-install-linux-$V.tar.gz" openshift-install
+tar -C "$work/tar/c" -czf "$work/mirror/$V/openshift-client-linux-$V.tar.gz" oc
+printf 'Name:      %s\n\nPull From: quay.io/okd/scos-release:%s\n\nRelease Metadata:\n  Version:  %s\n' "$V" "$V" "$V" >"$work/mirror/$V/release.txt"
+(cd "$work/mirror/$V" && sha256sum openshift-*.tar.gz >sha256sum.txt)
+gzip -1 -c "$IMAGE" >"$work/mirror/coreos-qemu.x86_64.qcow2.gz"
+jq -n --arg loc "$mirror/coreos-qemu.x86_64.qcow2.gz" \
+	--arg gz "$(sha256sum <"$work/mirror/coreos-qemu.x86_64.qcow2.gz" | cut -d' ' -f1)" \
+	--arg raw "$(sha256sum <"$IMAGE" | cut -d' ' -f1)" \
+	'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{qemu:{formats:{"qcow2.gz":{disk:{location:$loc,sha256:$gz,"uncompressed-sha256":$raw}}}}}}}}' \
+	>"$work/stream.json"
+export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$work/mirror.log" 2>&1 &
+mirror_pid=$!
+wait_for 10 "the mirror" curl -fs "$mirror/$V/release.txt"
+
+# Planted secrets.
+pull_auth=$(printf 'planted:pull-%s' "$RANDOM$RANDOM" | base64 -w0)
+printf '{"auths":{"registry.example":{"auth":"%s","email":"e2e@example.com"}}}\n' "$pull_auth" >"$work/pull-secret.json"
+bmc_password="planted-bmc-$RANDOM$RANDOM$RANDOM"
+f=$(cluster_file web 192.168.195.0/24 "version: $V" "mirror: $mirror" "method: upi" \
+	"ctlplanes: 3" "workers: 2" "pull_secret: $work/pull-secret.json")
+
+# api_is JQ-FILTER [CLUSTER]: the cluster's API value satisfies the filter.
+api_is() {
+	local j
+	j=$(curl -fs "$base/api/clusters/${2:-web}") && jq -e "$1" <<<"$j" >/dev/null
+}
+
+step "serve with the web page on a random loopback port"
+wport=$((20000 + RANDOM % 20000))
+while [[ $wport == "$port" ]]; do wport=$((20000 + RANDOM % 20000)); done
+base=http://127.0.0.1:$wport
+SHIFTLAB_LOG=info "$bin" serve --host-dns hosts --scan-interval 1 --web "127.0.0.1:$wport" >"$work/serve.log" 2>&1 &
+serve=$!
+wait_for 20 "the web page" curl -fs "$base/api/clusters"
+[[ $(curl -fs "$base/") == *'<main id="main"'* ]] || fail "no page at /"
+if "$bin" serve --web 0.0.0.0:1 --scan-interval 1 >"$work/refused.out" 2>&1; then fail "a non-loopback --web without a token was accepted"; fi
+grep -q -- '--web-token-file' "$work/refused.out" || fail "the refusal does not say what to do: $(cat "$work/refused.out")"
+
+step "create cluster (3 control planes, 2 workers); the page shows the target running now"
+"$bin" create cluster -f "$f" >"$work/create.out" 2>&1 &
+create_pid=$!
+wait_for 300 "the cluster's libvirt objects" api_is '.nodes | length > 0'
+# The BMC password file is the lab's (method ipi writes it; here it is planted).
+printf '%s\n' "$bmc_password" >"$SHIFTLAB_HOME/clusters/web/bmc-password"
+chmod 600 "$SHIFTLAB_HOME/clusters/web/bmc-password"
+python3 "$here/web-page.py" running "$base" web || fail "the running target"
+wait "$create_pid" || fail "create cluster failed"
+create_pid=""
+grep -q 'console: *https://console-openshift-console.apps.web.lab.test' "$work/create.out" || fail "the install did not complete"
+"$bin" status web -o json | jq -e 'all(.install.targets[]; .status == "done")' >/dev/null || fail "not every target is done"
+
+step "the page shows the lab's full state, as status -o json does"
+# Every backend of the finished install UP (the bootstrap removed) before the page is checked.
+wait_for 300 "every backend UP" api_is '[.services.load_balancer.frontends[].backends[] | select(.bootstrap | not) | .status] | all(. == "UP")'
+# One function: the API's status keys are status -o json's.
+diff <("$bin" status web -o json | jq -S '{cluster, network, nodes: [.nodes[] | {name, role, mac, planned_ip}], install: .install.targets | map({target, status, started, finished})}') \
+	<(curl -fs "$base/api/clusters/web" | jq -S '{cluster, network, nodes: [.nodes[] | {name, role, mac, planned_ip}], install: .install.targets | map({target, status, started, finished})}') ||
+	fail "the API and status -o json differ"
+curl -fs "$base/api/clusters" | jq -e '.clusters[] | select(.cluster == "web") | .method == "upi" and .nodes_running == 5 and .nodes_total == 5 and .install.done == .install.total' >/dev/null ||
+	fail "overview: $(curl -fs "$base/api/clusters")"
+shot=${WEB_SCREENSHOT:-$repo/docs/img/serve-page.png}
+mkdir -p "$(dirname "$shot")"
+python3 "$here/web-page.py" full "$base" web "$shot" || fail "the full page"
+[[ -s $shot ]] || fail "no screenshot"
+
+step "no API response carries a planted secret"
+kubeadmin=$(cat "$SHIFTLAB_HOME/clusters/web/assets/auth/kubeadmin-password")
+[[ ${#kubeadmin} -ge 8 ]] || fail "no kubeadmin password was written"
+# A node that echoes them on its console: the page's console tail shows them scrubbed.
+log=$(curl -fs "$base/api/clusters/web" | jq -r '.nodes[] | select(.name == "web-worker-0") | .console_log')
+printf 'e2e: %s %s %s\n' "$kubeadmin" "$bmc_password" "$pull_auth" >>"$log"
+sleep 1.5
+responses=$work/responses
+mkdir -p "$responses"
+curl -fs "$base/api/clusters" >"$responses/clusters.json"
+curl -fs "$base/api/clusters/web" >"$responses/web.json"
+curl -s --max-time 4 "$base/api/clusters/web/events" >"$responses/events.txt" || true
+curl -s "$base/api/clusters/nope" >"$responses/nope.json"
+curl -fs "$base/" >"$responses/index.html"
+curl -fs "$base/assets/app.js" >"$responses/app.js"
+grep -q '^event: cluster' "$responses/events.txt" || fail "no cluster event on the stream"
+for s in "$kubeadmin" "$bmc_password" "$pull_auth" "registry.example"; do
+	if grep -rlF -- "$s" "$responses"; then fail "a planted secret is in an API response"; fi
+done
+jq -e '.consoles[] | select(.node == "web-worker-0") | .lines | any(startswith("e2e: [redacted] [redacted] [redacted]"))' "$responses/web.json" >/dev/null ||
+	fail "the console line with the secrets is not shown scrubbed"
+echo "no planted secret in $(ls "$responses" | wc -l) responses"
+
+step "a destroyed stand-in's backend goes DOWN on the page without a reload"
+# HAProxy (render/haproxy.rs): the next check within inter 5 s, then fall 3
+# failing checks fastinter 2 s apart, each up to timeout check 5 s (a destroyed
+# node's address answers no ARP): DOWN within 5 + 3 × (5 + 2) = 26 s of the
+# kill, 40 s with room for a loaded machine; on the page within 5 s of the API.
+python3 "$here/web-page.py" kill "$base" web api/web-ctlplane-2 40 -- virsh destroy web-ctlplane-2 ||
+	fail "the killed stand-in"
+
+step "destroy"
+"$bin" destroy cluster web >/dev/null
+wait_for 10 "the cluster gone from the overview" sh -c "curl -fs $base/api/clusters | grep -x '{\"clusters\":\[\]}'"
+
+echo "PASS $NAME"

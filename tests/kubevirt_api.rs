@@ -1,0 +1,463 @@
+//! The KubeVirt backend through kube-rs against a loopback fake API server
+//! (tests/support/fake_kube.rs): apply, resume after `kill -9`, destroy,
+//! ownership, and bad input refused before anything is created. The full
+//! rehearsal-style run is the real binary: `shiftlab create cluster`, then
+//! `shiftlab destroy cluster`. Nothing leaves 127.0.0.1.
+
+mod common;
+#[path = "support/fake_kube.rs"]
+mod fake_kube;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fake_kube::{core_types, kubevirt_types, multus_types, FakeKube};
+use serde_json::json;
+use shiftlab::kubevirt::apply::{self, Ledger};
+use shiftlab::kubevirt::render::{self, Inputs, Kind, Object};
+use shiftlab::kubevirt::OWNER_LABEL;
+use shiftlab::plan::{self, Plan};
+use shiftlab::spec::{self, Env};
+
+fn all_types() -> Vec<fake_kube::Served> {
+    let mut t = core_types();
+    t.extend(kubevirt_types());
+    t.extend(multus_types());
+    t
+}
+
+/// A cluster file for `fake` in `home` (its kubeconfig written beside it).
+fn cluster_file(home: &Path, fake: &FakeKube, network: &str, extra: &str) -> std::path::PathBuf {
+    fake.write_kubeconfig(&home.join("kubeconfig"));
+    let f = home.join("kv1.yaml");
+    std::fs::write(
+        &f,
+        format!(
+            "cluster: kv1\ndomain: lab.test\ndistribution: okd\nrehearsal: true\nctlplanes: 3\nworkers: 2\n\
+             ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n\
+             backend: kubevirt\nkubevirt:\n  kubeconfig: kubeconfig\n  network: {network}\n  namespace: kv1-lab\n\
+             \x20 image: docker://quay.io/containerdisks/fedora-coreos:stable\n  http_url: http://127.0.0.1:8080\n{extra}"
+        ),
+    )
+    .unwrap();
+    f
+}
+
+fn plan_of(file: &Path) -> Plan {
+    let text = std::fs::read_to_string(file).unwrap();
+    let env = Env {
+        home: None,
+        base_dir: file.parent().unwrap().to_path_buf(),
+        libvirt_default_uri: None,
+    };
+    plan::derive(&spec::from_str(&text, "kv1.yaml", &env).unwrap().spec)
+}
+
+fn objects(plan: &Plan) -> Vec<Object> {
+    let userdata: BTreeMap<String, String> = plan
+        .nodes
+        .iter()
+        .map(|n| (n.name.clone(), format!("{{\"pointer\":\"{}\"}}", n.name)))
+        .collect();
+    render::render(
+        plan,
+        &Inputs {
+            image: "docker://quay.io/containerdisks/fedora-coreos:stable",
+            userdata: &userdata,
+        },
+    )
+    .unwrap()
+}
+
+struct Lib {
+    rt: tokio::runtime::Runtime,
+    client: kube::Client,
+    plan: Plan,
+    _home: tempfile::TempDir,
+}
+
+fn lib(fake: &FakeKube, network: &str) -> Lib {
+    let home = tempfile::tempdir().unwrap();
+    let file = cluster_file(home.path(), fake, network, "");
+    let plan = plan_of(&file);
+    let rt = apply::runtime().unwrap();
+    let client = rt
+        .block_on(apply::client(&home.path().join("kubeconfig"), None))
+        .unwrap();
+    Lib {
+        rt,
+        client,
+        plan,
+        _home: home,
+    }
+}
+
+impl Lib {
+    fn apply(&self, ledger: &mut Ledger) -> anyhow::Result<apply::Report> {
+        let objs = objects(&self.plan);
+        self.rt.block_on(apply::apply(
+            &self.client,
+            "kv1",
+            &objs,
+            ledger,
+            &|_l: &Ledger| Ok(()),
+        ))
+    }
+}
+
+fn ledger(plan: &Plan) -> Ledger {
+    Ledger::of(plan.kubevirt.as_ref().unwrap())
+}
+
+#[test]
+fn apply_creates_every_object_by_server_side_apply_then_changes_nothing() {
+    let fake = FakeKube::start(all_types());
+    let l = lib(&fake, "pod");
+    let mut led = ledger(&l.plan);
+    let r = l.apply(&mut led).unwrap();
+    let want = l.plan.kubevirt.as_ref().unwrap().objects.clone();
+    assert_eq!(r.created, want);
+    assert!(led.owns_namespace);
+    // Every write was a server-side apply by field manager shiftlab.
+    let writes: Vec<_> = fake
+        .seen()
+        .into_iter()
+        .filter(|s| s.method != "GET")
+        .collect();
+    assert_eq!(writes.len(), want.len());
+    for w in &writes {
+        assert_eq!(w.method, "PATCH");
+        assert!(
+            w.content_type.starts_with("application/apply-patch+yaml"),
+            "{w:?}"
+        );
+        assert!(w.query.contains("fieldManager=shiftlab"), "{w:?}");
+        assert!(w.query.contains("force=true"), "{w:?}");
+    }
+    let before = fake.objects();
+    assert_eq!(before.len(), want.len());
+    for (k, o) in &before {
+        assert_eq!(o["metadata"]["labels"][OWNER_LABEL], "kv1", "{k}");
+    }
+    // Again: the same objects, nothing created.
+    let r = l.apply(&mut led).unwrap();
+    assert!(r.created.is_empty());
+    assert_eq!(r.updated.len(), want.len());
+    let after = fake.objects();
+    for (k, o) in &after {
+        let mut a = o.clone();
+        let mut b = before[k].clone();
+        a["metadata"]["resourceVersion"] = json!(null);
+        b["metadata"]["resourceVersion"] = json!(null);
+        assert_eq!(a, b, "{k} changed");
+    }
+}
+
+#[test]
+fn reapply_keeps_the_power_state_the_workers_target_set() {
+    let fake = FakeKube::start(all_types());
+    let l = lib(&fake, "pod");
+    let mut led = ledger(&l.plan);
+    l.apply(&mut led).unwrap();
+    let ns = &led.namespace.clone();
+    assert_eq!(
+        l.rt.block_on(apply::run_strategy(&l.client, ns, "kv1-worker-0"))
+            .unwrap()
+            .as_deref(),
+        Some("Halted")
+    );
+    l.rt.block_on(apply::set_run_strategy(
+        &l.client,
+        ns,
+        "kv1-worker-0",
+        "Always",
+    ))
+    .unwrap();
+    l.apply(&mut led).unwrap();
+    assert_eq!(
+        l.rt.block_on(apply::run_strategy(&l.client, ns, "kv1-worker-0"))
+            .unwrap()
+            .as_deref(),
+        Some("Always")
+    );
+    let vms = l.rt.block_on(apply::inspect(&l.client, "kv1", ns)).unwrap();
+    assert_eq!(vms.len(), 6);
+    assert_eq!(
+        vms.iter()
+            .filter(|v| v.run_strategy.as_deref() == Some("Always"))
+            .count(),
+        5
+    );
+}
+
+#[test]
+fn someone_elses_object_stops_the_run_before_any_write() {
+    let fake = FakeKube::start(all_types());
+    let l = lib(&fake, "pod");
+    fake.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kv1-lab"}}));
+    fake.insert(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kv1-worker-1-ignition", "namespace": "kv1-lab", "labels": {"team": "other"}}}));
+    let mut led = ledger(&l.plan);
+    let e = l.apply(&mut led).unwrap_err();
+    assert!(
+        format!("{e:#}").contains(
+            "Secret/kv1-worker-1-ignition exists in namespace kv1-lab and is not shiftlab's"
+        ),
+        "{e:#}"
+    );
+    assert_eq!(fake.writes(), 0);
+}
+
+#[test]
+fn destroy_removes_exactly_what_carries_the_owner_label() {
+    let fake = FakeKube::start(all_types());
+    let l = lib(&fake, "multus");
+    // A namespace that is not shiftlab's, with someone else's Secret and a VM
+    // of another shiftlab cluster in it.
+    fake.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kv1-lab"}}));
+    fake.insert(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "theirs", "namespace": "kv1-lab"}}));
+    fake.insert(json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {"name": "kv9-ctlplane-0", "namespace": "kv1-lab", "labels": {OWNER_LABEL: "kv9", "app.kubernetes.io/managed-by": "shiftlab"}}}));
+    let mut led = ledger(&l.plan);
+    let r = l.apply(&mut led).unwrap();
+    assert_eq!(r.adopted_not, vec!["Namespace/kv1-lab".to_string()]);
+    assert!(!led.owns_namespace);
+    let ours = l.plan.kubevirt.as_ref().unwrap().objects.len() - 1;
+    assert_eq!(fake.objects().len(), ours + 3);
+    let removed =
+        l.rt.block_on(apply::destroy(&l.client, "kv1", &led))
+            .unwrap();
+    assert_eq!(removed.len(), ours, "{removed:?}");
+    let left: Vec<String> = fake.objects().into_keys().collect();
+    assert_eq!(
+        left,
+        vec![
+            "Namespace//kv1-lab".to_string(),
+            "Secret/kv1-lab/theirs".to_string(),
+            "VirtualMachine/kv1-lab/kv9-ctlplane-0".to_string()
+        ]
+    );
+    // Destroy again: nothing more.
+    assert!(l
+        .rt
+        .block_on(apply::destroy(&l.client, "kv1", &led))
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn a_removed_node_takes_only_its_vm_and_secret() {
+    let fake = FakeKube::start(all_types());
+    let l = lib(&fake, "pod");
+    let mut led = ledger(&l.plan);
+    l.apply(&mut led).unwrap();
+    for (kind, name) in [
+        (Kind::VirtualMachine, "kv1-bootstrap"),
+        (Kind::Secret, "kv1-bootstrap-ignition"),
+    ] {
+        assert!(l
+            .rt
+            .block_on(apply::delete_owned(&l.client, "kv1", kind, "kv1-lab", name))
+            .unwrap());
+        assert!(!l
+            .rt
+            .block_on(apply::delete_owned(&l.client, "kv1", kind, "kv1-lab", name))
+            .unwrap());
+    }
+    let left = fake.objects();
+    assert!(!left.keys().any(|k| k.contains("bootstrap")), "{left:?}");
+    assert_eq!(
+        left.len(),
+        l.plan.kubevirt.as_ref().unwrap().objects.len() - 2
+    );
+}
+
+#[test]
+fn no_kubevirt_or_no_multus_on_the_cluster_is_said_before_anything_is_created() {
+    let fake = FakeKube::start(core_types());
+    let l = lib(&fake, "pod");
+    let e = l.apply(&mut ledger(&l.plan)).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("KubeVirt is not installed"),
+        "{e:#}"
+    );
+    assert_eq!(fake.writes(), 0);
+
+    let mut t = core_types();
+    t.extend(kubevirt_types());
+    let fake = FakeKube::start(t);
+    let l = lib(&fake, "multus");
+    let e = l.apply(&mut ledger(&l.plan)).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("Multus is not installed"),
+        "{e:#}"
+    );
+    assert_eq!(fake.writes(), 0);
+}
+
+// ---------------------------------------------------------------- the binary
+
+fn shiftlab(home: &Path, args: &[&str]) -> std::process::Output {
+    common::shiftlab(args, home)
+}
+
+fn ok(o: &std::process::Output) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{text}");
+    text
+}
+
+#[test]
+fn create_then_destroy_a_cluster_on_the_fake_api() {
+    let fake = FakeKube::start(all_types());
+    let home = tempfile::tempdir().unwrap();
+    let file = cluster_file(home.path(), &fake, "pod", "");
+    let f = file.to_str().unwrap();
+    let out = ok(&shiftlab(home.path(), &["create", "cluster", "-f", f]));
+    let plan = plan_of(&file);
+    let want = &plan.kubevirt.as_ref().unwrap().objects;
+    assert_eq!(fake.objects().len(), want.len(), "{out}");
+    // infra, then workers started them.
+    for (k, o) in fake.objects() {
+        if k.starts_with("VirtualMachine/") {
+            assert_eq!(o["spec"]["runStrategy"], "Always", "{k}");
+        }
+    }
+    // The node configs are published behind the token, 0600; the Secrets point there.
+    let state = home.path().join("state/clusters/kv1");
+    let token = std::fs::read_to_string(state.join("http-token")).unwrap();
+    let secret = &fake.objects()["Secret/kv1-lab/kv1-ctlplane-0-ignition"];
+    use base64::Engine;
+    let pointer = base64::engine::general_purpose::STANDARD
+        .decode(secret["data"]["userdata"].as_str().unwrap())
+        .unwrap();
+    let pointer = String::from_utf8(pointer).unwrap();
+    assert!(
+        pointer.contains(&format!(
+            "http://127.0.0.1:8080/{}/kv1-ctlplane-0.ign",
+            token.trim()
+        )),
+        "{pointer}"
+    );
+    // status reads the VMs through the ledger.
+    fake.set_status(
+        "VirtualMachine",
+        "kv1-lab",
+        "kv1-ctlplane-0",
+        json!({"printableStatus": "Running"}),
+    );
+    let st = shiftlab(home.path(), &["status", "kv1", "-o", "json"]);
+    ok(&st);
+    let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(st["backend"], "kubevirt");
+    assert_eq!(st["nodes"].as_array().unwrap().len(), 6);
+    assert_eq!(st["nodes"][1]["name"], "kv1-ctlplane-0");
+    assert_eq!(st["nodes"][1]["status"], "Running");
+    assert!(st["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|n| n["run_strategy"] == "Always"));
+    let table = ok(&shiftlab(home.path(), &["status", "kv1"]));
+    assert!(
+        table.contains("cluster kv1 on KubeVirt, namespace kv1-lab"),
+        "{table}"
+    );
+    // A second run converges: nothing new.
+    let out = ok(&shiftlab(home.path(), &["create", "cluster", "-f", f]));
+    assert!(!out.contains("created "), "{out}");
+    // Destroy by name: the ledger says where the objects are.
+    let out = ok(&shiftlab(home.path(), &["destroy", "cluster", "kv1"]));
+    assert!(out.contains("removed VirtualMachine/kv1-worker-1"), "{out}");
+    assert!(out.contains("removed Namespace/kv1-lab"), "{out}");
+    assert!(fake.objects().is_empty(), "{:?}", fake.objects().keys());
+    assert!(!state.exists());
+}
+
+#[test]
+fn a_run_killed_mid_apply_is_finished_by_the_next() {
+    let fake = FakeKube::start(all_types());
+    let home = tempfile::tempdir().unwrap();
+    let file = cluster_file(home.path(), &fake, "pod", "");
+    let f = file.to_str().unwrap();
+    fake.hang_after_writes(Some(4));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shiftlab"))
+        .args(["create", "cluster", "-f", f])
+        .current_dir(home.path())
+        .env("HOME", home.path())
+        .env("SHIFTLAB_HOME", home.path().join("state"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the fifth write hangs, then kill -9.
+    let start = Instant::now();
+    loop {
+        let attempted = fake.seen().iter().filter(|s| s.method == "PATCH").count();
+        if attempted > 4 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the run never reached its fifth write"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it was killed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(fake.objects().len(), 4);
+    // The ledger was written before the first object: destroy would find them.
+    assert!(home
+        .path()
+        .join("state/clusters/kv1/kubevirt.json")
+        .exists());
+    fake.hang_after_writes(None);
+    ok(&shiftlab(home.path(), &["create", "cluster", "-f", f]));
+    let plan = plan_of(&file);
+    assert_eq!(
+        fake.objects().len(),
+        plan.kubevirt.as_ref().unwrap().objects.len()
+    );
+    ok(&shiftlab(home.path(), &["destroy", "cluster", "kv1"]));
+    assert!(fake.objects().is_empty());
+}
+
+#[test]
+fn an_unreachable_api_is_said_and_nothing_is_created() {
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeKube::start(all_types());
+    let file = cluster_file(home.path(), &fake, "pod", "");
+    let kc = std::fs::read_to_string(home.path().join("kubeconfig"))
+        .unwrap()
+        .replace(&fake.url(), &format!("http://127.0.0.1:{port}"));
+    std::fs::write(home.path().join("kubeconfig"), kc).unwrap();
+    let o = shiftlab(
+        home.path(),
+        &["create", "cluster", "-f", file.to_str().unwrap()],
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the Kubernetes API is unreachable (nothing was created)"),
+        "{err}"
+    );
+    assert!(!home
+        .path()
+        .join("state/clusters/kv1/kubevirt.json")
+        .exists());
+    assert_eq!(fake.writes(), 0);
+}

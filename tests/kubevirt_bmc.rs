@@ -1,0 +1,210 @@
+//! The Redfish BMC's KubeVirt machine against the loopback fake API server:
+//! Ironic's virtual-media sequence on a KubeVirt VM (power through
+//! runStrategy, the medium as a CD-ROM DataVolume, the boot override as boot
+//! order at start), as the libvirt machine does on a domain.
+
+mod common;
+#[path = "support/fake_kube.rs"]
+mod fake_kube;
+
+use std::collections::BTreeMap;
+
+use fake_kube::{core_types, kubevirt_types, multus_types, FakeKube};
+use serde_json::Value;
+use shiftlab::kubevirt::apply::{self, Ledger};
+use shiftlab::kubevirt::render::{self, Inputs};
+use shiftlab::plan;
+use shiftlab::redfish::machine::{Machine, MachineError};
+use shiftlab::redfish::machine_kubevirt::{KubevirtConfig, KubevirtMachine};
+use shiftlab::redfish::model::{
+    BootEnabled, BootMode, BootPatch, BootTarget, InsertRequest, MediaSlot, PowerState, ResetType,
+};
+use shiftlab::spec::{self, Env};
+
+/// The IPI fixture applied to a fake API; returns the fake, the machine and the plan.
+fn setup() -> (FakeKube, KubevirtMachine, plan::Plan, tempfile::TempDir) {
+    let mut t = core_types();
+    t.extend(kubevirt_types());
+    t.extend(multus_types());
+    let fake = FakeKube::start(t);
+    let home = tempfile::tempdir().unwrap();
+    let kc = home.path().join("kubeconfig");
+    fake.write_kubeconfig(&kc);
+    let text = std::fs::read_to_string(common::repo().join("tests/fixtures/kubevirt/ipi.yaml"))
+        .unwrap()
+        .replace(
+            "kubeconfig: kubeconfig",
+            &format!("kubeconfig: {}", kc.display()),
+        );
+    let spec = spec::from_str(&text, "ipi.yaml", &Env::default())
+        .unwrap()
+        .spec;
+    let plan = plan::derive(&spec);
+    let kp = plan.kubevirt.clone().unwrap();
+    let objs = render::render(
+        &plan,
+        &Inputs {
+            image: kp.image.as_deref().unwrap(),
+            userdata: &BTreeMap::new(),
+        },
+    )
+    .unwrap();
+    let rt = apply::runtime().unwrap();
+    rt.block_on(async {
+        let client = apply::client(&kc, None).await.unwrap();
+        apply::apply(
+            &client,
+            "kv3",
+            &objs,
+            &mut Ledger::of(&kp),
+            &|_l: &Ledger| Ok(()),
+        )
+        .await
+        .unwrap();
+    });
+    let m = KubevirtMachine::open(&KubevirtConfig {
+        kubeconfig: kc,
+        context: None,
+        namespace: kp.namespace.clone(),
+        cluster: "kv3".into(),
+    })
+    .unwrap();
+    (fake, m, plan, home)
+}
+
+fn vm(fake: &FakeKube, name: &str) -> Value {
+    fake.objects()[&format!("VirtualMachine/kv3/{name}")].clone()
+}
+
+fn boot_orders(v: &Value) -> BTreeMap<String, u64> {
+    v["spec"]["template"]["spec"]["domain"]["devices"]["disks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| Some((d["name"].as_str()?.to_string(), d["bootOrder"].as_u64()?)))
+        .collect()
+}
+
+#[test]
+fn ironics_virtual_media_sequence_on_a_kubevirt_vm() {
+    let (fake, m, plan, _home) = setup();
+    // Systems are the plan's nodes under their planned UUIDs.
+    let systems = m.list().unwrap();
+    assert_eq!(systems.len(), 3);
+    let node = &plan.nodes[0];
+    assert_eq!(m.resolve(&node.name).unwrap().uuid, node.uuid);
+    let u = node.uuid.as_str();
+    let info = m.system(u).unwrap();
+    assert_eq!(info.power, PowerState::Off);
+    assert_eq!(info.cpus, node.vcpus);
+    assert_eq!(info.memory_mib, node.memory_mib);
+    assert_eq!(info.nics[0].mac, node.mac);
+    assert_eq!(
+        info.disks[0].capacity_bytes,
+        Some(node.disks[0].size_gb * 1_000_000_000)
+    );
+
+    // Ironic: power off, eject, insert, boot once from CD, power on.
+    m.reset(u, ResetType::ForceOff).unwrap();
+    m.eject_media(u, MediaSlot::Cd).unwrap();
+    let req = InsertRequest {
+        image: "http://192.168.141.3:6180/redfish/boot-abc.iso".into(),
+        inserted: true,
+        write_protected: true,
+    };
+    m.insert_media(u, MediaSlot::Cd, &req).unwrap();
+    assert!(matches!(
+        m.insert_media(u, MediaSlot::Cd, &req),
+        Err(MachineError::Conflict(_))
+    ));
+    let v = vm(&fake, &node.name);
+    let dv = v["spec"]["dataVolumeTemplates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["metadata"]["name"] == format!("{}-cdrom", node.name))
+        .expect("a CD-ROM DataVolume");
+    assert_eq!(dv["spec"]["source"]["http"]["url"], req.image.as_str());
+    m.set_boot(
+        u,
+        BootPatch {
+            mode: Some(BootMode::UEFI),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    m.set_boot(
+        u,
+        BootPatch {
+            target: Some(BootTarget::Cd),
+            enabled: Some(BootEnabled::Once),
+            mode: None,
+        },
+    )
+    .unwrap();
+    m.reset(u, ResetType::On).unwrap();
+    let v = vm(&fake, &node.name);
+    assert_eq!(v["spec"]["runStrategy"], "Always");
+    assert_eq!(
+        boot_orders(&v),
+        BTreeMap::from([("cdrom".to_string(), 1), ("root".to_string(), 2)])
+    );
+    assert!(v["spec"]["template"]["spec"]["domain"]["firmware"]["bootloader"]["efi"].is_object());
+    // The plan's UUID is kept through the merge patches.
+    assert_eq!(
+        v["spec"]["template"]["spec"]["domain"]["firmware"]["uuid"],
+        node.uuid.as_str()
+    );
+    let info = m.system(u).unwrap();
+    assert_eq!(info.power, PowerState::On);
+    assert_eq!(
+        (info.boot.target, info.boot.enabled, info.boot.mode),
+        (BootTarget::Hdd, BootEnabled::Continuous, BootMode::UEFI)
+    );
+    assert_eq!(info.media[0].image.as_deref(), Some(req.image.as_str()));
+
+    // The next restart boots the disk (the Once was consumed) via the restart subresource.
+    m.reset(u, ResetType::ForceRestart).unwrap();
+    assert_eq!(fake.restarts("kv3", &node.name), 1);
+    assert_eq!(
+        boot_orders(&vm(&fake, &node.name)),
+        BTreeMap::from([("cdrom".to_string(), 2), ("root".to_string(), 1)])
+    );
+    // Eject: the CD-ROM is gone from disks, volumes and templates.
+    m.eject_media(u, MediaSlot::Cd).unwrap();
+    let v = vm(&fake, &node.name);
+    assert!(!v.to_string().contains("cdrom"), "{v}");
+    assert!(!m.system(u).unwrap().media[0].inserted);
+
+    m.reset(u, ResetType::ForceOff).unwrap();
+    assert_eq!(vm(&fake, &node.name)["spec"]["runStrategy"], "Halted");
+    assert!(matches!(
+        m.reset(u, ResetType::Nmi),
+        Err(MachineError::Conflict(_))
+    ));
+    assert!(matches!(
+        m.system("00000000-0000-0000-0000-000000000000"),
+        Err(MachineError::NotFound)
+    ));
+    // Another cluster's VM in the namespace is not exposed.
+    fake.insert(serde_json::json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {"name": "other", "namespace": "kv3", "labels": {"shiftlab.io/cluster": "kv9", "app.kubernetes.io/managed-by": "shiftlab"}}, "spec": {"template": {"spec": {"domain": {"firmware": {"uuid": "11111111-2222-8333-8444-555555555555"}}}}}}));
+    assert_eq!(m.list().unwrap().len(), 3);
+    assert!(matches!(m.resolve("other"), Err(MachineError::NotFound)));
+}
+
+#[test]
+fn a_medium_that_is_not_an_http_url_is_refused() {
+    let (fake, m, plan, _home) = setup();
+    let before = fake.writes();
+    let e = m.insert_media(
+        &plan.nodes[1].uuid,
+        MediaSlot::Cd,
+        &InsertRequest {
+            image: "file:///etc/shadow".into(),
+            inserted: true,
+            write_protected: true,
+        },
+    );
+    assert!(matches!(e, Err(MachineError::BadRequest(_))));
+    assert_eq!(fake.writes(), before);
+}

@@ -1,0 +1,374 @@
+//! KubeVirt renders: golden YAML per network mode and method, the rules every
+//! object follows (owner labels, namespace, pointer Ignition in the Secret,
+//! anti-affinity on control planes, power per start), and the cluster file's
+//! `kubevirt:` checks. `UPDATE_GOLDEN=1` rewrites the golden files.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use base64::Engine;
+use serde_json::Value;
+use shiftlab::kubevirt::render::{self, Inputs, Kind, Object};
+use shiftlab::kubevirt::{MANAGED_BY, OWNER_LABEL};
+use shiftlab::plan::{self, Plan};
+use shiftlab::spec::{self, Env};
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+fn fixtures() -> std::path::PathBuf {
+    common::repo().join("tests/fixtures/kubevirt")
+}
+
+fn env() -> Env {
+    Env {
+        home: None,
+        base_dir: fixtures(),
+        libvirt_default_uri: None,
+    }
+}
+
+fn load(name: &str) -> Plan {
+    let text = std::fs::read_to_string(fixtures().join(name)).unwrap();
+    let spec = spec::from_str(&text, name, &env())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .spec;
+    plan::derive(&spec)
+}
+
+fn objects(plan: &Plan) -> Vec<Object> {
+    let kp = plan.kubevirt.as_ref().unwrap();
+    let base = kp.http_url.clone().unwrap();
+    let userdata: BTreeMap<String, String> = plan
+        .nodes
+        .iter()
+        .map(|n| {
+            let url = format!("{base}/{TOKEN}/{}.ign", n.name);
+            (
+                n.name.clone(),
+                shiftlab::ignition::pointer_config(&url).unwrap(),
+            )
+        })
+        .collect();
+    render::render(
+        plan,
+        &Inputs {
+            image: kp.image.as_deref().unwrap(),
+            userdata: &userdata,
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn golden_renders() {
+    for (file, golden) in [
+        ("pod.yaml", "kubevirt-pod.yaml"),
+        ("multus.yaml", "kubevirt-multus.yaml"),
+        ("ipi.yaml", "kubevirt-ipi.yaml"),
+    ] {
+        let plan = load(file);
+        let text = render::to_yaml(&objects(&plan)).unwrap();
+        common::golden(&common::repo().join("tests/golden").join(golden), &text);
+    }
+}
+
+#[test]
+fn every_object_is_owned_and_in_the_namespace() {
+    for file in ["pod.yaml", "multus.yaml", "ipi.yaml"] {
+        let plan = load(file);
+        let kp = plan.kubevirt.clone().unwrap();
+        let objs = objects(&plan);
+        // What `plan` lists is what is rendered, in order.
+        let refs: Vec<String> = objs.iter().map(Object::reference).collect();
+        assert_eq!(refs, kp.objects, "{file}");
+        for o in &objs {
+            let md = &o.body["metadata"];
+            assert_eq!(
+                md["labels"][OWNER_LABEL],
+                plan.cluster.as_str(),
+                "{file} {}",
+                o.reference()
+            );
+            assert_eq!(md["labels"][MANAGED_BY], "shiftlab");
+            assert_eq!(md["name"], o.name.as_str());
+            assert_eq!(o.body["kind"], o.kind.as_str());
+            assert_eq!(o.body["apiVersion"], o.kind.api_version().as_str());
+            if o.kind.namespaced() {
+                assert_eq!(md["namespace"], kp.namespace.as_str());
+            } else {
+                assert!(md.get("namespace").is_none());
+            }
+        }
+    }
+}
+
+#[test]
+fn secrets_hold_a_pointer_to_the_tokened_config_only() {
+    let plan = load("pod.yaml");
+    let objs = objects(&plan);
+    let secrets: Vec<&Object> = objs.iter().filter(|o| o.kind == Kind::Secret).collect();
+    assert_eq!(secrets.len(), plan.nodes.len());
+    for s in secrets {
+        let b64 = s.body["data"]["userdata"].as_str().unwrap();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap();
+        // A valid Ignition config (the crate Ignition itself is modelled on).
+        let (cfg, warnings) = ignition_config::Config::parse_slice(&bytes).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let ignition_config::Config::V3_2(c) = cfg else {
+            panic!("not spec 3.2")
+        };
+        let merge = c.ignition.config.unwrap().merge.unwrap();
+        let node = s.name.trim_end_matches("-ignition");
+        assert_eq!(
+            merge[0].source.as_deref(),
+            Some(format!("http://lab-host.example.test:8080/{TOKEN}/{node}.ign").as_str())
+        );
+        assert!(
+            c.storage.is_none() && c.passwd.is_none(),
+            "nothing of its own"
+        );
+        // The VM reads it through the config drive.
+        let vm = objs
+            .iter()
+            .find(|o| o.kind == Kind::VirtualMachine && o.name == node)
+            .unwrap();
+        let vols = vm.body["spec"]["template"]["spec"]["volumes"]
+            .as_array()
+            .unwrap();
+        assert!(vols
+            .iter()
+            .any(|v| v["cloudInitConfigDrive"]["secretRef"]["name"] == s.name.as_str()));
+    }
+}
+
+fn vm<'a>(objs: &'a [Object], name: &str) -> &'a Value {
+    &objs
+        .iter()
+        .find(|o| o.kind == Kind::VirtualMachine && o.name == name)
+        .unwrap_or_else(|| panic!("no VM {name}"))
+        .body
+}
+
+#[test]
+fn control_planes_spread_and_power_follows_the_plan() {
+    let plan = load("pod.yaml");
+    let objs = objects(&plan);
+    for n in &plan.nodes {
+        let v = vm(&objs, &n.name);
+        let aff = &v["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"];
+        assert_eq!(
+            !aff.is_null(),
+            n.role == spec::Role::Ctlplane,
+            "{}: anti-affinity on control planes only",
+            n.name
+        );
+        let rs = v["spec"]["runStrategy"].as_str().unwrap();
+        match n.start {
+            plan::Start::Infra => assert_eq!(rs, "Always"),
+            _ => assert_eq!(rs, "Halted", "{} starts later", n.name),
+        }
+        assert_eq!(
+            v["spec"]["template"]["spec"]["domain"]["firmware"]["uuid"],
+            n.uuid.as_str()
+        );
+        assert_eq!(
+            v["spec"]["template"]["spec"]["domain"]["devices"]["interfaces"][0]["macAddress"],
+            n.mac.as_str()
+        );
+    }
+    // The Services are the load balancer: the host runs none for this plan.
+    assert!(plan.load_balancer.is_none());
+    assert!(load("multus.yaml").load_balancer.is_some());
+    // Services select what their role runs.
+    let api = objs.iter().find(|o| o.name == "kv1-api").unwrap();
+    assert_eq!(api.body["spec"]["type"], "LoadBalancer");
+    let sel = api.body["spec"]["selector"].as_object().unwrap();
+    for n in &plan.nodes {
+        let labels = vm(&objs, &n.name)["spec"]["template"]["metadata"]["labels"]
+            .as_object()
+            .unwrap();
+        let selected = sel.iter().all(|(k, v)| labels.get(k) == Some(v));
+        assert_eq!(
+            selected,
+            matches!(n.role, spec::Role::Bootstrap | spec::Role::Ctlplane),
+            "{}",
+            n.name
+        );
+    }
+}
+
+#[test]
+fn ipi_nodes_start_blank_and_halted_without_a_secret() {
+    let plan = load("ipi.yaml");
+    let objs = objects(&plan);
+    assert!(objs.iter().all(|o| o.kind != Kind::Secret));
+    for n in &plan.nodes {
+        let v = vm(&objs, &n.name);
+        assert_eq!(v["spec"]["runStrategy"], "Halted");
+        assert_eq!(
+            v["spec"]["dataVolumeTemplates"][0]["spec"]["source"],
+            serde_json::json!({"blank": {}})
+        );
+        assert_eq!(
+            v["spec"]["template"]["spec"]["networks"][0]["multus"]["networkName"],
+            "kv3-net"
+        );
+    }
+}
+
+#[test]
+fn multus_attachment_is_a_bridge_without_ipam() {
+    let plan = load("multus.yaml");
+    let objs = objects(&plan);
+    let nad = objs
+        .iter()
+        .find(|o| o.kind == Kind::NetworkAttachmentDefinition)
+        .unwrap();
+    let cfg: Value = serde_json::from_str(nad.body["spec"]["config"].as_str().unwrap()).unwrap();
+    assert_eq!(cfg["type"], "bridge");
+    assert_eq!(cfg["bridge"], "br-lab");
+    assert_eq!(cfg["vlan"], 140);
+    assert_eq!(cfg["ipam"], serde_json::json!({}));
+    // shiftlab's HTTP server on the lab network serves the Ignition.
+    let kp = plan.kubevirt.as_ref().unwrap();
+    assert_eq!(kp.http_url.as_deref(), Some("http://192.168.140.1:8080"));
+    // The worker's extra disk is a blank DataVolume.
+    let w = vm(&objs, "kv2-worker-0");
+    let dvs = w["spec"]["dataVolumeTemplates"].as_array().unwrap();
+    assert_eq!(dvs.len(), 2);
+    assert_eq!(dvs[1]["spec"]["source"], serde_json::json!({"blank": {}}));
+    assert_eq!(
+        dvs[1]["spec"]["storage"]["resources"]["requests"]["storage"],
+        "20G"
+    );
+}
+
+fn errors(text: &str, base: &Path) -> String {
+    let env = Env {
+        home: None,
+        base_dir: base.to_path_buf(),
+        libvirt_default_uri: None,
+    };
+    match spec::from_str(text, "c.yaml", &env) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const BASE: &str = "cluster: kv1\ndomain: lab.test\ndistribution: okd\nrehearsal: true\n";
+
+#[test]
+fn bad_kubevirt_input_is_refused_with_the_field_named() {
+    let dir = fixtures();
+    let with = |k: &str| format!("{BASE}backend: kubevirt\nkubevirt:\n{k}");
+    let cases: &[(String, &str)] = &[
+        (
+            with("  kubeconfig: kubeconfig\n  http_url: http://h:8080\n  storage_class: Fast_SSD\n"),
+            "kubevirt.storage_class: \"Fast_SSD\" is not a StorageClass name",
+        ),
+        (
+            with("  kubeconfig: missing-kubeconfig\n  http_url: http://h:8080\n"),
+            "cannot read the kubeconfig",
+        ),
+        (
+            with("  kubeconfig: kubeconfig\n  context: other\n  http_url: http://h:8080\n"),
+            "\"other\" is not a context of",
+        ),
+        (
+            with("  kubeconfig: kubeconfig\n  namespace: Lab_1\n  http_url: http://h:8080\n"),
+            "is not a namespace name",
+        ),
+        (
+            with("  kubeconfig: kubeconfig\n  network: calico\n  http_url: http://h:8080\n"),
+            "\"calico\" is not one of pod, multus",
+        ),
+        (
+            with("  kubeconfig: kubeconfig\n"),
+            "kubevirt.http_url: missing",
+        ),
+        (
+            with("  kubeconfig: kubeconfig\n  http_url: http://h:8080\n  image: /tmp/x.qcow2\n"),
+            "kubevirt.image",
+        ),
+        (
+            with("  kubeconfig: kubeconfig\n  network: multus\n  vlan: 5000\n"),
+            "5000 is not a VLAN id",
+        ),
+        (
+            format!("{BASE}kubevirt:\n  kubeconfig: kubeconfig\n"),
+            "add `backend: kubevirt`",
+        ),
+        (format!("{BASE}backend: kubevirt\n"), "kubevirt: missing"),
+        (format!("{BASE}backend: vsphere\n"), "\"vsphere\" is not one of libvirt, kubevirt"),
+        (
+            with("  kubeconfig: kubeconfig\n  http_url: http://h:8080\n  storage: x\n"),
+            "kubevirt.storage",
+        ),
+        (
+            format!("{BASE}method: sno\nctlplanes: 1\nworkers: 0\nbackend: kubevirt\nkubevirt:\n  kubeconfig: kubeconfig\n  http_url: http://h:8080\n"),
+            "not supported on backend kubevirt",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = errors(text, &dir);
+        assert!(e.contains(want), "want {want:?} in:\n{e}");
+    }
+}
+
+#[test]
+fn render_command_writes_yaml_and_keeps_secrets_private() {
+    let home = tempfile::tempdir().unwrap();
+    let file = fixtures().join("pod.yaml");
+    let out_dir = home.path().join("out");
+    let o = common::shiftlab(
+        &[
+            "render",
+            "--backend",
+            "kubevirt",
+            "-f",
+            file.to_str().unwrap(),
+            "--dir",
+            out_dir.to_str().unwrap(),
+        ],
+        home.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let files = common::tree(&out_dir);
+    assert_eq!(files.len(), 15, "{files:?}");
+    use std::os::unix::fs::PermissionsExt;
+    for f in &files {
+        let p = out_dir.join(f);
+        let text = std::fs::read_to_string(&p).unwrap();
+        let v: yaml_serde::Value = yaml_serde::from_str(text.trim_start_matches("---\n")).unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        if v["kind"] == "Secret" {
+            assert_eq!(mode, 0o600, "{f}");
+        }
+        assert!(
+            !text.contains("not-a-real-token"),
+            "kubeconfig credentials never rendered"
+        );
+    }
+    // A libvirt cluster file is refused with what to change.
+    let lib = home.path().join("lib.yaml");
+    std::fs::write(&lib, BASE).unwrap();
+    let o = common::shiftlab(
+        &[
+            "render",
+            "--backend",
+            "kubevirt",
+            "-f",
+            lib.to_str().unwrap(),
+            "--dir",
+            "x",
+        ],
+        home.path(),
+    );
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("set `backend: kubevirt`"));
+    assert!(!home.path().join("x").exists());
+}
