@@ -31,16 +31,18 @@ for i in 1 2 3 4 5; do
 done
 SHIFTLAB_LOG=warn "$bin" serve --host-dns off --scan-interval 5 >"$work/serve.log" 2>&1 &
 serve=$!
-# serve's own HAProxy masters (children of serve) and their workers; other
-# processes on the machine are not counted
+on_exit '[ "$rc" -eq 0 ] || tail -n 20 "$work/serve.log"'
+# the HAProxy processes of these clusters (their configuration lives under this
+# run's state directory); other processes on the machine are not counted
 haproxies() {
-	local m
-	for m in $(pgrep -P "$serve" -x haproxy); do
-		echo "$m"
-		pgrep -P "$m" -x haproxy
+	local p
+	for p in $(pgrep -x haproxy); do
+		grep -qF "$work/" "/proc/$p/cmdline" 2>/dev/null && echo "$p"
 	done
+	return 0
 }
-wait_for 120 "5 HAProxy masters" bash -c "[[ \$(pgrep -P $serve -xc haproxy) -ge 5 ]]"
+wait_for 120 "5 clusters' HAProxy" bash -c "[[ \$(for p in \$(pgrep -x haproxy); do grep -qF '$work/' /proc/\$p/cmdline && echo \$p; done | wc -l) -ge 5 ]]"
+on_exit '[ "$rc" -eq 0 ] || tail -n 20 "$work/serve.log"' 
 sleep "${BENCH_SETTLE:-10}"
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
