@@ -20,6 +20,9 @@ pub struct Status {
     pub services: Option<ServicesStatus>,
     /// The install targets, known once one ran.
     pub install: Option<InstallStatus>,
+    /// The installer's own bootstrap VM (bare-metal IPI), while it exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub installer_bootstrap: Option<crate::install::ipi::BootstrapVm>,
 }
 
 /// Gather the status of `cluster` on `host`. Changes nothing.
@@ -54,6 +57,7 @@ pub fn status(host: &Host, state: &StateDir, cluster: &ClusterDir) -> Result<Sta
         libvirt,
         services,
         install: crate::install::status(cluster)?,
+        installer_bootstrap: crate::install::ipi::bootstrap_vm(host, cluster)?,
     })
 }
 
@@ -99,6 +103,18 @@ impl Status {
             ],
             &rows,
         ));
+        if let Some(b) = &self.installer_bootstrap {
+            s.push_str(&format!(
+                "\ninstaller's bootstrap VM {}: {} on {}\n",
+                b.name,
+                if b.running { "running" } else { "shut off" },
+                if b.bridges.is_empty() {
+                    "no bridge".to_string()
+                } else {
+                    b.bridges.join(", ")
+                }
+            ));
+        }
         if let Some(sv) = &self.services {
             s.push('\n');
             s.push_str(&sv.table());
