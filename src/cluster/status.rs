@@ -57,7 +57,11 @@ pub fn status(host: &Host, state: &StateDir, cluster: &ClusterDir) -> Result<Sta
         libvirt,
         services,
         install: crate::install::status(cluster)?,
-        installer_bootstrap: crate::install::ipi::bootstrap_vm(host, cluster)?,
+        // Status shows what it can: a metadata.json it cannot read is a warning.
+        installer_bootstrap: crate::install::ipi::bootstrap_vm(host, cluster).unwrap_or_else(|e| {
+            tracing::warn!("the installer's bootstrap VM: {e:#}");
+            None
+        }),
     })
 }
 

@@ -294,7 +294,11 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<()> {
     let assets = ctx.cluster.assets();
     let log = std::fs::read_to_string(ctx.cluster.installer_log()).unwrap_or_default();
     let at = progress(assets.path().join("metadata.json").is_file(), &log);
-    if at != Progress::NotStarted {
+    if at == Progress::NotStarted {
+        // A run killed after the installer consumed install-config.yaml, before
+        // it kept it in its state file, left neither: the backup comes back.
+        crate::install::targets::install_config::restore(&ctx.cluster)?;
+    } else {
         eprintln!("    resuming the install: {at:?}");
     }
     for args in commands(at) {
