@@ -60,6 +60,13 @@ fn every_entry_point_refuses_a_bad_name_and_touches_nothing() {
         &["serve", "remove-bootstrap", "NAME"],
         &["serve", "status", "NAME"],
         &["bmc", "--cluster", "NAME"],
+        &["env", "NAME"],
+        &["ssh", "NAME", "worker-0"],
+        &["console", "NAME", "worker-0", "-c", "test:///default"],
+        &["gather", "NAME", "--out", "g.tar.gz"],
+        &["stop", "NAME", "-c", "test:///default"],
+        &["start", "NAME", "-c", "test:///default"],
+        &["scale", "NAME", "--workers", "2", "-f", "lab1.yaml"],
     ];
     for name in bad_names(h) {
         for args in entry_points {

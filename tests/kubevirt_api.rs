@@ -220,7 +220,7 @@ fn destroy_removes_exactly_what_carries_the_owner_label() {
     fake.insert(json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {"name": "kv9-ctlplane-0", "namespace": "kv1-lab", "labels": {OWNER_LABEL: "kv9", "app.kubernetes.io/managed-by": "shiftlab"}}}));
     let mut led = ledger(&l.plan);
     let r = l.apply(&mut led).unwrap();
-    assert_eq!(r.adopted_not, vec!["Namespace/kv1-lab".to_string()]);
+    assert_eq!(r.used_as_is, vec!["Namespace/kv1-lab".to_string()]);
     assert!(!led.owns_namespace);
     let ours = l.plan.kubevirt.as_ref().unwrap().objects.len() - 1;
     assert_eq!(fake.objects().len(), ours + 3);
@@ -367,6 +367,16 @@ fn create_then_destroy_a_cluster_on_the_fake_api() {
         table.contains("cluster kv1 on KubeVirt, namespace kv1-lab"),
         "{table}"
     );
+    // libvirt-only commands say so, and touch nothing.
+    let before = fake.writes();
+    let o = shiftlab(home.path(), &["stop", "kv1"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("kv1 runs on KubeVirt (namespace kv1-lab): stop/start works on libvirt only"),
+        "{err}"
+    );
+    assert_eq!(fake.writes(), before);
     // A second run converges: nothing new.
     let out = ok(&shiftlab(home.path(), &["create", "cluster", "-f", f]));
     assert!(!out.contains("created "), "{out}");
@@ -376,6 +386,12 @@ fn create_then_destroy_a_cluster_on_the_fake_api() {
     assert!(out.contains("removed Namespace/kv1-lab"), "{out}");
     assert!(fake.objects().is_empty(), "{:?}", fake.objects().keys());
     assert!(!state.exists());
+    // Again, by its file: nothing recorded, nothing to do, no libvirt needed.
+    let out = ok(&shiftlab(home.path(), &["destroy", "cluster", "-f", f]));
+    assert!(
+        out.contains("nothing to remove: no shiftlab objects for kv1 on KubeVirt"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -459,5 +475,7 @@ fn an_unreachable_api_is_said_and_nothing_is_created() {
         .path()
         .join("state/clusters/kv1/kubevirt.json")
         .exists());
+    // Not even a node config was published.
+    assert!(!home.path().join("state/clusters/kv1/http-private").exists());
     assert_eq!(fake.writes(), 0);
 }

@@ -23,6 +23,13 @@ use shiftlab::spec::{self, Env};
 
 /// The IPI fixture applied to a fake API; returns the fake, the machine and the plan.
 fn setup() -> (FakeKube, KubevirtMachine, plan::Plan, tempfile::TempDir) {
+    let (fake, cfg, plan, home) = setup_cfg();
+    let m = KubevirtMachine::open(&cfg).unwrap();
+    (fake, m, plan, home)
+}
+
+/// [`setup`] without opening the machine: its configuration.
+fn setup_cfg() -> (FakeKube, KubevirtConfig, plan::Plan, tempfile::TempDir) {
     let mut t = core_types();
     t.extend(kubevirt_types());
     t.extend(multus_types());
@@ -62,14 +69,13 @@ fn setup() -> (FakeKube, KubevirtMachine, plan::Plan, tempfile::TempDir) {
         .await
         .unwrap();
     });
-    let m = KubevirtMachine::open(&KubevirtConfig {
+    let cfg = KubevirtConfig {
         kubeconfig: kc,
         context: None,
         namespace: kp.namespace.clone(),
         cluster: "kv3".into(),
-    })
-    .unwrap();
-    (fake, m, plan, home)
+    };
+    (fake, cfg, plan, home)
 }
 
 fn vm(fake: &FakeKube, name: &str) -> Value {
@@ -207,4 +213,69 @@ fn a_medium_that_is_not_an_http_url_is_refused() {
     );
     assert!(matches!(e, Err(MachineError::BadRequest(_))));
     assert_eq!(fake.writes(), before);
+}
+
+/// The same, as Ironic speaks it: Redfish over HTTP to the BMC `shiftlab
+/// serve` builds for a `backend: kubevirt` cluster (bmc::Systems::Kubevirt).
+#[test]
+fn redfish_over_http_drives_the_kubevirt_vm() {
+    use shiftlab::redfish::bmc::{self, Config, Systems};
+    let (fake, cfg, plan, home) = setup_cfg();
+    let bmc = bmc::build(Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        dir: home.path().join("bmc"),
+        systems: Systems::Kubevirt(cfg),
+        credentials: None,
+        tls: None,
+        session_timeout: bmc::DEFAULT_SESSION_TIMEOUT,
+        identity: "bmc/kv3".into(),
+    })
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt.block_on(bmc.start()).unwrap();
+    let base = format!("http://{}/redfish/v1", server.local_addr());
+    let node = &plan.nodes[2];
+    let sys = format!("{base}/Systems/{}", node.uuid);
+    let agent = ureq::AgentBuilder::new().build();
+    let get = |url: &str| -> Value {
+        serde_json::from_str(&agent.get(url).call().unwrap().into_string().unwrap()).unwrap()
+    };
+    let systems = get(&format!("{base}/Systems"));
+    assert_eq!(systems["Members@odata.count"], 3);
+    let send = |method: &str, url: &str, body: Value| {
+        let r = agent
+            .request(method, url)
+            .set("Content-Type", "application/json")
+            .send_string(&body.to_string());
+        assert!(r.is_ok(), "{method} {url}: {r:?}");
+    };
+    send(
+        "POST",
+        &format!("{sys}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"),
+        serde_json::json!({"Image": "http://192.168.141.3:6180/boot.iso", "Inserted": true, "WriteProtected": true}),
+    );
+    send(
+        "PATCH",
+        &sys,
+        serde_json::json!({"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Once"}}),
+    );
+    send(
+        "POST",
+        &format!("{sys}/Actions/ComputerSystem.Reset"),
+        serde_json::json!({"ResetType": "On"}),
+    );
+    let v = vm(&fake, &node.name);
+    assert_eq!(v["spec"]["runStrategy"], "Always");
+    assert_eq!(boot_orders(&v)["cdrom"], 1);
+    let info = get(&sys);
+    assert_eq!(info["PowerState"], "On");
+    assert_eq!(
+        info["UUID"].as_str().map(str::to_lowercase),
+        Some(node.uuid.clone())
+    );
+    rt.block_on(server.shutdown());
 }

@@ -372,3 +372,47 @@ fn render_command_writes_yaml_and_keeps_secrets_private() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("set `backend: kubevirt`"));
     assert!(!home.path().join("x").exists());
 }
+
+#[test]
+fn plan_shows_the_objects_in_every_output() {
+    let home = tempfile::tempdir().unwrap();
+    let file = fixtures().join("multus.yaml");
+    let f = file.to_str().unwrap();
+    let o = common::shiftlab(&["plan", "-f", f, "-o", "json"], home.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let objects: Vec<&str> = v["kubevirt"]["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        objects[..2],
+        ["Namespace/kv2", "NetworkAttachmentDefinition/kv2-net"]
+    );
+    assert_eq!(objects.len(), 2 + 5 + 5);
+    let o = common::shiftlab(&["plan", "-f", f], home.path());
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("KubeVirt namespace kv2 (multus network on bridge br-lab)"),
+        "{table}"
+    );
+    assert!(
+        table.contains("VirtualMachine               kv2-worker-0"),
+        "{table}"
+    );
+    // A libvirt file's plan has no kubevirt part at all.
+    let lib = home.path().join("lib.yaml");
+    std::fs::write(&lib, BASE).unwrap();
+    let o = common::shiftlab(
+        &["plan", "-f", lib.to_str().unwrap(), "-o", "json"],
+        home.path(),
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v.get("kubevirt").is_none());
+    assert!(
+        common::tree(home.path()) == vec!["lib.yaml".to_string()],
+        "plan writes nothing"
+    );
+}

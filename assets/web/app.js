@@ -149,7 +149,7 @@
               ["bootstrap", lb.bootstrap_removed ? "removed" : "in rotation"],
               ["checks", "every " + lab.health_check.inter_s + " s, down after " + lab.health_check.fall],
             ])
-          : h("p", {}, "none in this plan")),
+          : h("p", {}, s.services ? "none in this plan" : "not served yet")),
       h("div", { class: "box", id: "bmc" },
         h("h3", {}, "BMC"),
         lab.bmc ? dl([["endpoint", lab.bmc.endpoint], ["user", lab.bmc.username]]) : h("p", {}, "none (method " + lab.method + ")")),
@@ -246,7 +246,7 @@
         ["console", h("a", { href: s.lab.console_url, rel: "noreferrer" }, s.lab.console_url)],
         ["kubeconfig", s.lab.kubeconfig ? h("code", {}, s.lab.kubeconfig) : "not written yet"],
         ["artifacts", http && http.url ? http.url : "not served"],
-        ["serve", badge(s.services && s.services.serve_running ? "running" : "not running")],
+        ["serve", s.services ? badge(s.services.serve_running ? "running" : "not running") : "not serving this cluster yet"],
       ])));
   }
 

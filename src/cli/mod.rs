@@ -13,6 +13,7 @@ pub mod inspect;
 pub mod plan;
 pub mod power;
 pub mod render;
+pub mod scale;
 pub mod serve;
 
 use std::path::PathBuf;
@@ -69,6 +70,9 @@ pub enum Command {
     Ssh(access::SshArgs),
     /// Attach to a node's serial console through libvirt (Ctrl-] leaves)
     Console(access::ConsoleArgs),
+    /// Change a UPI cluster's number of workers: new ones created, started, CSRs approved;
+    /// removed ones drained (evictions honouring PodDisruptionBudgets) and deleted
+    Scale(scale::ScaleArgs),
     /// Shut a cluster down: workers first, ACPI then forced after a timeout; refused within
     /// 24 h of the install unless --force
     Stop(power::StopArgs),

@@ -44,8 +44,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR|off")]
     pub web: Option<String>,
 
-    /// File holding the token the web page requires (one word of 16+
-    /// characters, mode 0600); required to bind --web beyond loopback
+    /// File holding the token the web page requires (16+ letters, digits,
+    /// '-', '.', '_' or '~'; mode 0600); required to bind --web beyond loopback
     #[arg(long, value_name = "PATH")]
     pub web_token_file: Option<std::path::PathBuf>,
 

@@ -35,10 +35,21 @@ pub fn destroy(
 /// Destroy `name` if its objects are on KubeVirt (its ledger says so): the
 /// host services, every object with the owner label, then its state. `None`
 /// when the cluster is not recorded on KubeVirt.
-pub fn destroy_kubevirt(state: &StateDir, name: &ClusterName) -> Result<Option<Vec<String>>> {
+///
+/// `kubevirt_file`: the cluster file given says `backend: kubevirt`. Without a
+/// ledger nothing was ever created on KubeVirt: only the state goes.
+pub fn destroy_kubevirt(
+    state: &StateDir,
+    name: &ClusterName,
+    kubevirt_file: bool,
+) -> Result<Option<Vec<String>>> {
     let cluster = state.cluster(name.as_str());
-    let Some(mut removed) = crate::kubevirt::backend::destroy_recorded(&cluster)? else {
-        return Ok(None);
+    let planned_there =
+        cluster.has_plan() && cluster.read_plan().is_ok_and(|p| p.kubevirt.is_some());
+    let mut removed = match crate::kubevirt::backend::destroy_recorded(&cluster)? {
+        Some(r) => r,
+        None if kubevirt_file || planned_there => Vec::new(),
+        None => return Ok(None),
     };
     crate::serve::forget_cluster(state, name.as_str())
         .context("stopping the cluster's host services")?;

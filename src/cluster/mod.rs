@@ -6,6 +6,7 @@
 pub mod access;
 mod destroy;
 pub mod power;
+pub mod scale;
 mod status;
 
 pub use destroy::{destroy, destroy_kubevirt};

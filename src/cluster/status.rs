@@ -23,6 +23,59 @@ pub struct Status {
     /// The installer's own bootstrap VM (bare-metal IPI), while it exists.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub installer_bootstrap: Option<crate::install::ipi::BootstrapVm>,
+    /// Certificate expiry, where it can be read.
+    pub certificates: Option<Certificates>,
+}
+
+/// What `status` can tell of the cluster's certificates without the API.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct Certificates {
+    /// When the install's certificates were made (the ignition target), seconds
+    /// since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub made_at: Option<u64>,
+    /// By when the cluster must have run to rotate them (made + 24 h): stopping it
+    /// before leaves expired certificates (docs/stop-start.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_rotation_by: Option<u64>,
+    /// The admin kubeconfig's client certificate's notAfter, seconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_client_not_after: Option<i64>,
+}
+
+/// notAfter of the first certificate of a kubeconfig's first user
+/// (`client-certificate-data`, base64 PEM).
+pub fn kubeconfig_client_not_after(kubeconfig: &str) -> Option<i64> {
+    use base64::Engine;
+    let v: yaml_serde::Value = yaml_serde::from_str(kubeconfig).ok()?;
+    let data = v
+        .get("users")?
+        .as_sequence()?
+        .first()?
+        .get("user")?
+        .get("client-certificate-data")?
+        .as_str()?;
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .ok()?;
+    let (_, pem) = x509_parser::pem::parse_x509_pem(&pem).ok()?;
+    let cert = pem.parse_x509().ok()?;
+    Some(cert.validity().not_after.timestamp())
+}
+
+fn certificates(cluster: &ClusterDir) -> Result<Option<Certificates>> {
+    let made = super::power::certificates_made(crate::install::state::read(cluster)?.as_ref());
+    let admin = std::fs::read_to_string(cluster.assets().kubeconfig())
+        .ok()
+        .and_then(|t| kubeconfig_client_not_after(&t));
+    if made.is_none() && admin.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Certificates {
+        made_at: made,
+        first_rotation_by: made.map(|m| m + super::power::FIRST_ROTATION.as_secs()),
+        admin_client_not_after: admin,
+    }))
 }
 
 /// Gather the status of `cluster` on `host`. Changes nothing.
@@ -62,6 +115,7 @@ pub fn status(host: &Host, state: &StateDir, cluster: &ClusterDir) -> Result<Sta
             tracing::warn!("the installer's bootstrap VM: {e:#}");
             None
         }),
+        certificates: certificates(cluster)?,
     })
 }
 
@@ -126,6 +180,34 @@ impl Status {
         if let Some(i) = &self.install {
             s.push_str(&i.table());
         }
+        if let Some(c) = &self.certificates {
+            let now = super::power::now() as i64;
+            let when = |t: i64| {
+                let d = t - now;
+                if d >= 0 {
+                    format!("in {}h{:02}m", d / 3600, d % 3600 / 60)
+                } else {
+                    format!("{}h{:02}m ago", -d / 3600, -d % 3600 / 60)
+                }
+            };
+            s.push_str(
+                "
+certificates:
+",
+            );
+            if let Some(r) = c.first_rotation_by {
+                s.push_str(&format!(
+                    "  install certificates: first rotation due {} (do not stop the cluster before)\n",
+                    when(r as i64)
+                ));
+            }
+            if let Some(a) = c.admin_client_not_after {
+                s.push_str(&format!(
+                    "  admin kubeconfig client certificate expires {}\n",
+                    when(a)
+                ));
+            }
+        }
         s
     }
 }
@@ -144,4 +226,23 @@ pub fn list_table(clusters: &[ClusterSummary]) -> String {
         })
         .collect();
     render_table_rows(&["CLUSTER", "NETWORK", "NODES", "RUNNING"], &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_admin_client_certificate_expiry_is_read_from_the_kubeconfig() {
+        use base64::Engine;
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.not_after = rcgen::date_time_ymd(2036, 11, 21);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let pem = params.self_signed(&key).unwrap().pem();
+        let data = base64::engine::general_purpose::STANDARD.encode(pem);
+        let kc = format!("apiVersion: v1\nusers:\n- name: admin\n  user:\n    client-certificate-data: {data}\n    client-key-data: eA==\n");
+        // 2036-11-21T00:00:00Z
+        assert_eq!(kubeconfig_client_not_after(&kc), Some(2_110_838_400));
+        assert_eq!(kubeconfig_client_not_after("apiVersion: v1\n"), None);
+    }
 }

@@ -82,6 +82,7 @@ pub fn console(args: &ConsoleArgs, state: &StateDir) -> Result<()> {
         .read_plan()
         .context("was the cluster's infrastructure created with shiftlab create infra?")?;
     let node = access::find_node(&plan, &args.node)?;
+    crate::kubevirt::refuse_libvirt_only(&plan, "console", "use `virtctl console`")?;
     let recorded = crate::cluster::recorded_uri(&cluster)?;
     let uri = crate::libvirt::uri(
         args.connect

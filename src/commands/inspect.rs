@@ -31,10 +31,12 @@ pub fn status(args: &StatusArgs, state: &StateDir, out: &mut dyn Write) -> Resul
 
 pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
     let DestroyCommand::Cluster(args) = cmd;
+    let mut kubevirt_file = false;
     let (name, spec_uri) = match (&args.name, &args.file) {
         (Some(n), _) => (n.clone(), None),
         (None, Some(f)) => {
             let loaded = super::load_spec(f)?;
+            kubevirt_file = loaded.spec.kubevirt.is_some();
             let uri = loaded.spec.libvirt.uri.clone();
             (ClusterName::parse(&loaded.spec.cluster)?, Some(uri))
         }
@@ -43,7 +45,10 @@ pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
     let cluster = state.cluster(&name);
     // Not under a running install or create: they hold the cluster's lock.
     let _lock = cluster.lock_if_exists()?;
-    if let Some(removed) = crate::cluster::destroy_kubevirt(state, &name)? {
+    if let Some(removed) = crate::cluster::destroy_kubevirt(state, &name, kubevirt_file)? {
+        if removed.is_empty() {
+            println!("nothing to remove: no shiftlab objects for {name} on KubeVirt");
+        }
         for r in removed {
             println!("removed {r}");
         }

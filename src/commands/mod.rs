@@ -11,6 +11,7 @@ pub mod inspect;
 pub mod plan;
 pub mod power;
 pub mod render;
+pub mod scale;
 pub mod serve;
 
 use std::path::Path;

@@ -28,6 +28,11 @@ fn open(
     let plan = cluster
         .read_plan()
         .context("was the cluster's infrastructure created with shiftlab create infra?")?;
+    crate::kubevirt::refuse_libvirt_only(
+        &plan,
+        "stop/start",
+        "use `virtctl stop|start` on its VirtualMachines",
+    )?;
     let recorded = crate::cluster::recorded_uri(&cluster)?;
     let uri = crate::libvirt::uri(
         uri.or(recorded.as_deref())

@@ -678,8 +678,9 @@ fn etcd_disk(f: &HostFacts, p: &Plan) -> Check {
 }
 
 /// The checks that stop `create infra` (preflight): every failing one, except
-/// those preflight makes itself (fw_cfg support, free space) and KVM, for which
-/// `libvirt::apply::choose_accel` falls back to TCG and says so.
+/// those preflight makes itself (fw_cfg support, free space) and KVM, which
+/// `libvirt::apply::choose_accel` decides knowing `domain_type`: TCG for a
+/// rehearsal or when asked for by name, else a refusal (src/host/kvm.rs).
 pub fn blocking(checks: &[Check]) -> Vec<String> {
     checks
         .iter()

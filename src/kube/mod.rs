@@ -4,5 +4,6 @@
 
 pub mod approve;
 pub mod csr;
+pub mod drain;
 pub mod ready;
 pub mod report;

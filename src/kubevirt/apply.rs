@@ -98,16 +98,13 @@ pub async fn client(kubeconfig: &Path, context: Option<&str>) -> Result<Client> 
 
 /// Before anything is created: the API answers, and serves KubeVirt (and
 /// Multus' NetworkAttachmentDefinition when the objects include one).
-pub async fn preflight(client: &Client, objects: &[Object]) -> Result<()> {
+pub async fn preflight(client: &Client, needs_multus: bool) -> Result<()> {
     client
         .apiserver_version()
         .await
         .context("the Kubernetes API is unreachable (nothing was created)")?;
     let mut groups: Vec<(Kind, &str)> = vec![(Kind::VirtualMachine, "KubeVirt")];
-    if objects
-        .iter()
-        .any(|o| o.kind == Kind::NetworkAttachmentDefinition)
-    {
+    if needs_multus {
         groups.push((Kind::NetworkAttachmentDefinition, "Multus"));
     }
     for (kind, what) in groups {
@@ -145,7 +142,7 @@ pub struct Report {
     pub created: Vec<String>,
     pub updated: Vec<String>,
     /// Existing objects used as they are (a namespace that is not shiftlab's).
-    pub adopted_not: Vec<String>,
+    pub used_as_is: Vec<String>,
 }
 
 /// Apply `objects` in order. `ledger` is saved (via `save`) before the first
@@ -157,7 +154,10 @@ pub async fn apply(
     ledger: &mut Ledger,
     save: &dyn Fn(&Ledger) -> Result<()>,
 ) -> Result<Report> {
-    preflight(client, objects).await?;
+    let needs_multus = objects
+        .iter()
+        .any(|o| o.kind == Kind::NetworkAttachmentDefinition);
+    preflight(client, needs_multus).await?;
     let mut report = Report::default();
     let pp = PatchParams::apply(FIELD_MANAGER).force();
     // Check every existing object first: one that is someone else's stops the
@@ -187,7 +187,7 @@ pub async fn apply(
         if o.kind == Kind::Namespace {
             match cur {
                 Some(ns) if !has_owner(ns, cluster) => {
-                    report.adopted_not.push(reference);
+                    report.used_as_is.push(reference);
                     continue;
                 }
                 _ => {

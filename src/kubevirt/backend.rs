@@ -88,6 +88,13 @@ impl Backend for Kubevirt {
     fn apply(&self, ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         let plan = ctx.plan;
         let kp = super::plan_of(plan)?;
+        // The API first: an unreachable one (or one without KubeVirt) stops
+        // the run before any node config is published.
+        let (rt, client) = connect(kp)?;
+        rt.block_on(apply::preflight(
+            &client,
+            kp.network == crate::spec::PodNetwork::Multus,
+        ))?;
         let image = node_image(kp, locked)?;
         let userdata = userdata(ctx, kp)?;
         let objects = render::render(
@@ -97,7 +104,6 @@ impl Backend for Kubevirt {
                 userdata: &userdata,
             },
         )?;
-        let (rt, client) = connect(kp)?;
         let mut ledger = apply::load_ledger(&ctx.cluster)?.unwrap_or_else(|| Ledger::of(kp));
         if ledger.namespace != kp.namespace {
             bail!(
@@ -128,7 +134,7 @@ impl Backend for Kubevirt {
         for c in &report.created {
             println!("created {c}");
         }
-        for c in &report.adopted_not {
+        for c in &report.used_as_is {
             println!("using {c} as it is (not shiftlab's: left in place on destroy)");
         }
         Ok(Some(format!(

@@ -85,3 +85,16 @@ pub fn plan_of(plan: &Plan) -> anyhow::Result<&KubevirtPlan> {
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("{} is not a backend: kubevirt cluster", plan.cluster))
 }
+
+/// Refuse a libvirt-only command on a cluster that runs on KubeVirt, saying
+/// what to use instead (before anything is touched).
+pub fn refuse_libvirt_only(plan: &Plan, what: &str, instead: &str) -> anyhow::Result<()> {
+    if let Some(k) = &plan.kubevirt {
+        anyhow::bail!(
+            "{} runs on KubeVirt (namespace {}): {what} works on libvirt only so far; {instead}",
+            plan.cluster,
+            k.namespace
+        );
+    }
+    Ok(())
+}

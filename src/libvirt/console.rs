@@ -128,7 +128,7 @@ pub fn attach(host: &Host, domain: &str, force: bool) -> Result<()> {
     let raw = RawTerminal::enter(stdin.as_raw_fd())?;
     let result = pump_input(&stream, &done_rx, stdin.as_raw_fd());
     drop(raw);
-    let closed = done_rx.try_recv().is_ok();
+    let closed = matches!(result, Ok(true)) || done_rx.try_recv().is_ok();
     let _ = stream.abort();
     if closed {
         let _ = reader.join();
@@ -139,17 +139,17 @@ pub fn attach(host: &Host, domain: &str, force: bool) -> Result<()> {
         let _ = done_rx.recv_timeout(Duration::from_secs(2));
         eprintln!();
     }
-    result
+    result.map(|_| ())
 }
 
 /// Send the user's keys until the escape key, the end of input (then a second for
-/// the last output), or the console closing.
-fn pump_input(stream: &Stream, done: &mpsc::Receiver<()>, fd: i32) -> Result<()> {
+/// the last output), or the console closing (then `true`).
+fn pump_input(stream: &Stream, done: &mpsc::Receiver<()>, fd: i32) -> Result<bool> {
     let mut stdin = std::io::stdin().lock();
     let mut buf = [0u8; 4096];
     loop {
         if done.try_recv().is_ok() {
-            return Ok(());
+            return Ok(true);
         }
         let mut pfd = libc::pollfd {
             fd,
@@ -171,7 +171,7 @@ fn pump_input(stream: &Stream, done: &mpsc::Receiver<()>, fd: i32) -> Result<()>
         let n = stdin.read(&mut buf).context("reading input")?;
         if n == 0 {
             std::thread::sleep(Duration::from_secs(1));
-            return Ok(());
+            return Ok(false);
         }
         let (data, escaped) = split_escape(&buf[..n]);
         let mut off = 0;
@@ -185,7 +185,7 @@ fn pump_input(stream: &Stream, done: &mpsc::Receiver<()>, fd: i32) -> Result<()>
             off += sent as usize;
         }
         if escaped {
-            return Ok(());
+            return Ok(false);
         }
     }
 }

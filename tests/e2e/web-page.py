@@ -6,7 +6,8 @@
     web-page.py full BASE CLUSTER SCREENSHOT.png
         every node, backend state and install target of the API is on the page,
         the page is accessible (landmarks, headings, table semantics, a live
-        region) and fits a phone's width; a full-page screenshot is saved
+        region) and fits a phone's width; a full-page screenshot is saved; the
+        overview shows the cluster; without EventSource the page polls
     web-page.py kill BASE CLUSTER FRONTEND/NODE MAX_SECONDS -- CMD...
         with the page open, CMD (kills a stand-in); the backend goes DOWN in the
         API and then on the page without a reload, within 5 s of the API and
@@ -257,6 +258,28 @@ def full(base, cluster, shot):
         with open(shot, "wb") as f:
             f.write(base64.b64decode(png))
         print(f"screenshot {shot} (1280x{min(height, 4000)})")
+        # The overview: the cluster's row with its nodes and install progress.
+        b.size(1280, 900)
+        b.open(f"{base}/")
+        sel = json.dumps(f'tr[data-cluster="{cluster}"]')
+        b.wait(f"!!document.querySelector({sel})", "the overview's row")
+        row = b.js(f"document.querySelector({sel}).innerText")
+        n = len(s["nodes"])
+        t = len(s["install"]["targets"])
+        if f"{n}/{n}" not in row or f"{t}/{t}" not in row:
+            fail(f"overview row: {row!r}")
+        print(f"overview: {' '.join(row.split())}")
+    finally:
+        b.close()
+    # Without EventSource the page polls, and still shows the cluster.
+    b = Browser()
+    try:
+        b.call("Page.addScriptToEvaluateOnNewDocument", {"source": "delete window.EventSource;"})
+        b.size(1280, 900)
+        open_cluster(b, base, cluster)
+        agree(b, base, cluster, ["nodes", "targets"])
+        b.wait("document.getElementById('connection').textContent.includes('polling')", "the polling fallback")
+        print("without EventSource: " + b.js("document.getElementById('connection').textContent"))
     finally:
         b.close()
 

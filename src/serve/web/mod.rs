@@ -115,9 +115,12 @@ fn read_token(path: &Path) -> Result<String> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let token = text.trim().to_string();
-    if token.len() < MIN_TOKEN_LEN || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    // Safe as it is in a URL's query and in a cookie.
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-._~".contains(c);
+    if token.len() < MIN_TOKEN_LEN || !token.chars().all(safe) {
         bail!(
-            "{}: the web token must be one word of at least {MIN_TOKEN_LEN} characters",
+            "{}: the web token must be at least {MIN_TOKEN_LEN} letters, digits, '-', '.', '_' or '~' \
+             (openssl rand -hex 32)",
             path.display()
         );
     }

@@ -119,6 +119,9 @@ fn config_is_checked_before_anything_starts() {
     let e = format!("{:#}", Config::parse("0.0.0.0:8090", Some(&f)).unwrap_err());
     assert!(e.contains("at least 16"), "{e}");
     assert!(!e.contains("short"), "{e}");
+    std::fs::write(&f, "0123456789abcdef;Path=/evil").unwrap();
+    let e = format!("{:#}", Config::parse("0.0.0.0:8090", Some(&f)).unwrap_err());
+    assert!(e.contains("letters, digits"), "{e}");
     assert!(Config::parse("off", Some(&f)).is_err());
 }
 

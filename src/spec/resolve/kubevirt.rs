@@ -154,6 +154,21 @@ pub fn resolve(
         }
         s.v.trim_end_matches('/').to_string()
     });
+    // A rehearsal without a release has no stream metadata to take the node
+    // image from (install/target.rs `without_release`).
+    let rehearsal = raw.rehearsal.as_ref().is_some_and(|r| r.v);
+    if image.is_none() && rehearsal && raw.mirror.is_none() && raw.openshift_install.is_none() {
+        d.error(
+            "kubevirt.image",
+            "missing: a rehearsal without a release has no stream metadata to take the node image from; give an http(s):// or docker:// image",
+        );
+    }
+    if let Some(i) = &raw.image {
+        d.warn(
+            &i.field,
+            "a local image is not used on backend kubevirt (CDI imports kubevirt.image, or the release's)",
+        );
+    }
     if net == PodNetwork::Pod && http_url.is_none() {
         d.error(
             "kubevirt.http_url",

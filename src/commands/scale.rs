@@ -1,0 +1,235 @@
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use crate::cli::scale::ScaleArgs;
+use crate::cluster::scale;
+use crate::install::target::Target;
+use crate::install::{self, Ctx, Options};
+use crate::kube::drain::Drained;
+use crate::libvirt::Host;
+use crate::output::emit;
+use crate::spec::Method;
+use crate::state::StateDir;
+
+#[derive(Debug, Serialize)]
+struct Outcome {
+    cluster: String,
+    workers_before: usize,
+    workers: u32,
+    added: Vec<String>,
+    removed: Vec<String>,
+    drained: Vec<Drained>,
+    /// libvirt objects removed (domains, volumes, network entries).
+    libvirt_removed: Vec<String>,
+    api: Option<crate::kube::ready::BringBack>,
+    note: Option<String>,
+}
+
+impl Outcome {
+    fn table(&self) -> String {
+        let mut s = format!(
+            "{}: {} → {} workers\n",
+            self.cluster, self.workers_before, self.workers
+        );
+        for a in &self.added {
+            s.push_str(&format!("added {a}\n"));
+        }
+        for d in &self.drained {
+            s.push_str(&format!(
+                "drained {} ({} pod(s) evicted{}), node deleted\n",
+                d.node,
+                d.evicted.len(),
+                if d.held_by_budget.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", {} held back by a budget for a while",
+                        d.held_by_budget.len()
+                    )
+                }
+            ));
+        }
+        for r in &self.libvirt_removed {
+            s.push_str(&format!("removed {r}\n"));
+        }
+        if let Some(a) = &self.api {
+            s.push_str(&format!(
+                "approved {} CSR(s); Ready: {}\n",
+                a.approved.len(),
+                a.ready.join(", ")
+            ));
+        }
+        if let Some(n) = &self.note {
+            s.push_str(&format!("{n}\n"));
+        }
+        if self.added.is_empty() && self.removed.is_empty() {
+            s.push_str("nothing to do: the cluster has that many workers\n");
+        }
+        s
+    }
+}
+
+/// fd 1 pointed at fd 2 until dropped.
+struct StdoutToStderr(Option<i32>);
+
+impl StdoutToStderr {
+    fn new() -> Self {
+        let _ = std::io::stdout().flush();
+        // SAFETY: dup/dup2 on the process' standard descriptors.
+        let saved = unsafe { libc::dup(1) };
+        if saved < 0 || unsafe { libc::dup2(2, 1) } < 0 {
+            return StdoutToStderr(None);
+        }
+        StdoutToStderr(Some(saved))
+    }
+}
+
+impl Drop for StdoutToStderr {
+    fn drop(&mut self) {
+        let _ = std::io::stdout().flush();
+        if let Some(saved) = self.0 {
+            // SAFETY: restores the descriptor saved in `new`.
+            unsafe {
+                libc::dup2(saved, 1);
+                libc::close(saved);
+            }
+        }
+    }
+}
+
+pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
+    let loaded = super::load_spec(&args.file)?;
+    if loaded.spec.cluster != args.name.as_str() {
+        bail!(
+            "{} is the file of cluster {}, not {}",
+            args.file.display(),
+            loaded.spec.cluster,
+            args.name
+        );
+    }
+    if matches!(
+        loaded.spec.method,
+        Method::Sno | Method::Agent | Method::Ipi
+    ) {
+        bail!(
+            "scale supports UPI clusters (their workers are shiftlab's VMs); {} is method {:?}",
+            args.name,
+            loaded.spec.method
+        );
+    }
+    let cluster = state.cluster(&args.name);
+    let old = cluster
+        .read_plan()
+        .context("was the cluster's infrastructure created with shiftlab create infra?")?;
+    let mut spec = loaded.spec.clone();
+    spec.workers = args.workers;
+    let new = crate::plan::derive(&spec);
+    let kubeconfig = args
+        .kubeconfig
+        .clone()
+        .unwrap_or_else(|| cluster.assets().kubeconfig());
+    let api = kubeconfig.is_file();
+    // Everything checked before anything changes: the API answers, the change is allowed.
+    let replicas = if api {
+        crate::kube::drain::ingress_replicas_blocking(&kubeconfig)
+            .context("asking the API for the ingress replicas (nothing was changed)")?
+    } else {
+        None
+    };
+    let change = scale::change(&old, &new, replicas)?;
+    let mut outcome = Outcome {
+        cluster: args.name.to_string(),
+        workers_before: old.nodes.iter().filter(|n| n.role == crate::spec::Role::Worker).count(),
+        workers: args.workers,
+        added: change.add.iter().map(|n| n.name.clone()).collect(),
+        removed: change.remove.iter().map(|n| n.name.clone()).collect(),
+        drained: Vec::new(),
+        libvirt_removed: Vec::new(),
+        api: None,
+        note: (!api).then(|| {
+            format!(
+                "no kubeconfig at {}: no drain, CSR approval or readiness (a lab without an install)",
+                kubeconfig.display()
+            )
+        }),
+    };
+
+    if !change.remove.is_empty() {
+        let _lock = cluster.lock()?;
+        let uri = crate::cluster::recorded_uri(&cluster)?.unwrap_or(old.libvirt.uri.clone());
+        let host = Host::open(&uri)?;
+        for node in &change.remove {
+            if api {
+                if let Some(d) = crate::kube::drain::drain_blocking(
+                    &kubeconfig,
+                    &node.name,
+                    &node.fqdn,
+                    Duration::from_secs(args.drain_timeout),
+                    Duration::from_secs(2),
+                )? {
+                    outcome.drained.push(d);
+                }
+            }
+            outcome
+                .libvirt_removed
+                .extend(crate::libvirt::destroy::remove_node(
+                    &host,
+                    &old.cluster,
+                    node,
+                    &old.libvirt.pool,
+                    &cluster,
+                )?);
+            outcome
+                .libvirt_removed
+                .extend(scale::forget_in_network(&host, &old, node)?);
+        }
+    }
+    // Converge libvirt, the recorded plan (serve's backends and DNS) on the new plan;
+    // new workers are started.
+    let ctx = Ctx::new(
+        &spec,
+        &new,
+        state,
+        Options {
+            start_workers: true,
+        },
+    );
+    {
+        // The infra target reports its progress on stdout; under -o json/yaml that
+        // goes to stderr so that stdout holds the one document.
+        let _to_stderr = (args.output != crate::cli::OutputFormat::Table).then(StdoutToStderr::new);
+        install::reach(&ctx, Target::Infra)?;
+    }
+    if ctx.cluster.read_plan().ok().as_ref() != Some(&new) {
+        ctx.cluster.write_plan(&new)?;
+        let _ = crate::serve::notify(state, Some(&new.cluster));
+    }
+    if api && !change.add.is_empty() {
+        let wanted: Vec<(String, String)> = change
+            .add
+            .iter()
+            .map(|n| (n.name.clone(), n.fqdn.clone()))
+            .collect();
+        let r = crate::kube::ready::bring_back_blocking(
+            &kubeconfig,
+            &crate::kube::csr::NodeIdentity::from_plan(&new),
+            &wanted,
+            Duration::from_secs(args.timeout),
+            Duration::from_secs(10),
+        )?;
+        let not_ready = r.not_ready.clone();
+        outcome.api = Some(r);
+        if !not_ready.is_empty() {
+            emit(out, args.output, &outcome, || outcome.table())?;
+            bail!(
+                "not Ready within {}s: {}",
+                args.timeout,
+                not_ready.join(", ")
+            );
+        }
+    }
+    emit(out, args.output, &outcome, || outcome.table())
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# tests/e2e/scale.sh IMAGE — scale a rehearsal 3+1 → 3+3 → 3+1, in the sandbox.
+#
+#   scripts/sandbox run -- tests/e2e/scale.sh /path/to/standin.qcow2
+#
+# With `shiftlab serve` running (the real HAProxy): after each scale the workers'
+# domains and volumes are what the plan says, libvirt's dnsmasq answers (dig) for
+# exactly the plan's workers, and HAProxy's ingress backends (its configuration
+# and its stats through serve status) are exactly the plan's workers. The
+# existing worker never changes. A lab has no API: no drain, said so.
+set -euo pipefail
+
+NAME=scale
+. "$(dirname "$0")/lib.sh"
+e2e_sandbox "$@"
+TIMEOUT=${SCALE_BOOT_TIMEOUT:-300}
+e2e_workdir scale
+destroy_on_exit e2es
+serve=""
+on_exit 'stop_pid "$serve"'
+fail() {
+	echo "--- serve log"
+	tail -20 "$work/serve.log" 2>/dev/null
+	echo "FAIL $NAME: $*"
+	exit 1
+}
+
+f=$(cluster_file e2es 192.168.172.0/24 "method: upi" "image: $IMAGE" "ctlplanes: 3" "workers: 1" \
+	"bootstrap: {memory: 256}" "ctlplane: {memory: 256}" "worker: {memory: 256}")
+GW=192.168.172.1
+CD=e2es.lab.test
+
+SHIFTLAB_LOG=info "$bin" serve --scan-interval 1 >"$work/serve.log" 2>&1 &
+serve=$!
+wait_for 20 "serve's control socket" test -S "$SHIFTLAB_HOME/serve.sock"
+
+ingress_backends() { # from serve status (HAProxy's stats socket)
+	"$bin" serve status e2es -o json |
+		jq -r '[.load_balancer.frontends[] | select(.name == "ingress-https") | .backends[].node] | sort | join(" ")'
+}
+cfg_backends() { # from the HAProxy configuration in force
+	grep -o 'server e2es-worker-[0-9]*' "$SHIFTLAB_HOME/clusters/e2es/haproxy.cfg" | awk '{print $2}' | sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+check_workers() { # N: workers 0..N-1 exist and run, no other; DNS and LB agree
+	local n=$1 want="" i ip
+	for ((i = 0; i < n; i++)); do want+="e2es-worker-$i "; done
+	want=${want% }
+	local have
+	have=$(virsh list --all --name | grep '^e2es-worker-' | sort | tr '\n' ' ' | sed 's/ $//')
+	[[ $have == "$want" ]] || fail "worker domains: '$have', want '$want'"
+	for ((i = 0; i < n; i++)); do
+		[[ $(virsh domstate "e2es-worker-$i") == running ]] || fail "e2es-worker-$i is not running"
+		ip=$("$bin" plan -f "$work/e2es.yaml" -o json | jq -r --arg n "e2es-worker-$i" '.nodes[] | select(.name == $n) | .ip')
+		wait_for 30 "dig e2es-worker-$i" bash -c "[[ \$(dig +short @$GW e2es-worker-$i.$CD) == $ip ]]"
+	done
+	for ((i = n; i < 5; i++)); do
+		[[ -z $(dig +short @$GW "e2es-worker-$i.$CD") ]] || fail "e2es-worker-$i.$CD still resolves"
+		[[ -z $(virsh vol-list shiftlab | grep "e2es-worker-$i\b" || true) ]] || fail "e2es-worker-$i's volumes remain"
+	done
+	wait_for 60 "HAProxy's ingress backends to be '$want'" bash -c "[[ \"\$(cfg_backends)\" == '$want' && \"\$(ingress_backends)\" == '$want' ]]"
+}
+export -f cfg_backends ingress_backends
+export bin SHIFTLAB_HOME
+
+step "create infra 3+1"
+"$bin" create infra -f "$f" --start-workers >"$work/create.out"
+mac0=$(virsh domiflist e2es-worker-0 | awk '/network/ {print $5}')
+check_workers 1
+
+step "scale up to 3 workers"
+"$bin" scale e2es --workers 3 -f "$f" | tee "$work/up.out"
+grep -q '^added e2es-worker-2$' "$work/up.out" || fail "scale up: $(cat "$work/up.out")"
+grep -q 'no kubeconfig' "$work/up.out" || fail "scale up did not say there is no API"
+check_workers 3
+[[ $(virsh domiflist e2es-worker-0 | awk '/network/ {print $5}') == "$mac0" ]] || fail "the existing worker changed"
+"$bin" scale e2es --workers 3 -f "$f" >"$work/up2.out"
+grep -q 'nothing to do' "$work/up2.out" || fail "a second scale to 3 was not a no-op: $(cat "$work/up2.out")"
+
+step "scale down to 1 worker"
+"$bin" scale e2es --workers 1 -f "$f" -o json | tee "$work/down.json"
+jq -e '.removed == ["e2es-worker-2", "e2es-worker-1"]' "$work/down.json" >/dev/null || fail "scale down removed $(jq -c .removed "$work/down.json")"
+check_workers 1
+echo "PASS $NAME"
