@@ -17,7 +17,12 @@ pub fn destroy(
     let had_services = state.cluster(name.as_str()).has_plan();
     crate::serve::forget_cluster(state, name.as_str())
         .context("stopping the cluster's host services")?;
+    // The installer's bootstrap VM (IPI) first: it is known by the infraID in
+    // the cluster's state, which the rest of destroy removes.
+    let bootstrap = crate::install::ipi::remove_bootstrap(host, &state.cluster(name.as_str()))
+        .context("removing the installer's bootstrap VM")?;
     let mut removed = crate::libvirt::destroy::destroy(host, name, state, purge_images)?;
+    removed.splice(0..0, bootstrap);
     if had_services {
         removed.insert(
             0,

@@ -20,6 +20,9 @@ pub struct Status {
     pub services: Option<ServicesStatus>,
     /// The install targets, known once one ran.
     pub install: Option<InstallStatus>,
+    /// The installer's own bootstrap VM (bare-metal IPI), while it exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub installer_bootstrap: Option<crate::install::ipi::BootstrapVm>,
     /// Certificate expiry, where it can be read.
     pub certificates: Option<Certificates>,
 }
@@ -107,6 +110,11 @@ pub fn status(host: &Host, state: &StateDir, cluster: &ClusterDir) -> Result<Sta
         libvirt,
         services,
         install: crate::install::status(cluster)?,
+        // Status shows what it can: a metadata.json it cannot read is a warning.
+        installer_bootstrap: crate::install::ipi::bootstrap_vm(host, cluster).unwrap_or_else(|e| {
+            tracing::warn!("the installer's bootstrap VM: {e:#}");
+            None
+        }),
         certificates: certificates(cluster)?,
     })
 }
@@ -153,6 +161,18 @@ impl Status {
             ],
             &rows,
         ));
+        if let Some(b) = &self.installer_bootstrap {
+            s.push_str(&format!(
+                "\ninstaller's bootstrap VM {}: {} on {}\n",
+                b.name,
+                if b.running { "running" } else { "shut off" },
+                if b.bridges.is_empty() {
+                    "no bridge".to_string()
+                } else {
+                    b.bridges.join(", ")
+                }
+            ));
+        }
         if let Some(sv) = &self.services {
             s.push('\n');
             s.push_str(&sv.table());

@@ -7,10 +7,12 @@
 //! - [`state`]: the versioned, locked install state, typed `Facts`, the plan
 //!   fingerprint;
 //! - [`targets`]: one file per target, dispatched by [`targets::run`];
+//! - [`ipi`]: the bare-metal IPI install around `openshift-install create cluster`;
 //! - [`installer`] and [`process`]: running `openshift-install`; [`redact`]: its
 //!   output without the secrets it prints.
 
 pub mod installer;
+pub mod ipi;
 pub mod process;
 pub mod redact;
 pub mod state;

@@ -410,7 +410,6 @@ impl InstallStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::Method;
     use crate::state::StateDir;
 
     /// A state directory in a temp dir, and its cluster lab1.
@@ -553,8 +552,6 @@ mod tests {
             e.downcast_ref::<IllegalTransition>(),
             Some(&IllegalTransition::DoneWithoutStart(Target::Release))
         );
-        // (a method without a flow of its own)
-        assert!(Flow::driving(Method::Ipi).is_err());
         assert!(l.start(Flow::Lab, Target::Release, None).is_err());
         assert!(l.state.targets.is_empty(), "nothing recorded");
     }

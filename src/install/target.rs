@@ -156,6 +156,17 @@ const AGENT: &[Step] = &[
     step(EjectIso, &[InstallComplete], Build),
 ];
 
+/// Bare-metal IPI: shiftlab makes the network and the nodes' VMs (empty disks,
+/// defined but off: Ironic powers them through serve's BMC), then
+/// `openshift-install create cluster` drives the rest — its bootstrap VM, Ironic,
+/// the hosts' virtual media — to a finished cluster (src/install/ipi.rs).
+const IPI: &[Step] = &[
+    step(Release, &[], Fetch),
+    step(InstallConfig, &[], Build),
+    step(Infra, &[Release, InstallConfig], Build),
+    step(InstallComplete, &[Infra], Build),
+];
+
 /// The lab without an install: no installer consumes the plan, so the VMs
 /// converge on it; install-config is written on request, for an install by hand.
 const LAB: &[Step] = &[
@@ -176,6 +187,8 @@ pub enum Flow {
     Sno,
     /// The agent-based installer's ISO on every node.
     Agent,
+    /// Bare-metal IPI: the installer drives the nodes through the lab's BMC.
+    Ipi,
     /// The lab alone: a rehearsal without a release (stand-in nodes get
     /// shiftlab's Ignition alone, no installer runs), or a method the driver does
     /// not drive yet (its configs and VMs, for an install run by hand).
@@ -184,7 +197,7 @@ pub enum Flow {
 
 /// A method whose install the driver does not drive (yet).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("method {0}: the install driver drives upi, sno and agent so far; `shiftlab create install-config` writes its configs and `create infra` its VMs")]
+#[error("method {0}: the install driver drives upi, sno, agent and ipi so far; `shiftlab create install-config` writes its configs and `create infra` its VMs")]
 pub struct Undriven(pub Method);
 
 /// A target asked of a flow that does not have it (a user's error, not a bug).
@@ -202,7 +215,7 @@ pub fn without_release(spec: &ClusterSpec) -> bool {
 }
 
 impl Flow {
-    pub const ALL: [Flow; 4] = [Flow::Upi, Flow::Sno, Flow::Agent, Flow::Lab];
+    pub const ALL: [Flow; 5] = [Flow::Upi, Flow::Sno, Flow::Agent, Flow::Ipi, Flow::Lab];
 
     /// The flow of a cluster file.
     pub fn of(spec: &ClusterSpec) -> Flow {
@@ -218,7 +231,7 @@ impl Flow {
             Method::Upi => Ok(Flow::Upi),
             Method::Sno => Ok(Flow::Sno),
             Method::Agent => Ok(Flow::Agent),
-            other => Err(Undriven(other)),
+            Method::Ipi => Ok(Flow::Ipi),
         }
     }
 
@@ -227,6 +240,7 @@ impl Flow {
             Flow::Upi => "upi",
             Flow::Sno => "sno",
             Flow::Agent => "agent",
+            Flow::Ipi => "ipi",
             Flow::Lab => "lab",
         }
     }
@@ -237,6 +251,7 @@ impl Flow {
             Flow::Upi => "a upi install",
             Flow::Sno => "a single-node install from a live ISO",
             Flow::Agent => "an agent-based install from one ISO",
+            Flow::Ipi => "a bare-metal IPI install through the lab's BMC",
             Flow::Lab => "the lab without an install",
         }
     }
@@ -246,6 +261,7 @@ impl Flow {
             Flow::Upi => UPI,
             Flow::Sno => SNO,
             Flow::Agent => AGENT,
+            Flow::Ipi => IPI,
             Flow::Lab => LAB,
         }
     }
@@ -433,7 +449,15 @@ mod tests {
         assert!(predecessors(Method::Upi, Target::Release)
             .unwrap()
             .is_empty());
-        assert!(order(Method::Ipi).is_err());
+        assert_eq!(
+            order(Method::Ipi).unwrap(),
+            [
+                Target::Release,
+                Target::InstallConfig,
+                Target::Infra,
+                Target::InstallComplete
+            ]
+        );
         // install-config needs no release: `create install-config` downloads nothing.
         assert!(predecessors(Method::Upi, Target::InstallConfig)
             .unwrap()
@@ -553,8 +577,11 @@ mod tests {
         let agent = spec("method: agent\nworkers: 2\n");
         assert_eq!(Flow::of(&agent), Flow::Agent);
         let ipi = spec("method: ipi\n");
-        assert_eq!(Flow::of(&ipi), Flow::Lab);
-        assert_eq!(Flow::Lab.end(&ipi), Err(Undriven(Method::Ipi)));
+        assert_eq!(Flow::of(&ipi), Flow::Ipi);
+        assert_eq!(Flow::Ipi.end(&ipi), Ok(Target::InstallComplete));
+        // The infra of an ipi install pins the plan: Ironic provisions the hosts
+        // install-config names, which then may not change.
+        assert_eq!(Flow::Ipi.step(Target::Infra).unwrap().kind, Kind::Build);
         let rehearsal = spec("method: ipi\nrehearsal: true\n");
         assert_eq!(Flow::Lab.end(&rehearsal), Ok(Target::Workers));
         assert_eq!(Flow::Upi.end(&spec("")), Ok(Target::InstallComplete));

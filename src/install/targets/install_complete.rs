@@ -1,5 +1,5 @@
 //! The install-complete target: `openshift-install wait-for install-complete`,
-//! then how to log in.
+//! then how to log in. On ipi, the installer's `create cluster` (src/install/ipi.rs).
 
 use anyhow::Result;
 
@@ -9,6 +9,11 @@ use crate::install::state::Locked;
 use crate::install::{installer, Ctx};
 
 pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
+    if ctx.flow == crate::install::target::Flow::Ipi {
+        // The installer drives it all; keepalived holds the VIPs, no host LB.
+        crate::install::ipi::run(ctx, locked)?;
+        return finish(ctx, locked);
+    }
     // The console route is reached through the ingress load balancer.
     crate::serve::ready::ensure(
         ctx.state,
@@ -16,6 +21,11 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         super::bootstrap_complete::LB_GRACE,
     )?;
     installer::run(ctx, locked, &wait_for(ctx.flow, "install-complete"))?;
+    finish(ctx, locked)
+}
+
+/// Record the console and say how to log in.
+fn finish(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     let console = format!(
         "https://console-openshift-console.apps.{}",
         ctx.plan.cluster_domain

@@ -26,7 +26,7 @@ pub fn path(cluster: &ClusterDir, flow: Flow) -> Option<std::path::PathBuf> {
     match flow {
         Flow::Sno => Some(cluster.sno_iso()),
         Flow::Agent => Some(cluster.assets().agent_iso()),
-        Flow::Upi | Flow::Lab => None,
+        Flow::Upi | Flow::Ipi | Flow::Lab => None,
     }
 }
 

@@ -1,0 +1,402 @@
+//! Bare-metal IPI: what shiftlab does around `openshift-install create cluster`
+//! with `platform: baremetal` — which bridge the installer's bootstrap VM joins,
+//! how a stopped install is resumed, and recognising (for `status`) and removing
+//! (for `destroy`) the bootstrap VM the installer made through libvirt.
+//!
+//! The installer's bootstrap VM (openshift/installer data/data/baremetal/bootstrap/
+//! main.tf): a storage pool `<infraID>-bootstrap`, volumes `<infraID>-bootstrap-base`,
+//! `<infraID>-bootstrap` (20 GiB) and `<infraID>-bootstrap.ign` in it, and the
+//! domain `<infraID>-bootstrap` with a NIC on `externalBridge`, on `libvirtURI`.
+//! It carries no shiftlab metadata, so it is recognised by that name alone, with
+//! the infraID the installer wrote into this cluster's `metadata.json`
+//! (pkg/types/clustermetadata.go): never by a pattern that could match another
+//! cluster's objects.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use crate::install::state::Locked;
+use crate::install::{installer, Ctx};
+use crate::libvirt::Host;
+use crate::spec::NetworkMode;
+use crate::state::ClusterDir;
+
+/// The bridge the installer's bootstrap VM is attached to, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExternalBridge {
+    /// The cluster network's own bridge: the bootstrap VM shares L2 (and so the
+    /// network's dnsmasq, DHCP and DNS) with the nodes.
+    Own(String),
+    /// A Linux bridge `baremetal` with one end of a veth pair, the other end in
+    /// the libvirt NAT bridge (the founding notes' layout), needed when the
+    /// installer would not accept the network's own bridge.
+    VethLinked { bridge: &'static str, nat: String },
+}
+
+/// The name of the veth-linked bridge (the installer's default `externalBridge`,
+/// pkg/types/baremetal/defaults/platform.go).
+pub const VETH_BRIDGE: &str = "baremetal";
+
+/// Which bridge the installer gets as `externalBridge`. The installer accepts an
+/// interface that is up on the host it runs on, or a libvirt network named like
+/// its bridge (openshift/installer pkg/types/baremetal/validation, the
+/// externalBridge check against the host's interfaces and libvirt's networks):
+/// - `mode: bridge`: the existing host bridge, as it is;
+/// - `mode: nat` on the local libvirt: the network's bridge is a host interface,
+///   up once the infra target started the network;
+/// - `mode: nat` on a remote libvirt: only a network named like its bridge passes
+///   the check made on this host; otherwise the veth-linked bridge.
+pub fn external_bridge(
+    mode: NetworkMode,
+    network: &str,
+    bridge: &str,
+    local_libvirt: bool,
+) -> ExternalBridge {
+    match mode {
+        NetworkMode::Bridge => ExternalBridge::Own(bridge.to_string()),
+        NetworkMode::Nat if local_libvirt || network == bridge => {
+            ExternalBridge::Own(bridge.to_string())
+        }
+        NetworkMode::Nat => ExternalBridge::VethLinked {
+            bridge: VETH_BRIDGE,
+            nat: bridge.to_string(),
+        },
+    }
+}
+
+/// The infraID of this cluster's install, from the installer's `metadata.json`;
+/// `None` before the installer wrote it. Checked before it reaches libvirt.
+pub fn infra_id(assets: &Path) -> Result<Option<String>> {
+    let path = assets.join("metadata.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let Some(id) = v.get("infraID").and_then(|i| i.as_str()) else {
+        bail!("{}: no infraID", path.display());
+    };
+    if !valid_infra_id(id) {
+        bail!(
+            "{}: infraID {id:?} is not a name the installer makes (lowercase letters, digits and '-', up to 32)",
+            path.display()
+        );
+    }
+    Ok(Some(id.to_string()))
+}
+
+/// The installer's infraIDs: the cluster name cut to 27 characters, '-' and five
+/// random lowercase alphanumerics (pkg/asset/installconfig/clusterid.go).
+fn valid_infra_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !id.starts_with('-')
+}
+
+/// The bootstrap VM's domain (and pool) name for `infra_id`.
+pub fn bootstrap_name(infra_id: &str) -> String {
+    format!("{infra_id}-bootstrap")
+}
+
+/// The installer's bootstrap VM as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BootstrapVm {
+    pub name: String,
+    pub running: bool,
+    /// The bridges its NICs are on.
+    pub bridges: Vec<String>,
+}
+
+/// The bootstrap VM of this cluster's install, if the installer made one and it
+/// is still defined.
+pub fn bootstrap_vm(host: &Host, cluster: &ClusterDir) -> Result<Option<BootstrapVm>> {
+    let Some(id) = infra_id(cluster.assets().path())? else {
+        return Ok(None);
+    };
+    let name = bootstrap_name(&id);
+    let Some(d) = host.domain(&name)? else {
+        return Ok(None);
+    };
+    let xml = d.xml_desc(0).with_context(|| format!("reading {name}"))?;
+    Ok(Some(BootstrapVm {
+        running: d.is_active().unwrap_or(false),
+        bridges: bridges_of(&xml),
+        name,
+    }))
+}
+
+/// The source bridges of a domain's `<interface type='bridge'>` NICs.
+pub fn bridges_of(xml: &str) -> Vec<String> {
+    let Ok(doc) = roxmltree::Document::parse(xml) else {
+        return Vec::new();
+    };
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "interface" && n.attribute("type") == Some("bridge"))
+        .filter_map(|n| {
+            n.children()
+                .find(|c| c.tag_name().name() == "source")
+                .and_then(|s| s.attribute("bridge"))
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// Remove the installer's bootstrap VM, its volumes and its pool (what
+/// `openshift-install destroy bootstrap` removes), when the installer left them:
+/// only the objects named after this cluster's infraID.
+pub fn remove_bootstrap(host: &Host, cluster: &ClusterDir) -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    let Some(id) = infra_id(cluster.assets().path())? else {
+        return Ok(removed);
+    };
+    let name = bootstrap_name(&id);
+    if let Some(d) = host.domain(&name)? {
+        if d.is_active()? {
+            d.destroy().with_context(|| format!("stopping {name}"))?;
+        }
+        if d.undefine_flags(virt::sys::VIR_DOMAIN_UNDEFINE_NVRAM)
+            .is_err()
+        {
+            d.undefine().with_context(|| format!("undefining {name}"))?;
+        }
+        removed.push(format!("domain {name} (the installer's bootstrap VM)"));
+    }
+    if let Some(pool) = host.pool(&name)? {
+        if pool.is_active()? {
+            let _ = pool.refresh(0);
+            for vol in [format!("{name}-base"), name.clone(), format!("{name}.ign")] {
+                if let Some(v) = Host::volume(&pool, &vol)? {
+                    v.delete(0)
+                        .with_context(|| format!("deleting volume {vol}"))?;
+                    removed.push(format!("volume {vol}"));
+                }
+            }
+            if pool.list_volumes().map(|v| v.is_empty()).unwrap_or(false) {
+                pool.destroy()
+                    .with_context(|| format!("stopping pool {name}"))?;
+            }
+        }
+        if !pool.is_active()? {
+            let _ = pool.delete(0);
+            pool.undefine()
+                .with_context(|| format!("undefining pool {name}"))?;
+            removed.push(format!("pool {name}"));
+        }
+    }
+    Ok(removed)
+}
+
+/// How far an earlier `create cluster` got, read from what it left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Nothing provisioned yet (no `metadata.json`): create the cluster.
+    NotStarted,
+    /// The installer made its infrastructure (the bootstrap VM; Ironic on it
+    /// provisions the hosts on its own) and was stopped before the bootstrap
+    /// resources went.
+    Bootstrapping,
+    /// The bootstrap resources were destroyed: only the wait for the cluster is left.
+    BootstrapDestroyed,
+}
+
+/// The line `create cluster` logs once bootstrap is complete, before it removes
+/// the bootstrap VM (openshift/installer cmd/openshift-install/create.go).
+pub const BOOTSTRAP_DESTROYING: &str = "Destroying the bootstrap resources...";
+/// What shiftlab appends to the installer's log once its own `destroy bootstrap`
+/// succeeded (the installer's success says nothing shiftlab could rely on).
+pub const BOOTSTRAP_DESTROYED: &str = "### shiftlab: the bootstrap resources are destroyed";
+
+/// Where an install stands, from `metadata.json`'s presence and the installer's
+/// log (all runs appended, shiftlab's `### <command>` line before each).
+pub fn progress(metadata: bool, log: &str) -> Progress {
+    if !metadata {
+        return Progress::NotStarted;
+    }
+    // Only the runs since the last `create cluster` count: an earlier install
+    // in the same directory (destroyed since) said the same lines.
+    let since = log
+        .rfind(" create cluster")
+        .map(|i| &log[i..])
+        .unwrap_or(log);
+    if since.contains(BOOTSTRAP_DESTROYED) || since.contains(BOOTSTRAP_DESTROYING) {
+        Progress::BootstrapDestroyed
+    } else {
+        Progress::Bootstrapping
+    }
+}
+
+/// The installer commands that take an install at `progress` to the end.
+pub fn commands(progress: Progress) -> Vec<Vec<&'static str>> {
+    let wait = |what| vec!["wait-for", what, "--log-level", "info"];
+    match progress {
+        Progress::NotStarted => vec![vec!["create", "cluster", "--log-level", "info"]],
+        Progress::Bootstrapping => vec![
+            wait("bootstrap-complete"),
+            vec!["destroy", "bootstrap", "--log-level", "info"],
+            wait("install-complete"),
+        ],
+        Progress::BootstrapDestroyed => vec![wait("install-complete")],
+    }
+}
+
+/// How long serve may take to pick the cluster up and open its BMC.
+const BMC_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Before the installer runs: serve's BMC accepts connections (Ironic reaches
+/// every host through it), else a clear refusal.
+fn ensure_bmc(ctx: &Ctx) -> Result<()> {
+    let Some(bmc) = &ctx.plan.bmc else {
+        bail!(
+            "the plan of {} has no BMC (method ipi has one)",
+            ctx.spec.cluster
+        );
+    };
+    let _ = crate::serve::notify(ctx.state, Some(&ctx.spec.cluster));
+    let addr = std::net::SocketAddr::from((bmc.address, bmc.port));
+    let deadline = std::time::Instant::now() + BMC_GRACE;
+    loop {
+        if std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2)).is_ok() {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            bail!(
+                "the lab BMC {} does not accept connections after {} s: Ironic drives every host through it; start `shiftlab serve` (docs/serve.md), `shiftlab serve status {}` says why",
+                bmc.endpoint,
+                BMC_GRACE.as_secs(),
+                ctx.spec.cluster
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
+/// The install-complete target of the ipi flow: `openshift-install create
+/// cluster`, or after a stop, the rest of it ([`progress`]).
+pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<()> {
+    let host = Host::open(&ctx.plan.libvirt.uri)?;
+    if let ExternalBridge::VethLinked { bridge, nat } = external_bridge(
+        ctx.plan.network.mode,
+        &ctx.plan.network.name,
+        &ctx.plan.network.bridge,
+        host.is_local(),
+    ) {
+        bail!(
+            "the installer on this host would not accept {nat} as externalBridge (libvirt is remote and its network is not named like its bridge), and shiftlab does not build the veth-linked {bridge} bridge yet: name the network like its bridge (network.name: {nat})"
+        );
+    }
+    ensure_bmc(ctx)?;
+    let assets = ctx.cluster.assets();
+    let log = std::fs::read_to_string(ctx.cluster.installer_log()).unwrap_or_default();
+    let at = progress(assets.path().join("metadata.json").is_file(), &log);
+    if at == Progress::NotStarted {
+        // A run killed after the installer consumed install-config.yaml, before
+        // it kept it in its state file, left neither: the backup comes back.
+        crate::install::targets::install_config::restore(&ctx.cluster)?;
+    } else {
+        eprintln!("    resuming the install: {at:?}");
+    }
+    for args in commands(at) {
+        installer::run(ctx, locked, &args)?;
+        if args[..2] == ["destroy", "bootstrap"] {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(ctx.cluster.installer_log())
+                .context("opening the installer log")?;
+            writeln!(f, "{BOOTSTRAP_DESTROYED}")?;
+        }
+    }
+    // The installer removes its bootstrap VM; one it left (killed in between)
+    // goes now, as `destroy bootstrap` would.
+    for r in remove_bootstrap(&host, &ctx.cluster)? {
+        eprintln!("    removed {r}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_network_s_own_bridge_when_the_installer_takes_it() {
+        assert_eq!(
+            external_bridge(NetworkMode::Nat, "shiftlab-lab1", "sl-lab1", true),
+            ExternalBridge::Own("sl-lab1".into())
+        );
+        assert_eq!(
+            external_bridge(NetworkMode::Nat, "sl-lab1", "sl-lab1", false),
+            ExternalBridge::Own("sl-lab1".into())
+        );
+        assert_eq!(
+            external_bridge(NetworkMode::Bridge, "lab", "br0", false),
+            ExternalBridge::Own("br0".into())
+        );
+        assert_eq!(
+            external_bridge(NetworkMode::Nat, "shiftlab-lab1", "sl-lab1", false),
+            ExternalBridge::VethLinked {
+                bridge: "baremetal",
+                nat: "sl-lab1".into()
+            }
+        );
+    }
+
+    #[test]
+    fn infra_ids_are_read_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(infra_id(dir.path()).unwrap(), None);
+        let m = dir.path().join("metadata.json");
+        std::fs::write(&m, r#"{"clusterName":"lab1","infraID":"lab1-x7k2p"}"#).unwrap();
+        assert_eq!(infra_id(dir.path()).unwrap().as_deref(), Some("lab1-x7k2p"));
+        assert_eq!(bootstrap_name("lab1-x7k2p"), "lab1-x7k2p-bootstrap");
+        for bad in ["../etc", "Lab1-x", "", "-lab1", "a b"] {
+            std::fs::write(&m, serde_json::json!({ "infraID": bad }).to_string()).unwrap();
+            let e = format!("{:#}", infra_id(dir.path()).unwrap_err());
+            assert!(e.contains("infraID"), "{e}");
+        }
+        std::fs::write(&m, "{}").unwrap();
+        assert!(format!("{:#}", infra_id(dir.path()).unwrap_err()).contains("no infraID"));
+    }
+
+    #[test]
+    fn bridges_of_a_domain() {
+        let xml = "<domain><devices>\
+            <interface type='bridge'><source bridge='sl-lab1'/><mac address='52:54:00:00:00:01'/></interface>\
+            <interface type='network'><source network='default'/></interface>\
+            </devices></domain>";
+        assert_eq!(bridges_of(xml), ["sl-lab1"]);
+        assert!(bridges_of("not xml").is_empty());
+    }
+
+    #[test]
+    fn a_stopped_install_resumes_where_it_stood() {
+        assert_eq!(progress(false, ""), Progress::NotStarted);
+        let started = "### /x/openshift-install create cluster --log-level info\n\
+            level=info msg=\"Creating infrastructure resources...\"\n";
+        assert_eq!(progress(true, started), Progress::Bootstrapping);
+        let past = format!("{started}level=info msg=\"{BOOTSTRAP_DESTROYING}\"\n");
+        assert_eq!(progress(true, &past), Progress::BootstrapDestroyed);
+        // An earlier install's lines do not count for a new one.
+        let again = format!("{past}### /x/openshift-install create cluster --log-level info\n");
+        assert_eq!(progress(true, &again), Progress::Bootstrapping);
+        let by_hand =
+            format!("{started}### /x/openshift-install destroy bootstrap\n{BOOTSTRAP_DESTROYED}\n");
+        assert_eq!(progress(true, &by_hand), Progress::BootstrapDestroyed);
+        assert_eq!(
+            commands(Progress::NotStarted)[0][..2],
+            ["create", "cluster"]
+        );
+        let resume = commands(Progress::Bootstrapping);
+        assert_eq!(
+            resume.iter().map(|c| c[1]).collect::<Vec<_>>(),
+            ["bootstrap-complete", "bootstrap", "install-complete"]
+        );
+        assert_eq!(commands(Progress::BootstrapDestroyed).len(), 1);
+    }
+}
