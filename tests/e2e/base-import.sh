@@ -3,15 +3,16 @@
 # image is written once into a volume declared qcow2, its sha256 (computed
 # while uploading) lands in the completion marker, and a partial upload (the
 # base volume without its marker, holding half the image) is never used: the
-# next `create infra` replaces it with the whole image. IPI clusters, so no
-# domain is started (the installer would power them).
+# next `create infra` replaces it with the whole image. A UPI rehearsal: its
+# nodes boot from overlays of the base (ISO and IPI nodes import none), and the
+# cluster is destroyed between steps, so no overlay holds an old base.
 set -euo pipefail
 NAME=base-import
 . "$(dirname "$0")/lib.sh"
 e2e_sandbox "$@"
 e2e_workdir base-import
 destroy_on_exit bi
-f=$(cluster_file bi 192.168.197.0/24 "method: ipi" "image: $IMAGE" "ctlplanes: 3" "workers: 0")
+f=$(cluster_file bi 192.168.197.0/24 "method: upi" "image: $IMAGE" "ctlplanes: 3" "workers: 0")
 
 step "first import: one volume declared qcow2, content and sha256 exact"
 "$bin" create infra -f "$f" | tee "$work/c1.out"
@@ -22,13 +23,16 @@ want=$(sha256sum "$IMAGE" | cut -d' ' -f1)
 grep -q "(sha256 $want)" <<<"$line" || fail "the reported sha256 is not the image's: $line"
 pool=$(virsh pool-list --name | awk 'NF {print $1; exit}')
 [[ -n $pool ]] || fail "no pool"
-virsh vol-dumpxml "$base" --pool "$pool" | grep -q "<format type='qcow2'/>" ||
-	fail "the base volume is not declared qcow2"
+# Captured, not piped into grep -q: under pipefail grep's early exit makes
+# virsh die of SIGPIPE and the pipeline false.
+vxml=$(virsh vol-dumpxml "$base" --pool "$pool")
+grep -q "<format type='qcow2'/>" <<<"$vxml" || fail "the base volume is not declared qcow2: $vxml"
 virsh -q vol-download "$base" "$work/got.qcow2" --pool "$pool"
 cmp -s "$IMAGE" "$work/got.qcow2" || fail "the base volume's content is not the image"
 virsh -q vol-download "$base.sha256" "$work/marker" --pool "$pool"
 [[ $(cat "$work/marker") == "$want" ]] || fail "the marker does not hold the image's sha256"
-if virsh vol-list "$pool" | grep -q '\.part\b'; then fail "an upload volume was left"; fi
+vols=$(virsh vol-list "$pool")
+if grep -q '\.part\b' <<<"$vols"; then fail "an upload volume was left"; fi
 
 step "a second run reuses the complete base"
 "$bin" create infra -f "$f" | tee "$work/c2.out"
@@ -55,5 +59,6 @@ grep -q "^created base image $base " "$work/c4.out" || fail "the base image was 
 
 step "destroy --purge-images removes the base and its marker"
 "$bin" destroy cluster bi --purge-images | tee "$work/d.out"
-if virsh vol-list "$pool" 2>/dev/null | grep -q shiftlab-base-; then fail "base volume or marker left"; fi
+vols=$(virsh vol-list "$pool" 2>/dev/null || true)
+if grep -q shiftlab-base- <<<"$vols"; then fail "base volume or marker left"; fi
 echo "PASS $NAME"

@@ -105,12 +105,12 @@ check_ingress() { # cluster cidr-prefix expected-node...
 	local want
 	want=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
 	for n in $(virsh list --name | grep "^$c-"); do
-		ip=$(dig +short "@$net.1" "$n.$c.lab.test" A | head -n 1)
+		ip=$(dig +short "@$net.1" "$n.$c.lab.test" A | awk 'NR == 1')
 		[[ $(curl -fsS -m 3 "http://$ip:8000/report" | jq -r .router || true) != yes ]] || routers+="$n"$'\n'
 	done
 	routers=$(printf '%s' "$routers" | sort | tr '\n' ' ')
 	[[ $routers == "$want" ]] || fail "$c: routers run on: $routers, expected: $want"
-	apps=$(dig +short "@$net.1" "console-openshift-console.apps.$c.lab.test" A | head -n 1)
+	apps=$(dig +short "@$net.1" "console-openshift-console.apps.$c.lab.test" A | awk 'NR == 1')
 	[[ -n $apps ]] || fail "$c: *.apps does not resolve"
 	got=$(for port in 80 443; do
 		for _ in $(seq 24); do
@@ -169,7 +169,7 @@ grep -q 'Install complete' "$SHIFTLAB_HOME/clusters/inst1/openshift-install.log"
 
 [[ $(downloads "$V/openshift-install-linux") == 1 ]] || fail "the installer was not downloaded exactly once"
 [[ $(downloads coreos-qemu) == 1 ]] || fail "the CoreOS image was not downloaded exactly once"
-cat "$work/noserve.out" "$work/run1.out" | grep -q "release $V (quay.io/okd/scos-release:$V)" || fail "the release is not named"
+cat "$work/noserve.out" "$work/run1.out" | contains "release $V (quay.io/okd/scos-release:$V)" || fail "the release is not named"
 [[ $(virsh vol-list shiftlab | grep -c 'shiftlab-base-[0-9a-f]*\.qcow2 ') == 1 ]] || fail "the base image is not the mirror's"
 
 step "running it again does nothing"
@@ -205,7 +205,7 @@ step "kill -9 during infra, then during the bootstrap-complete wait; reruns comp
 f2=$(install_file inst2 192.168.181.0/24)
 kill_during() { # target
 	"$bin" create cluster -f "$f2" >"$work/killed-$1.out" 2>&1 &
-	local pid=$! deadline=$((SECONDS + 300))
+	local pid=$! deadline=$((SECONDS + 900))
 	until [[ $(target_status inst2 "$1") == started ]]; do
 		kill -0 "$pid" 2>/dev/null || fail "shiftlab ended before reaching $1: $(tail -5 "$work/killed-$1.out")"
 		((SECONDS < deadline)) || fail "never reached $1"

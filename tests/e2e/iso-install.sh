@@ -113,13 +113,13 @@ check_finished() { # cluster targets nodes...
 	[[ $(virsh vol-list shiftlab | grep -c " *$c-") == $# ]] ||
 		fail "$c: volumes: $(virsh vol-list shiftlab | awk '{print $1}' | grep "^$c-\|^\.$c-" | tr '\n' ' ')"
 	[[ -z $(virsh vol-list shiftlab | grep -- "$c-live.iso" || true) ]] || fail "$c: the ISO volume is still there"
-	if virsh vol-list shiftlab | grep -q shiftlab-base-; then fail "$c: an ISO install imported a base image"; fi
+	if virsh vol-list shiftlab | contains shiftlab-base-; then fail "$c: an ISO install imported a base image"; fi
 	for n; do
 		[[ $(console "$n" | grep -c 'SHIFTLAB-STANDIN-INSTALLED') == 1 ]] ||
 			fail "$n: installed $(console "$n" | grep -c 'SHIFTLAB-STANDIN-INSTALLED') times, not once"
 		[[ $(console "$n" | grep -c 'standin: boot: iso') == 1 ]] ||
 			fail "$n: booted the ISO $(console "$n" | grep -c 'standin: boot: iso') times, not once"
-		console "$n" | grep 'SHIFTLAB-STANDIN-REPORT' | tail -n 1 | grep -q '"boot":"disk"' ||
+		console "$n" | grep 'SHIFTLAB-STANDIN-REPORT' | tail -n 1 | contains '"boot":"disk"' ||
 			fail "$n: its last report is not from its disk: $(console "$n" | grep SHIFTLAB-STANDIN-REPORT | tail -n 1)"
 		# Disk first, then the CD-ROM; the drive stays, empty.
 		[[ $(disks "$n") == "disk 1 source,cdrom 2 empty" ]] ||
@@ -177,7 +177,7 @@ done
 
 step "sno: kill -9 during the ISO build, rerun, kill -9 during the wait, rerun to install complete"
 f=$(iso_file sno1 192.168.185.0/24 "method: sno")
-"$bin" plan -f "$f" | tee "$work/sno-plan.txt" | grep -q 'sno1-ctlplane-0 .* iso, then disk' ||
+"$bin" plan -f "$f" | tee "$work/sno-plan.txt" | contains 'sno1-ctlplane-0 .* iso, then disk' ||
 	fail "plan does not show the boot path: $(cat "$work/sno-plan.txt")"
 kill_during "$f" sno1 iso "$work/shim/coreos-installer iso ignition embed"
 [[ ! -e $SHIFTLAB_HOME/clusters/sno1/sno-live.x86_64.iso ]] || fail "a killed build left an ISO in place"
@@ -187,7 +187,7 @@ kill_during "$f" sno1 bootstrap-complete "$work/cache/.*openshift-install wait-f
 if grep -q '^==> infra' "$work/sno.out"; then fail "the rerun repeated infra"; fi
 grep -q 'console: *https://console-openshift-console.apps.sno1.lab.test' "$work/sno.out" || fail "no console URL"
 check_finished sno1 "$sno_targets" sno1-ctlplane-0
-console sno1-ctlplane-0 | grep -q "role 'sno' from the installer's config" ||
+console sno1-ctlplane-0 | contains "role 'sno' from the installer's config" ||
 	fail "the node did not boot the installer's bootstrap-in-place config"
 "$bin" status sno1 -o json | jq -e '.install.flow == "sno" and all(.install.targets[]; .status == "done")' >/dev/null ||
 	fail "status: $("$bin" status sno1 -o json | jq -c .install)"
@@ -205,9 +205,9 @@ nodes=(ag1-ctlplane-0 ag1-ctlplane-1 ag1-ctlplane-2 ag1-worker-0 ag1-worker-1)
 check_finished ag1 "$agent_targets" "${nodes[@]}"
 grep -q 'Cluster status: installing' "$SHIFTLAB_HOME/clusters/ag1/openshift-install.log" ||
 	fail "the wait never saw the rendezvous host's assisted-service report the cluster installing"
-console ag1-ctlplane-0 | grep -q 'agent: node zero' || fail "ag1-ctlplane-0 did not act as the rendezvous host"
+console ag1-ctlplane-0 | contains 'agent: node zero' || fail "ag1-ctlplane-0 did not act as the rendezvous host"
 for n in ag1-worker-0 ag1-worker-1; do
-	console "$n" | grep -q "role 'worker' from the installer's config" || fail "$n did not find its role in the agent config"
+	console "$n" | contains "role 'worker' from the installer's config" || fail "$n did not find its role in the agent config"
 done
 "$bin" status ag1 -o json | jq -e '.install.flow == "agent"' >/dev/null || fail "status does not show the agent flow"
 # One download of the ISO per fetcher: shiftlab's cache and the installer's.

@@ -22,6 +22,10 @@ fail() {
 }
 step() { echo "--- $NAME: $*"; }
 
+# `cmd | contains PATTERN`: grep that reads its whole input. A quiet grep (-q) under
+# pipefail is false whenever grep's early exit kills cmd with SIGPIPE.
+contains() { grep "$@" >/dev/null; }
+
 # wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds (quietly), or fail.
 wait_for() {
 	local t=$1 what=$2
