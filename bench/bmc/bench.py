@@ -31,6 +31,8 @@ p.add_argument("--seq-requests", type=int, default=int(os.environ.get("BENCH_SEQ
 p.add_argument("--conc-requests", type=int, default=int(os.environ.get("BENCH_CONC", 4000)))
 p.add_argument("--seconds", type=int, default=int(os.environ.get("BENCH_SECONDS", 15)),
                help="time limit of each load run")
+p.add_argument("--limit-pairs", type=int, default=int(os.environ.get("BENCH_LIMIT_PAIRS", 5)),
+               help="shiftlab/limit runs, interleaved, per concurrency (the ratio is their median)")
 p.add_argument("--rounds", type=int, default=int(os.environ.get("BENCH_ROUNDS", 5)),
                help="power On/ForceOff rounds per implementation")
 a = p.parse_args()
@@ -158,11 +160,19 @@ try:
             time.sleep(0.1)
 
     # ------------------------------------------------------------ GET load
+    def cpu_seconds(pid):
+        # the server's CPU time (user + system, every thread, exited ones
+        # included): what serving cost it, whatever else ran on the machine
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
     def ab(s, concurrency, n):
         cmd = ["ab", "-q", "-r", "-s", "120", "-t", str(a.seconds), "-n", str(n), "-c", str(concurrency)]
         if s["auth"]:
             cmd += ["-A", f"{USER}:{PASSWORD}"]
+        cpu0 = cpu_seconds(s["proc"].pid)
         out = sh(*cmd, s["base"] + path)
+        cpu = cpu_seconds(s["proc"].pid) - cpu0
         num = lambda pat: float(re.search(pat, out, re.M).group(1))  # noqa: E731
         pct = dict((int(k), float(v)) for k, v in re.findall(r"^\s+(\d+)%\s+(\d+)", out, re.M))
         non2xx = re.search(r"Non-2xx responses:\s+(\d+)", out)
@@ -177,9 +187,11 @@ try:
             done=int(num(r"Complete requests:\s+(\d+)")),
             failed=errors + (int(non2xx.group(1)) if non2xx else 0),
             other_length=int(kinds.group(3)) if kinds else 0,
+            cpu=cpu,
         )
 
     get = {}
+    pairs = {}
     for cfg in ("http", "tls"):
         for conc, n in ((1, a.seq_requests), (16, a.conc_requests)):
             for impl in ("shiftlab", "sushy"):
@@ -189,8 +201,16 @@ try:
                 get[(key, conc)] = ab(servers[key], conc, count)
                 print(f"  GET {key:14} c={conc:<2} {get[(key, conc)]}", file=sys.stderr)
             if cfg == "http":
-                get[("limit-http", conc)] = ab(servers["limit-http"], conc, n)
-                print(f"  GET limit-http     c={conc:<2} {get[('limit-http', conc)]}", file=sys.stderr)
+                # shiftlab and the limit back to back, several times: each pair
+                # is measured at one moment (the machine's load moves between
+                # moments), the ratio is the pairs' median
+                first = get[("shiftlab-http", conc)]
+                for i in range(a.limit_pairs):
+                    s = first if i == 0 else ab(servers["shiftlab-http"], conc, n)
+                    lim = ab(servers["limit-http"], conc, n)
+                    pairs.setdefault(conc, []).append((s, lim))
+                    print(f"  GET pair {i}  c={conc:<2} shiftlab {s['rps']:.0f} limit {lim['rps']:.0f} req/s", file=sys.stderr)
+                get[("limit-http", conc)] = lim
 
     rss = {}
     for k, s in servers.items():
@@ -251,14 +271,20 @@ for cfg, label in (("http", "HTTP, no auth"), ("tls", "TLS + Basic auth")):
           f"{s['p50']:.0f} / {s['p99']:.0f} | {y['p50']:.0f} / {y['p99']:.0f} | {s['failed']}/{y['failed']} |")
 w("")
 w(f"Limit: a minimal hyper server (examples/bmc_limit.rs, same runtime and HTTP/1 stack) answering "
-  f"every request with a {servers['limit-http']['size']}-byte body, the size of shiftlab's GET, same ab load")
+  f"every request with a {servers['limit-http']['size']}-byte body, the size of shiftlab's GET, same ab load; "
+  f"{a.limit_pairs} shiftlab/limit pairs back to back per row, medians (ratio: median of the pairs' ratios, "
+  f"min–max in brackets)")
 w("")
-w("| transport | clients | limit req/s | shiftlab req/s | shiftlab / limit | limit p50 / p99 ms |")
-w("|---|---|---|---|---|---|")
+w("| transport | clients | limit req/s | shiftlab req/s | shiftlab / limit | CPU µs per request, limit / shiftlab | CPU per request, limit / shiftlab |")
+w("|---|---|---|---|---|---|---|")
 for conc in (1, 16):
-    l, s = get[("limit-http", conc)], get[("shiftlab-http", conc)]
-    w(f"| HTTP, no auth | {conc} | {l['rps']:.0f} | {s['rps']:.0f} | **{s['rps'] / l['rps']:.2f}×** | "
-      f"{l['p50']:.0f} / {l['p99']:.0f} |")
+    ps = pairs[conc]
+    ratios = sorted(x["rps"] / y["rps"] for x, y in ps)
+    # CPU per request over all the pairs' requests
+    cs = sum(x["cpu"] for x, _ in ps) / sum(x["done"] for x, _ in ps) * 1e6
+    cl = sum(y["cpu"] for _, y in ps) / sum(y["done"] for _, y in ps) * 1e6
+    w(f"| HTTP, no auth | {conc} | {med(y['rps'] for _, y in ps):.0f} | {med(x['rps'] for x, _ in ps):.0f} | "
+      f"**{med(ratios):.2f}×** ({ratios[0]:.2f}–{ratios[-1]:.2f}) | {cl:.0f} / {cs:.0f} | **{cl / cs:.2f}×** |")
 w("")
 w(f"Power (POST ComputerSystem.Reset, one request each, {a.rounds} rounds interleaved on the same domain; median ms)")
 w("")

@@ -9,7 +9,8 @@
 #
 # Knobs (environment): BENCH_SEQ / BENCH_CONC (shiftlab's request counts for
 # 1 and 16 clients; sushy gets 1/20 of them), BENCH_SECONDS (time limit of
-# each load run), BENCH_ROUNDS (power rounds), BENCH_VENV, BENCH_SHIFTLAB (a
+# each load run), BENCH_LIMIT_PAIRS (shiftlab/limit pairs run back to back,
+# default 5), BENCH_ROUNDS (power rounds), BENCH_VENV, BENCH_SHIFTLAB (a
 # prebuilt shiftlab binary instead of cargo build --release).
 # Needs: scripts/setup's packages, apache2-utils (ab; installed if missing),
 # and pip access for sushy-tools + libvirt-python (built against libvirt-dev).

@@ -119,20 +119,6 @@ pub fn base_marker_name(base: &str) -> String {
     format!("{base}.sha256")
 }
 
-/// A reader that hashes what passes through it.
-struct Hashing<R> {
-    inner: R,
-    hash: Sha256,
-}
-
-impl<R: std::io::Read> std::io::Read for Hashing<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.hash.update(&buf[..n]);
-        Ok(n)
-    }
-}
-
 /// The digest a complete base volume's marker records, or `None` when the
 /// marker is missing or unreadable (the volume is then partial).
 fn marker_digest(host: &Host, pool: &StoragePool, base: &str) -> Result<Option<String>> {
@@ -142,6 +128,92 @@ fn marker_digest(host: &Host, pool: &StoragePool, base: &str) -> Result<Option<S
     let text = host.download(&marker).unwrap_or_default();
     let text = String::from_utf8_lossy(&text).trim().to_string();
     Ok((text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit())).then_some(text))
+}
+
+/// A complete base volume other than `name` (the one named from this file's
+/// path) with this file's content, and its name: the image imported before from
+/// another path. Cheap checks first: without a complete base volume of the same
+/// byte length and virtual size nothing is read. With one, the file is hashed
+/// (read, not uploaded) and compared with the candidates' markers; a match is
+/// remembered in the host record under `name`, so the next run of this path
+/// reads nothing. A volume named `name` that exists wins (it is this path's own).
+fn same_content(
+    host: &Host,
+    pool: &StoragePool,
+    image: &Path,
+    name: &str,
+    (len, virtual_size): (u64, u64),
+    state: &StateDir,
+) -> Result<Option<(StorageVol, String)>> {
+    if Host::volume(pool, name)?.is_some() {
+        return Ok(None);
+    }
+    let pool_name = pool.name().context("reading the pool's name")?;
+    let mut rec = ledger::load_host(state)?;
+    let alias = rec
+        .base_aliases
+        .iter()
+        .find(|(u, p, a, _)| *u == host.uri && *p == pool_name && a == name)
+        .map(|(.., v)| v.clone());
+    if let Some(v) = alias {
+        if let (Some(vol), Some(_)) = (Host::volume(pool, &v)?, marker_digest(host, pool, &v)?) {
+            tracing::info!(volume = %v, image = %image.display(), how = "remembered", "base image found by content");
+            return Ok(Some((vol, v)));
+        }
+    }
+    let mut candidates = Vec::new();
+    for v in pool.list_all_volumes(0).context("listing volumes")? {
+        let Ok(n) = v.name() else { continue };
+        if !is_base_name(&n) || n == name {
+            continue;
+        }
+        // VIR_STORAGE_VOL_GET_PHYSICAL: `allocation` is then the file's size.
+        let physical = v.info_flags(1).map(|i| i.allocation).ok();
+        let capacity = v.info().map(|i| i.capacity).ok();
+        if physical != Some(len) || capacity != Some(virtual_size) {
+            continue;
+        }
+        if let Some(d) = marker_digest(host, pool, &n)? {
+            candidates.push((v, n, d));
+        }
+    }
+    if candidates.is_empty() {
+        return Ok(None);
+    }
+    let digest = file_sha256(image)?;
+    let Some((vol, used, _)) = candidates.into_iter().find(|(.., d)| *d == digest) else {
+        return Ok(None);
+    };
+    rec.base_aliases
+        .retain(|(u, p, a, _)| !(*u == host.uri && *p == pool_name && a == name));
+    rec.base_aliases
+        .push((host.uri.clone(), pool_name, name.to_string(), used.clone()));
+    ledger::save_host(state, &rec)?;
+    tracing::info!(volume = %used, image = %image.display(), how = "hashed", "base image found by content");
+    Ok(Some((vol, used)))
+}
+
+/// Is this a base volume's name (`shiftlab-base-<16 hex>.qcow2`)?
+fn is_base_name(n: &str) -> bool {
+    n.strip_prefix("shiftlab-base-")
+        .and_then(|r| r.strip_suffix(".qcow2"))
+        .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The sha256 of a file, read once.
+fn file_sha256(path: &Path) -> Result<String> {
+    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut hash = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            return Ok(hex::encode(hash.finalize()));
+        }
+        hash.update(&buf[..n]);
+    }
 }
 
 fn ensure_pool(
@@ -195,6 +267,20 @@ fn ensure_base(
     let (cluster_dir, state) = dirs;
     let virtual_size = qcow2_virtual_size(image)?;
     let name = base_name(image)?;
+    let len = std::fs::metadata(image)?.len();
+    // The same file under another path (a copy, a link, another mount) is the
+    // same base: found by content, not imported twice.
+    if let Some((vol, used)) = same_content(host, pool, image, &name, (len, virtual_size), state)? {
+        if !ledger.base_volumes.contains(&used) {
+            ledger.base_volumes.push(used.clone());
+            ledger::save(cluster_dir, ledger)?;
+        }
+        report.unchanged.push(format!(
+            "base image {used} (same content as {})",
+            image.display()
+        ));
+        return Ok((vol, virtual_size));
+    }
     if !ledger.base_volumes.contains(&name) {
         ledger.base_volumes.push(name.clone());
         ledger::save(cluster_dir, ledger)?;
@@ -219,7 +305,6 @@ fn ensure_base(
             .delete(0)
             .context("removing a stale base image marker")?;
     }
-    let len = std::fs::metadata(image)?.len();
     // Declared as what it is (qcow2, libvirt's `qemu-img create` makes a small
     // header) and overwritten byte for byte by the upload: one write, no convert.
     // libvirt src/storage/storage_util.c, virStorageBackendVolUploadLocal: the
@@ -237,14 +322,11 @@ fn ensure_base(
             anyhow::anyhow!("the image ({len} bytes) is smaller than an empty qcow2 header"),
         );
     }
-    let mut src = Hashing {
-        inner: std::fs::File::open(image)?,
-        hash: Sha256::new(),
+    let src = std::fs::File::open(image)?;
+    let digest = match host.upload_sha256(&vol, src, len) {
+        Ok(d) => d,
+        Err(e) => return fail(&vol, e),
     };
-    if let Err(e) = host.upload(&vol, &mut src, len) {
-        return fail(&vol, e);
-    }
-    let digest = hex::encode(src.hash.finalize());
     // Verify what libvirt now sees: a qcow2 of the image's virtual size.
     pool.refresh(0)
         .with_context(|| format!("refreshing pool {}", ledger.pool))?;
@@ -821,4 +903,36 @@ pub fn start_nodes(host: &Host, plan: &Plan, roles: &[Role]) -> Result<Vec<Strin
         started.extend(r?);
     }
     Ok(started)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_names_are_recognised_and_other_volumes_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("rhcos.qcow2");
+        std::fs::write(&image, b"QFI\xfb").unwrap();
+        let name = base_name(&image).unwrap();
+        assert!(is_base_name(&name), "{name}");
+        for other in [
+            "shiftlab-base-0123.qcow2",
+            "shiftlab-base-0123456789abcdef.qcow2.sha256",
+            "shiftlab-base-0123456789abcdeg.qcow2",
+            "lab1-ctlplane-0.qcow2",
+        ] {
+            assert!(!is_base_name(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn a_file_is_hashed_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("x");
+        // more than one read buffer
+        let data: Vec<u8> = (0..(3 << 20) + 5).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&f, &data).unwrap();
+        assert_eq!(file_sha256(&f).unwrap(), hex::encode(Sha256::digest(&data)));
+    }
 }

@@ -235,6 +235,14 @@ fn purge_base_images(host: &Host, state: &StateDir) -> Result<Vec<String>> {
         removed.push(format!("volume {base}"));
     }
     rec.base_images = kept;
+    // An alias of a base that is gone is no alias.
+    rec.base_aliases.retain(|(u, p, _, v)| {
+        *u != host.uri
+            || rec
+                .base_images
+                .iter()
+                .any(|(bu, bp, bv)| bu == u && bp == p && bv == v)
+    });
     let mut pools_kept = Vec::new();
     for (uri, pool_name) in std::mem::take(&mut rec.pools) {
         let in_use = uri != host.uri

@@ -54,6 +54,11 @@ pub struct HostRecord {
     pub pools: Vec<(String, String)>,
     /// (libvirt URI, pool, volume)
     pub base_images: Vec<(String, String, String)>,
+    /// (libvirt URI, pool, the base name of a file's path, the base volume with
+    /// its content): the same image found under another path, so it is not
+    /// imported twice (`apply::same_content`).
+    #[serde(default)]
+    pub base_aliases: Vec<(String, String, String, String)>,
 }
 
 pub fn load_host(state: &StateDir) -> Result<HostRecord> {

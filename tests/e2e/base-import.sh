@@ -5,7 +5,9 @@
 # base volume without its marker, holding half the image) is never used: the
 # next `create infra` replaces it with the whole image. A UPI rehearsal: its
 # nodes boot from overlays of the base (ISO and IPI nodes import none), and the
-# cluster is destroyed between steps, so no overlay holds an old base.
+# cluster is destroyed between steps, so no overlay holds an old base. The same
+# image at a second path is found by content (not imported twice); an image of
+# the same size with other content is not.
 set -euo pipefail
 NAME=base-import
 . "$(dirname "$0")/lib.sh"
@@ -56,6 +58,36 @@ step "a marker without its volume is not a base image either"
 virsh -q vol-delete "$base" --pool "$pool"
 "$bin" create infra -f "$f" | tee "$work/c4.out"
 grep -q "^created base image $base " "$work/c4.out" || fail "the base image was not imported again"
+
+step "the same image at another path is the same base, found by its content"
+cp "$IMAGE" "$work/copy.qcow2" # another path, another mtime: another name
+destroy_on_exit bj
+fj=$(cluster_file bj 192.168.196.0/24 "method: upi" "image: $work/copy.qcow2" "ctlplanes: 3" "workers: 0")
+SHIFTLAB_LOG=info "$bin" create infra -f "$fj" 2>"$work/j1.err" | tee "$work/j1.out"
+if grep -q '^created base image' "$work/j1.out"; then fail "the same image at another path was imported again"; fi
+bases() { virsh vol-list "$pool" | awk '$1 ~ /^shiftlab-base-.*\.qcow2$/ {print $1}'; }
+[[ $(bases) == "$base" ]] || fail "base volumes: $(bases | tr '\n' ' '), want only $base"
+bpath=$(virsh vol-path "$base" --pool "$pool")
+oxml=$(virsh vol-dumpxml bj-ctlplane-0.qcow2 --pool "$pool")
+grep -qF -- "<path>$bpath</path>" <<<"$oxml" || fail "bj's overlay is not backed by $base: $oxml"
+python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(not any(a[3] == sys.argv[2] for a in r.get("base_aliases", [])))' \
+	"$SHIFTLAB_HOME/libvirt-host.json" "$base" || fail "no alias of $base recorded"
+grep -q 'base image found by content.*how="\?hashed' "$work/j1.err" || fail "no content match logged: $(cat "$work/j1.err")"
+# remembered: the second run reads the file's header only, no hashing
+SHIFTLAB_LOG=info "$bin" create infra -f "$fj" 2>"$work/j2.err" | tee "$work/j2.out"
+grep -q 'base image found by content.*how="\?remembered' "$work/j2.err" || fail "the second run did not use the alias: $(cat "$work/j2.err")"
+if grep -q '^created base image' "$work/j2.out"; then fail "imported on the second run"; fi
+# same size and virtual size, other content (a byte in the header cluster's
+# unused padding): a base of its own
+cp "$IMAGE" "$work/other.qcow2"
+printf '\x01' | dd of="$work/other.qcow2" bs=1 seek=32768 conv=notrunc status=none
+destroy_on_exit bk
+fk=$(cluster_file bk 192.168.195.0/24 "method: upi" "image: $work/other.qcow2" "ctlplanes: 3" "workers: 0")
+"$bin" create infra -f "$fk" | tee "$work/k1.out"
+grep -q '^created base image ' "$work/k1.out" || fail "another content was taken for the same base"
+[[ $(bases | wc -l) == 2 ]] || fail "base volumes: $(bases | tr '\n' ' '), want two"
+"$bin" destroy cluster bj >/dev/null
+"$bin" destroy cluster bk >/dev/null
 
 step "destroy --purge-images removes the base and its marker"
 "$bin" destroy cluster bi --purge-images | tee "$work/d.out"
