@@ -8,6 +8,8 @@
 #   destroy_on_exit c1 c2         # the suite's clusters go, whatever happens
 #   on_exit 'stop_pid "$serve"'   # anything else to undo (evaluated at exit)
 #   f=$(cluster_file c1 192.168.160.0/24 "method: upi" "workers: 2")
+#   release_mirror                # the install suites' release mirror at $mirror_url
+#   kill_during "$f" c1 infra     # create cluster, killed -9 during a target
 #
 # A suite may define its own fail() after sourcing (to print a log first). It must
 # not set its own EXIT trap: on_exit is the one place for cleanups.
@@ -114,4 +116,91 @@ venv=${BMC_VENV:-${TMPDIR:-/tmp}/shiftlab-bmc-venv}
 bmc_venv() {
 	py_venv "$venv" 'ssl, sushy, requests, redfish_service_validator' \
 		sushy==5.5.0 redfish-service-validator==3.1.8 requests
+}
+
+# The loopback release mirror of the install suites (inside the sandbox's own
+# network namespace), laid out as OKD's release assets:
+# <mirror_url>/<version>/{release.txt,sha256sum.txt,openshift-*-linux-<version>.tar.gz},
+# the installer being the fake openshift-install. Needs $work (e2e_workdir).
+#
+#   release_mirror                  serve $work/mirror at $mirror_url, release $V in it
+#   mirror_release 4.17.0-okd-scos.1 corrupt     another release, its installer tarball damaged
+#   mirror_qcow2_stream "$IMAGE"    IMAGE as the stream's CoreOS qcow2 (the fake's stream)
+#   mirror_downloads PATTERN        how many GETs of /PATTERN the mirror served
+V=4.17.0-okd-scos.0
+fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
+mirror_pid=""
+release_mirror() {
+	local port=$((20000 + RANDOM % 20000))
+	mirror_url=http://127.0.0.1:$port
+	mirror_release "$V"
+	python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$work/mirror.log" 2>&1 &
+	mirror_pid=$!
+	on_exit 'stop_pid "$mirror_pid"'
+	wait_for 10 "the release mirror" curl -fs "$mirror_url/$V/release.txt"
+}
+
+# mirror_release VERSION [corrupt]: release VERSION in the mirror, as OKD publishes it.
+mirror_release() {
+	local v=$1 d=$work/mirror/$1 t=$work/tar-$1
+	mkdir -p "$d" "$t/i" "$t/c"
+	cp "$fake" "$t/i/openshift-install"
+	# Each release's installer differs (else the cache, keyed by digest, serves it).
+	echo "# release $v" >>"$t/i/openshift-install"
+	printf '#!/bin/sh\necho "Client Version: %s"\n' "$v" >"$t/c/oc"
+	chmod +x "$t/c/oc"
+	tar -C "$t/i" -czf "$d/openshift-install-linux-$v.tar.gz" openshift-install
+	tar -C "$t/c" -czf "$d/openshift-client-linux-$v.tar.gz" oc
+	printf 'Name:      %s\n\nPull From: quay.io/okd/scos-release:%s\n\nRelease Metadata:\n  Version:  %s\n' "$v" "$v" "$v" >"$d/release.txt"
+	(cd "$d" && sha256sum openshift-*.tar.gz >sha256sum.txt)
+	if [[ ${2:-} == corrupt ]]; then echo garbage >>"$d/openshift-install-linux-$v.tar.gz"; fi
+}
+
+# mirror_qcow2_stream IMAGE: IMAGE, gzipped, in the mirror as the CoreOS qcow2 of
+# stream metadata the fake installer prints ($work/stream.json, exported as
+# SHIFTLAB_FAKE_STREAM_JSON).
+mirror_qcow2_stream() {
+	local gz=$work/mirror/coreos-qemu.x86_64.qcow2.gz
+	gzip -1 -c "$1" >"$gz"
+	jq -n --arg loc "$mirror_url/coreos-qemu.x86_64.qcow2.gz" \
+		--arg gz "$(sha256sum <"$gz" | cut -d' ' -f1)" \
+		--arg raw "$(sha256sum <"$1" | cut -d' ' -f1)" \
+		'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{qemu:{formats:{"qcow2.gz":{disk:{location:$loc,sha256:$gz,"uncompressed-sha256":$raw}}}}}}}}' \
+		>"$work/stream.json"
+	export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
+}
+
+mirror_downloads() { grep -c "GET /$1" "$work/mirror.log" || true; }
+
+# target_status CLUSTER TARGET: the install target's status (none before it starts).
+target_status() {
+	jq -r --arg t "$2" '.targets[$t].status // "none"' "$SHIFTLAB_HOME/clusters/$1/install-state.json" 2>/dev/null || echo none
+}
+
+# kill_during CLUSTER-FILE CLUSTER TARGET [PROCESS-PATTERN]: start create cluster,
+# kill -9 it once TARGET has started and (if given) a process matching
+# PROCESS-PATTERN runs — the child doing the work — then see that the child does
+# not outlive it (it would race the rerun over the asset directory). The output
+# goes to $work/killed-CLUSTER-TARGET.out. Environment set on the call reaches
+# create cluster (SHIM_DELAY=4 kill_during …).
+kill_during() {
+	local f=$1 c=$2 target=$3 pattern=${4:-} pid out=$work/killed-$2-$3.out
+	# Generous: TCG boots on a loaded machine.
+	local deadline=$((SECONDS + 900))
+	"$bin" create cluster -f "$f" >"$out" 2>&1 &
+	pid=$!
+	until [[ $(target_status "$c" "$target") == started ]] && { [[ -z $pattern ]] || pgrep -f "$pattern" >/dev/null; }; do
+		kill -0 "$pid" 2>/dev/null || fail "shiftlab ended before $c reached $target: $(tail -5 "$out")"
+		((SECONDS < deadline)) || fail "$c never reached $target"
+		sleep 0.2
+	done
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null || true
+	echo "killed $c during $target"
+	[[ -n $pattern ]] || return 0
+	local gone=$((SECONDS + 15))
+	while pgrep -f "$pattern" >/dev/null; do
+		((SECONDS < gone)) || fail "$pattern outlived the shiftlab that ran it"
+		sleep 0.2
+	done
 }
