@@ -126,6 +126,80 @@ fn capacity_is_weighed_against_the_plan() {
 }
 
 #[test]
+fn nodes_below_the_documented_minimums_are_named_for_a_real_cluster_only() {
+    // Bootstrap and control planes of 12 GiB and 3 vCPUs: below 16 GiB and 4
+    // (workers are not: 8 GiB and 2), on a host with room for all of them.
+    let small = "memory: 12288\nnumcpus: 3\n";
+    let c = doctor::checks(&facts("good-host"), Some(&plan(small)));
+    let get = |id: &str| c.iter().find(|c| c.id == id).unwrap().clone();
+    let (memory, cpu) = (get("memory"), get("cpu"));
+    assert_eq!(memory.severity, Severity::Warn);
+    assert_eq!(
+        memory.verdict,
+        "the nodes want 72.0 GiB together; the host has 125.0 GiB (117.2 GiB available); \
+         below the documented minimums: lab1-bootstrap 12.0 GiB < 16.0 GiB, lab1-ctlplane-0 12.0 GiB < 16.0 GiB, \
+         lab1-ctlplane-1 12.0 GiB < 16.0 GiB, lab1-ctlplane-2 12.0 GiB < 16.0 GiB"
+    );
+    assert_eq!(
+        memory.fix.as_deref(),
+        Some("labs run smaller than the minimums at their own risk; raise memory: if the install stalls")
+    );
+    assert_eq!(cpu.severity, Severity::Warn);
+    assert_eq!(
+        cpu.verdict,
+        "the nodes want 18 vCPUs; the host has 32 CPU threads; below the documented minimums: \
+         lab1-bootstrap 3 < 4, lab1-ctlplane-0 3 < 4, lab1-ctlplane-1 3 < 4, lab1-ctlplane-2 3 < 4"
+    );
+    assert_eq!(
+        cpu.fix.as_deref(),
+        Some("raise numcpus: if the install stalls")
+    );
+    // An overcommitted host: its fix comes first, the minimums are still named.
+    let mut f = facts("good-host");
+    f.memory_available_mib = 40_000;
+    f.cpus = 10;
+    let c = doctor::checks(&f, Some(&plan(small)));
+    let get = |id: &str| c.iter().find(|c| c.id == id).unwrap().clone();
+    let (memory, cpu) = (get("memory"), get("cpu"));
+    assert_eq!(memory.severity, Severity::Warn);
+    assert!(
+        memory.verdict.contains("; overcommitted: ")
+            && memory
+                .verdict
+                .contains("; below the documented minimums: lab1-bootstrap 12.0 GiB"),
+        "{}",
+        memory.verdict
+    );
+    assert_eq!(
+        memory.fix.as_deref(),
+        Some("fewer or smaller nodes, or free memory on the host")
+    );
+    assert_eq!(cpu.severity, Severity::Warn);
+    assert!(
+        cpu.verdict.contains("; overcommitted 1.8:1; ")
+            && cpu
+                .verdict
+                .contains("; below the documented minimums: lab1-bootstrap 3 < 4"),
+        "{}",
+        cpu.verdict
+    );
+    assert_eq!(
+        cpu.fix.as_deref(),
+        Some("raise numcpus: if the install stalls")
+    );
+    // A rehearsal's nodes are small on purpose.
+    let c = doctor::checks(
+        &facts("good-host"),
+        Some(&plan(&format!("rehearsal: true\n{small}"))),
+    );
+    for id in ["memory", "cpu"] {
+        let check = c.iter().find(|c| c.id == id).unwrap();
+        assert_eq!(check.severity, Severity::Ok, "{check:?}");
+        assert!(!check.verdict.contains("minimums"), "{check:?}");
+    }
+}
+
+#[test]
 fn the_ipv6_localhost_lines_that_break_and_those_that_do_not() {
     let p = plan("");
     let hosts = |text: &str| {
