@@ -204,3 +204,96 @@ kill_during() {
 		sleep 0.2
 	done
 }
+
+# ---- the BMC suites: `shiftlab bmc` serving tiny QEMU domains in the sandbox.
+#
+#   bmc_suite 170 "$@"               outside: venv, binary, then this script again
+#                                    in scripts/sandbox (bounded); inside: returns
+#   e2e_workdir NAME; bmc_pids
+#   tiny_domains NAME-a NAME-b       domains with a disk and an empty CD-ROM
+#   iso_server 18080 boot.iso        an ISO on http://127.0.0.1:18080/boot.iso
+#   bmc_start 18443 NAME-a NAME-b    the BMC on https://127.0.0.1:18443 for them
+
+# bmc_suite SECONDS "$@": the suite runs twice. Outside the sandbox (no __inside
+# argument) it makes the client venv and the binary, then runs itself again in
+# scripts/sandbox, which stops everything it started after SECONDS; inside, this
+# returns.
+bmc_suite() {
+	local t=$1
+	shift
+	[[ ${1:-} != __inside ]] || return 0
+	bmc_venv
+	(cd "$repo" && cargo build -q --bin shiftlab)
+	exec timeout -k 30 "$t" "$repo/scripts/sandbox" run -- "$0" __inside
+}
+
+# bmc_pids: the background servers of the suite go in pids; they stop at exit.
+bmc_pids() {
+	pids=()
+	on_exit 'for p in "${pids[@]}"; do stop_pid "$p"; done'
+}
+
+# tiny_domain NAME [VOLUME]: define a 128 MiB TCG domain NAME booting from disk
+# with an empty SATA CD-ROM for virtual media (what the BMC inserts into); with
+# VOLUME, its disk is that qcow2 volume of the pool "default".
+tiny_domain() {
+	local disk=
+	[[ -z ${2:-} ]] || disk="<disk type='volume' device='disk'>
+      <driver name='qemu' type='qcow2'/>
+      <source pool='default' volume='$2'/>
+      <target dev='vda' bus='virtio'/>
+    </disk>"
+	virsh -q define /dev/stdin >/dev/null <<EOX
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>128</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type><boot dev='hd'/></os>
+  <features><acpi/></features>
+  <devices>
+    $disk
+    <disk type='file' device='cdrom'>
+      <driver name='qemu' type='raw'/>
+      <target dev='sda' bus='sata'/>
+      <readonly/>
+    </disk>
+  </devices>
+</domain>
+EOX
+}
+
+# tiny_domains NAME...: the pool "default" (made here), and per NAME a tiny
+# domain (tiny_domain) with a 16 MiB qcow2 volume NAME.qcow2 as its disk.
+tiny_domains() {
+	local d
+	virsh -q pool-define-as default dir --target /var/lib/libvirt/images >/dev/null
+	virsh -q pool-start default >/dev/null
+	for d; do
+		virsh -q vol-create-as default "$d.qcow2" 16M --format qcow2 >/dev/null
+		tiny_domain "$d" "$d.qcow2"
+	done
+}
+
+# iso_server PORT FILE: a small ISO at $work/www/FILE, served over HTTP on
+# 127.0.0.1:PORT (log: $work/http.log; the server in pids).
+iso_server() {
+	mkdir -p "$work/iso" "$work/www"
+	echo "shiftlab $NAME test" >"$work/iso/README"
+	genisoimage -quiet -o "$work/www/$2" -V SHIFTLAB -r -J "$work/iso"
+	python3 -m http.server --bind 127.0.0.1 --directory "$work/www" "$1" >"$work/http.log" 2>&1 &
+	pids+=($!)
+	wait_for 10 "the ISO server" curl -s "http://127.0.0.1:$1/"
+}
+
+# bmc_start PORT DOMAIN...: `shiftlab bmc` (TLS, its password and CA under
+# $work/bmc) for the domains on https://127.0.0.1:PORT, logging to $work/bmc.log
+# (the server in pids).
+bmc_start() {
+	local port=$1 d allow=()
+	shift
+	for d; do allow+=(--allow "$d"); done
+	"$bin" -v bmc --connect qemu:///system "${allow[@]}" --pool default \
+		--listen "127.0.0.1:$port" --bmc-dir "$work/bmc" >"$work/bmc.log" 2>&1 &
+	pids+=($!)
+	wait_for 10 "the BMC" curl -sk "https://127.0.0.1:$port/redfish/v1/"
+}
