@@ -50,12 +50,14 @@ _run_on_exit() {
 }
 trap _run_on_exit EXIT
 
-# stop_pid PID: stop a process this suite started (no-op when PID is empty).
+# stop_pid PID: stop a process this suite started (no-op when PID is empty). PID
+# must be the process itself: `"$bin" serve &`, not a shell function run in the
+# background (its $! is a subshell, and killing that leaves the process running).
+# The process's exit status (143 after the TERM) does not end the suite.
 stop_pid() {
 	[[ -n ${1:-} ]] || return 0
-	kill "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-	return 0
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
 }
 
 # destroy_on_exit CLUSTER...: destroy these clusters (and their images) at exit.
