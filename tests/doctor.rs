@@ -130,9 +130,7 @@ fn nodes_below_the_documented_minimums_are_named_for_a_real_cluster_only() {
     // Bootstrap and control planes of 12 GiB and 3 vCPUs: below 16 GiB and 4
     // (workers are not: 8 GiB and 2), on a host with room for all of them.
     let small = "memory: 12288\nnumcpus: 3\n";
-    let c = doctor::checks(&facts("good-host"), Some(&plan(small)));
-    let get = |id: &str| c.iter().find(|c| c.id == id).unwrap().clone();
-    let (memory, cpu) = (get("memory"), get("cpu"));
+    let (memory, cpu) = memory_and_cpu(&facts("good-host"), small);
     assert_eq!(memory.severity, Severity::Warn);
     assert_eq!(
         memory.verdict,
@@ -158,45 +156,44 @@ fn nodes_below_the_documented_minimums_are_named_for_a_real_cluster_only() {
     let mut f = facts("good-host");
     f.memory_available_mib = 40_000;
     f.cpus = 10;
-    let c = doctor::checks(&f, Some(&plan(small)));
-    let get = |id: &str| c.iter().find(|c| c.id == id).unwrap().clone();
-    let (memory, cpu) = (get("memory"), get("cpu"));
-    assert_eq!(memory.severity, Severity::Warn);
-    assert!(
-        memory.verdict.contains("; overcommitted: ")
-            && memory
-                .verdict
-                .contains("; below the documented minimums: lab1-bootstrap 12.0 GiB"),
-        "{}",
-        memory.verdict
-    );
-    assert_eq!(
-        memory.fix.as_deref(),
-        Some("fewer or smaller nodes, or free memory on the host")
-    );
-    assert_eq!(cpu.severity, Severity::Warn);
-    assert!(
-        cpu.verdict.contains("; overcommitted 1.8:1; ")
-            && cpu
-                .verdict
-                .contains("; below the documented minimums: lab1-bootstrap 3 < 4"),
-        "{}",
-        cpu.verdict
-    );
-    assert_eq!(
-        cpu.fix.as_deref(),
-        Some("raise numcpus: if the install stalls")
-    );
+    let (memory, cpu) = memory_and_cpu(&f, small);
+    for (check, parts, fix) in [
+        (
+            memory,
+            [
+                "; overcommitted: ",
+                "; below the documented minimums: lab1-bootstrap 12.0 GiB",
+            ],
+            "fewer or smaller nodes, or free memory on the host",
+        ),
+        (
+            cpu,
+            [
+                "; overcommitted 1.8:1; ",
+                "; below the documented minimums: lab1-bootstrap 3 < 4",
+            ],
+            "raise numcpus: if the install stalls",
+        ),
+    ] {
+        assert_eq!(check.severity, Severity::Warn, "{check:?}");
+        for part in parts {
+            assert!(check.verdict.contains(part), "{part}: {}", check.verdict);
+        }
+        assert_eq!(check.fix.as_deref(), Some(fix));
+    }
     // A rehearsal's nodes are small on purpose.
-    let c = doctor::checks(
-        &facts("good-host"),
-        Some(&plan(&format!("rehearsal: true\n{small}"))),
-    );
-    for id in ["memory", "cpu"] {
-        let check = c.iter().find(|c| c.id == id).unwrap();
+    let (memory, cpu) = memory_and_cpu(&facts("good-host"), &format!("rehearsal: true\n{small}"));
+    for check in [memory, cpu] {
         assert_eq!(check.severity, Severity::Ok, "{check:?}");
         assert!(!check.verdict.contains("minimums"), "{check:?}");
     }
+}
+
+/// The memory and cpu checks of the lab `plan(extra)` on a host with these facts.
+fn memory_and_cpu(f: &HostFacts, extra: &str) -> (doctor::Check, doctor::Check) {
+    let c = doctor::checks(f, Some(&plan(extra)));
+    let get = |id: &str| c.iter().find(|c| c.id == id).unwrap().clone();
+    (get("memory"), get("cpu"))
 }
 
 #[test]
