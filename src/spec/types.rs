@@ -269,7 +269,7 @@ impl ServiceType {
 }
 
 /// `kubevirt:`: where and how the VMs of a `backend: kubevirt` cluster run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KubevirtSpec {
     /// The kubeconfig file (checked to exist when the file is loaded).
     pub kubeconfig: PathBuf,
