@@ -321,6 +321,30 @@ fn create_then_destroy_a_cluster_on_the_fake_api() {
     let plan = plan_of(&file);
     let want = &plan.kubevirt.as_ref().unwrap().objects;
     assert_eq!(fake.objects().len(), want.len(), "{out}");
+    // Pod network: the in-cluster HAProxy, its config and the Services in front.
+    let objs = fake.objects();
+    let cfg = objs["ConfigMap/kv1-lab/kv1-haproxy"]["data"]["haproxy.cfg"]
+        .as_str()
+        .unwrap();
+    assert!(
+        cfg.contains(
+            "server kv1-ctlplane-0 kv1-ctlplane-0.kv1-nodes.kv1-lab.svc.cluster.local:6443"
+        ),
+        "{cfg}"
+    );
+    let dep = &objs["Deployment/kv1-lab/kv1-haproxy"];
+    assert_eq!(
+        dep["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"],
+        "kv1-haproxy"
+    );
+    assert_eq!(
+        objs["Service/kv1-lab/kv1-api"]["spec"]["selector"]["shiftlab.io/haproxy"],
+        "true"
+    );
+    assert_eq!(
+        objs["Service/kv1-lab/kv1-nodes"]["spec"]["clusterIP"],
+        "None"
+    );
     // infra, then workers started them.
     for (k, o) in fake.objects() {
         if k.starts_with("VirtualMachine/") {
@@ -384,6 +408,14 @@ fn create_then_destroy_a_cluster_on_the_fake_api() {
     let out = ok(&shiftlab(home.path(), &["destroy", "cluster", "kv1"]));
     assert!(out.contains("removed VirtualMachine/kv1-worker-1"), "{out}");
     assert!(out.contains("removed Namespace/kv1-lab"), "{out}");
+    for o in [
+        "Deployment/kv1-haproxy",
+        "ConfigMap/kv1-haproxy",
+        "Service/kv1-nodes",
+        "Service/kv1-api",
+    ] {
+        assert!(out.contains(&format!("removed {o}")), "{o}: {out}");
+    }
     assert!(fake.objects().is_empty(), "{:?}", fake.objects().keys());
     assert!(!state.exists());
     // Again, by its file: nothing recorded, nothing to do, no libvirt needed.

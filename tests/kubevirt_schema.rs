@@ -16,7 +16,8 @@
 
 mod common;
 
-use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -98,6 +99,8 @@ fn rendered_objects_validate_against_the_schemas() {
                 Kind::Namespace => round_trip::<Namespace>(&o),
                 Kind::Secret => round_trip::<Secret>(&o),
                 Kind::Service => round_trip::<Service>(&o),
+                Kind::ConfigMap => round_trip::<ConfigMap>(&o),
+                Kind::Deployment => round_trip::<Deployment>(&o),
                 Kind::VirtualMachine | Kind::NetworkAttachmentDefinition => {
                     let v = validator(&doc, "$defs", definition(o.kind).unwrap());
                     let bad = violations(&v, &o.body);

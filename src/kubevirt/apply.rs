@@ -272,7 +272,8 @@ pub async fn delete_owned(
 }
 
 /// Remove everything of `cluster` that carries the owner label: VMs (their
-/// DataVolumes go with them, owned by the VM), Services, Secrets, the network
+/// DataVolumes go with them, owned by the VM), Services, the in-cluster
+/// HAProxy's Deployment and ConfigMap, Secrets, the network
 /// attachment, then the namespace if shiftlab created it. Returns what went.
 pub async fn destroy(client: &Client, cluster: &str, ledger: &Ledger) -> Result<Vec<String>> {
     client
@@ -285,6 +286,8 @@ pub async fn destroy(client: &Client, cluster: &str, ledger: &Ledger) -> Result<
     for kind in [
         Kind::VirtualMachine,
         Kind::Service,
+        Kind::Deployment,
+        Kind::ConfigMap,
         Kind::Secret,
         Kind::NetworkAttachmentDefinition,
     ] {

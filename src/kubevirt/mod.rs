@@ -3,6 +3,7 @@
 //! disks and Multus or the pod network for networking.
 //!
 //! - [`render`]: pure renderers, plan in, Kubernetes objects out (golden-tested);
+//! - [`haproxy`]: `network: pod`'s in-cluster HAProxy in front of the nodes;
 //! - [`apply`]: server-side apply through kube-rs, ownership, destroy, inspect;
 //! - [`backend`]: the [`crate::backend::Backend`] implementation the install
 //!   pipeline reaches;
@@ -12,6 +13,7 @@
 
 pub mod apply;
 pub mod backend;
+pub mod haproxy;
 pub mod render;
 
 use serde::{Deserialize, Serialize};

@@ -68,6 +68,21 @@ pub fn core_types() -> Vec<Served> {
             plural: "services",
             namespaced: true,
         },
+        Served {
+            group: "",
+            version: "v1",
+            kind: "ConfigMap",
+            plural: "configmaps",
+            namespaced: true,
+        },
+        // apps/v1 is served by every Kubernetes API server.
+        Served {
+            group: "apps",
+            version: "v1",
+            kind: "Deployment",
+            plural: "deployments",
+            namespaced: true,
+        },
     ]
 }
 
