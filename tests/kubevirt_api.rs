@@ -345,6 +345,12 @@ fn create_then_destroy_a_cluster_on_the_fake_api() {
         objs["Service/kv1-lab/kv1-nodes"]["spec"]["clusterIP"],
         "None"
     );
+    assert!(objs["Service/kv1-lab/kv1-api"]["spec"]["clusterIP"].is_string());
+    // The DNS records to add; the load balancer has not given an address yet.
+    assert!(
+        out.contains("add to your DNS (docs/kubevirt.md, \"DNS you must add\"):\n  api.kv1.lab.test -> pending: Service kv1-api has no EXTERNAL-IP yet"),
+        "{out}"
+    );
     // infra, then workers started them.
     for (k, o) in fake.objects() {
         if k.starts_with("VirtualMachine/") {
@@ -401,9 +407,25 @@ fn create_then_destroy_a_cluster_on_the_fake_api() {
         "{err}"
     );
     assert_eq!(fake.writes(), before);
-    // A second run converges: nothing new.
+    // A second run converges: nothing new. By now MetalLB gave the Services
+    // addresses, and the records name them.
+    for (svc, ip) in [("kv1-api", "192.0.2.10"), ("kv1-ingress", "192.0.2.11")] {
+        fake.set_status(
+            "Service",
+            "kv1-lab",
+            svc,
+            json!({"loadBalancer": {"ingress": [{"ip": ip}]}}),
+        );
+    }
     let out = ok(&shiftlab(home.path(), &["create", "cluster", "-f", f]));
     assert!(!out.contains("created "), "{out}");
+    for line in [
+        "  api.kv1.lab.test -> 192.0.2.10 (Service kv1-api EXTERNAL-IP)",
+        "  api-int.kv1.lab.test -> 192.0.2.10 (Service kv1-api EXTERNAL-IP)",
+        "  *.apps.kv1.lab.test -> 192.0.2.11 (Service kv1-ingress EXTERNAL-IP)",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
     // Destroy by name: the ledger says where the objects are.
     let out = ok(&shiftlab(home.path(), &["destroy", "cluster", "kv1"]));
     assert!(out.contains("removed VirtualMachine/kv1-worker-1"), "{out}");

@@ -231,6 +231,23 @@ pub async fn set_run_strategy(client: &Client, ns: &str, vm: &str, strategy: &st
     Ok(())
 }
 
+/// A Service's addresses (cluster IP, load-balancer address, node ports);
+/// `None` when it does not exist.
+pub async fn service_address(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> Result<Option<super::dns::ServiceAddress>> {
+    let cur = api(client, Kind::Service, ns)
+        .get_opt(name)
+        .await
+        .with_context(|| format!("reading Service/{name}"))?;
+    Ok(cur.map(|c| {
+        let v = serde_json::to_value(&c).unwrap_or_default();
+        super::dns::ServiceAddress::of(&v)
+    }))
+}
+
 /// A VM's `spec.runStrategy`, `None` when the VM does not exist.
 pub async fn run_strategy(client: &Client, ns: &str, vm: &str) -> Result<Option<String>> {
     let cur = api(client, Kind::VirtualMachine, ns)

@@ -4,6 +4,7 @@
 //!
 //! - [`render`]: pure renderers, plan in, Kubernetes objects out (golden-tested);
 //! - [`haproxy`]: `network: pod`'s in-cluster HAProxy in front of the nodes;
+//! - [`dns`]: `network: pod`'s DNS records for the Services, for the user;
 //! - [`apply`]: server-side apply through kube-rs, ownership, destroy, inspect;
 //! - [`backend`]: the [`crate::backend::Backend`] implementation the install
 //!   pipeline reaches;
@@ -13,6 +14,7 @@
 
 pub mod apply;
 pub mod backend;
+pub mod dns;
 pub mod haproxy;
 pub mod render;
 
