@@ -533,3 +533,114 @@ fn an_unreachable_api_is_said_and_nothing_is_created() {
     assert!(!home.path().join("state/clusters/kv1/http-private").exists());
     assert_eq!(fake.writes(), 0);
 }
+
+#[test]
+fn a_storage_class_the_cluster_lacks_is_said_before_anything_is_created() {
+    let fake = FakeKube::start(all_types());
+    fake.insert(
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": "standard"}, "provisioner": "example.test/csi"}),
+    );
+    let home = tempfile::tempdir().unwrap();
+    let file = cluster_file(home.path(), &fake, "pod", "  storage_class: fast-ssd\n");
+    let o = shiftlab(
+        home.path(),
+        &["create", "cluster", "-f", file.to_str().unwrap()],
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("kubevirt.storage_class: StorageClass fast-ssd does not exist on the cluster (it has: standard); nothing was created"),
+        "{err}"
+    );
+    assert_eq!(fake.writes(), 0);
+    assert!(!home
+        .path()
+        .join("state/clusters/kv1/kubevirt.json")
+        .exists());
+    assert!(!home.path().join("state/clusters/kv1/http-private").exists());
+
+    // The library's apply checks the same, from the VMs' DataVolumes.
+    let plan = plan_of(&file);
+    let rt = apply::runtime().unwrap();
+    let client = rt
+        .block_on(apply::client(&home.path().join("kubeconfig"), None))
+        .unwrap();
+    let run = |l: &mut Ledger| {
+        rt.block_on(apply::apply(
+            &client,
+            "kv1",
+            &objects(&plan),
+            l,
+            &|_l: &Ledger| Ok(()),
+        ))
+    };
+    let e = run(&mut ledger(&plan)).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("StorageClass fast-ssd does not exist"),
+        "{e:#}"
+    );
+    assert_eq!(fake.writes(), 0);
+    // Once it exists, the same apply goes through.
+    fake.insert(
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": "fast-ssd"}, "provisioner": "example.test/csi"}),
+    );
+    run(&mut ledger(&plan)).unwrap();
+    assert!(fake.writes() > 0);
+
+    // A user who may not read StorageClasses is not stopped (a warning).
+    let fake = FakeKube::start(all_types());
+    fake.forbid("storageclasses");
+    let home = tempfile::tempdir().unwrap();
+    let file = cluster_file(home.path(), &fake, "pod", "  storage_class: fast-ssd\n");
+    let o = shiftlab(
+        home.path(),
+        &["create", "infra", "-f", file.to_str().unwrap()],
+    );
+    ok(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot read StorageClasses (forbidden)"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn destroy_with_an_unreachable_api_removes_nothing_and_can_be_rerun() {
+    let fake = FakeKube::start(all_types());
+    let home = tempfile::tempdir().unwrap();
+    let file = cluster_file(home.path(), &fake, "pod", "");
+    ok(&shiftlab(
+        home.path(),
+        &["create", "infra", "-f", file.to_str().unwrap()],
+    ));
+    let before = fake.objects();
+    let kubeconfig = home.path().join("kubeconfig");
+    let good = std::fs::read_to_string(&kubeconfig).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        &kubeconfig,
+        good.replace(&fake.url(), &format!("http://127.0.0.1:{port}")),
+    )
+    .unwrap();
+    let o = shiftlab(home.path(), &["destroy", "cluster", "kv1"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the Kubernetes API is unreachable (nothing was removed)"),
+        "{err}"
+    );
+    assert_eq!(fake.objects(), before);
+    let ledger = home.path().join("state/clusters/kv1/kubevirt.json");
+    assert!(ledger.exists(), "the ledger stays for the next destroy");
+    // The API back: the same destroy finishes.
+    std::fs::write(&kubeconfig, good).unwrap();
+    ok(&shiftlab(home.path(), &["destroy", "cluster", "kv1"]));
+    assert!(fake.objects().is_empty());
+    assert!(!ledger.exists());
+}

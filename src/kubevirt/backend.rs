@@ -119,6 +119,7 @@ impl Backend for Kubevirt {
         rt.block_on(apply::preflight(
             &client,
             kp.network == crate::spec::PodNetwork::Multus,
+            kp.storage_class.as_deref(),
         ))?;
         let image = node_image(kp, locked)?;
         let userdata = userdata(ctx, kp)?;

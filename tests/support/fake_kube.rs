@@ -77,7 +77,14 @@ pub fn core_types() -> Vec<Served> {
             plural: "configmaps",
             namespaced: true,
         },
-        // apps/v1 is served by every Kubernetes API server.
+        // storage.k8s.io/v1 and apps/v1 are served by every Kubernetes API server.
+        Served {
+            group: "storage.k8s.io",
+            version: "v1",
+            kind: "StorageClass",
+            plural: "storageclasses",
+            namespaced: false,
+        },
         Served {
             group: "apps",
             version: "v1",
@@ -128,6 +135,8 @@ struct State {
     restarts: BTreeMap<String, usize>,
     version: u64,
     uid: u64,
+    /// Resource types (plurals) this client may not touch: RBAC's 403.
+    forbidden: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -234,6 +243,16 @@ impl FakeKube {
             .collect()
     }
 
+    /// Answer every request on `plural` with 403 Forbidden, as the API
+    /// server does for a user whose RBAC roles do not grant it.
+    pub fn forbid(&self, plural: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .forbidden
+            .push(plural.to_string());
+    }
+
     /// Put an object in place as if someone else had made it.
     pub fn insert(&self, obj: Value) {
         let t = self
@@ -323,6 +342,21 @@ impl FakeKube {
             );
         }
         let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+        if let Some(p) = {
+            let st = self.state.lock().unwrap();
+            st.forbidden
+                .iter()
+                .find(|p| segs.contains(&p.as_str()))
+                .cloned()
+        } {
+            // The API server's wording (apiserver pkg/endpoints/handlers/responsewriters).
+            return (
+                StatusCode::FORBIDDEN,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                       "message": format!("{p} is forbidden: User \"lab\" cannot {} resource \"{p}\"", method.to_lowercase()),
+                       "reason": "Forbidden", "code": 403}),
+            );
+        }
         // KubeVirt's restart subresource (kubevirt/kubevirt
         // pkg/virt-api/rest/subresource.go, RestartVMRequestHandler): 404 for
         // no VM, 409 for a VM that is not running, else 202 and the VMI goes.
