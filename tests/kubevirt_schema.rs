@@ -15,9 +15,12 @@
 //!   `KUBEVIRT_OPENAPI`, `CDI_OPENAPI`, `NAD_CRD`).
 
 mod common;
+#[path = "support/kubevirt_schema.rs"]
+mod schema;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
+use schema::{validator, violations};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -53,22 +56,7 @@ fn objects(file: &str) -> Vec<Object> {
 }
 
 fn extract() -> Value {
-    let path = common::repo().join("tests/fixtures/kubevirt-schema/objects.schema.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-/// A validator for one definition of a schema document whose definitions
-/// live under `defs_key` (`$defs`, or swagger's `definitions`).
-fn validator(doc: &Value, defs_key: &str, def: &str) -> jsonschema::Validator {
-    let schema = json!({defs_key: doc[defs_key], "$ref": format!("#/{defs_key}/{def}")});
-    jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("{def}: {e}"))
-}
-
-/// Every way `o` breaks the schema, one line each.
-fn violations(v: &jsonschema::Validator, o: &Value) -> Vec<String> {
-    v.iter_errors(o)
-        .map(|e| format!("{}: {e}", e.instance_path()))
-        .collect()
+    schema::extract(&common::repo())
 }
 
 /// The definition an object of a custom kind is checked against.
