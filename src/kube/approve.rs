@@ -113,6 +113,10 @@ pub struct Memory {
     pub approved: BTreeSet<(String, CsrKind)>,
     /// Refusals already logged at warn level (repeats go to debug).
     refused_logged: BTreeSet<String>,
+    /// Plan nodes a start brings back (see [`ClusterFacts::rejoining`]).
+    pub rejoining: BTreeSet<String>,
+    /// Rejoining nodes whose client CSR was approved in this watch.
+    rejoined: BTreeSet<String>,
 }
 
 /// One pass over the plan's nodes' CSRs: approve what the rules allow, report the rest.
@@ -136,6 +140,7 @@ async fn api_nodes(client: &Client) -> Result<Vec<ApiNode>> {
         .items
         .into_iter()
         .map(|n| ApiNode {
+            ready: !super::ready::ready_names(std::slice::from_ref(&n)).is_empty(),
             name: n.metadata.name.unwrap_or_default(),
             addresses: n
                 .status
@@ -162,6 +167,8 @@ pub async fn reconcile(
     let mut cluster = ClusterFacts {
         nodes: api_nodes(client).await?,
         clients_approved: Default::default(),
+        rejoining: memory.rejoining.clone(),
+        rejoined: memory.rejoined.clone(),
     };
     // Certificates already approved (by anyone) count before any decision, whatever
     // the order of the list.
@@ -194,6 +201,10 @@ pub async fn reconcile(
                     memory.approved.insert((node.clone(), kind));
                     if kind == CsrKind::Client {
                         cluster.clients_approved.insert(node.clone());
+                        if cluster.rejoining.contains(&node) {
+                            cluster.rejoined.insert(node.clone());
+                            memory.rejoined.insert(node.clone());
+                        }
                     }
                     report.approved.push(Entry {
                         csr: facts.name,

@@ -82,7 +82,10 @@ pub async fn bring_back(
         api_after_secs: start.elapsed().as_secs(),
         ..BringBack::default()
     };
+    // The nodes brought back may re-bootstrap their existing, not Ready Node
+    // (their client certificates may have expired while they were off).
     let mut memory = Memory::default();
+    memory.rejoining = wanted.iter().map(|(n, _)| n.clone()).collect();
     let nodes: Api<Node> = Api::all(client.clone());
     loop {
         let report = super::approve::reconcile(client, identities, &mut memory).await?;
