@@ -100,6 +100,29 @@ impl Drop for StdoutToStderr {
     }
 }
 
+/// What a scale is asked to do, from `scale`'s flags or `create`'s rerun.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub workers: u32,
+    pub drain_timeout: u64,
+    pub timeout: u64,
+    pub kubeconfig: Option<std::path::PathBuf>,
+    pub output: crate::cli::OutputFormat,
+}
+
+impl Request {
+    /// `create`'s rerun: `scale`'s defaults.
+    pub fn defaults(workers: u32) -> Self {
+        Request {
+            workers,
+            drain_timeout: 600,
+            timeout: 1800,
+            kubeconfig: None,
+            output: crate::cli::OutputFormat::Table,
+        }
+    }
+}
+
 pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
     let loaded = super::load_spec(&args.file)?;
     if loaded.spec.cluster != args.name.as_str() {
@@ -110,24 +133,39 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
             args.name
         );
     }
-    if matches!(
-        loaded.spec.method,
-        Method::Sno | Method::Agent | Method::Ipi
-    ) {
+    let req = Request {
+        workers: args.workers,
+        drain_timeout: args.drain_timeout,
+        timeout: args.timeout,
+        kubeconfig: args.kubeconfig.clone(),
+        output: args.output,
+    };
+    apply(&loaded.spec, state, &req, out)
+}
+
+/// Scale the cluster of `spec` to `req.workers` workers (the rest of `spec` must
+/// be the cluster's as recorded): the add/drain/delete path of `scale`.
+pub fn apply(
+    spec: &crate::spec::ClusterSpec,
+    state: &StateDir,
+    req: &Request,
+    out: &mut dyn Write,
+) -> Result<()> {
+    if matches!(spec.method, Method::Sno | Method::Agent | Method::Ipi) {
         bail!(
             "scale supports UPI clusters (their workers are shiftlab's VMs); {} is method {:?}",
-            args.name,
-            loaded.spec.method
+            spec.cluster,
+            spec.method
         );
     }
-    let cluster = state.cluster(&args.name);
+    let cluster = state.cluster(&spec.cluster);
     let old = cluster
         .read_plan()
         .context("was the cluster's infrastructure created with shiftlab create infra?")?;
-    let mut spec = loaded.spec.clone();
-    spec.workers = args.workers;
+    let mut spec = spec.clone();
+    spec.workers = req.workers;
     let new = crate::plan::derive(&spec);
-    let kubeconfig = args
+    let kubeconfig = req
         .kubeconfig
         .clone()
         .unwrap_or_else(|| cluster.assets().kubeconfig());
@@ -141,9 +179,9 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
     };
     let change = scale::change(&old, &new, replicas)?;
     let mut outcome = Outcome {
-        cluster: args.name.to_string(),
+        cluster: spec.cluster.clone(),
         workers_before: old.nodes.iter().filter(|n| n.role == crate::spec::Role::Worker).count(),
-        workers: args.workers,
+        workers: req.workers,
         added: change.add.iter().map(|n| n.name.clone()).collect(),
         removed: change.remove.iter().map(|n| n.name.clone()).collect(),
         drained: Vec::new(),
@@ -167,7 +205,7 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
                     &kubeconfig,
                     &node.name,
                     &node.fqdn,
-                    Duration::from_secs(args.drain_timeout),
+                    Duration::from_secs(req.drain_timeout),
                     Duration::from_secs(2),
                 )? {
                     outcome.drained.push(d);
@@ -195,12 +233,13 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
         state,
         Options {
             start_workers: true,
+            worker_change: true,
         },
     );
     {
         // The infra target reports its progress on stdout; under -o json/yaml that
         // goes to stderr so that stdout holds the one document.
-        let _to_stderr = (args.output != crate::cli::OutputFormat::Table).then(StdoutToStderr::new);
+        let _to_stderr = (req.output != crate::cli::OutputFormat::Table).then(StdoutToStderr::new);
         install::reach(&ctx, Target::Infra)?;
     }
     if ctx.cluster.read_plan().ok().as_ref() != Some(&new) {
@@ -217,19 +256,20 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
             &kubeconfig,
             &crate::kube::csr::NodeIdentity::from_plan(&new),
             &wanted,
-            Duration::from_secs(args.timeout),
+            None,
+            Duration::from_secs(req.timeout),
             Duration::from_secs(10),
         )?;
         let not_ready = r.not_ready.clone();
         outcome.api = Some(r);
         if !not_ready.is_empty() {
-            emit(out, args.output, &outcome, || outcome.table())?;
+            emit(out, req.output, &outcome, || outcome.table())?;
             bail!(
                 "not Ready within {}s: {}",
-                args.timeout,
+                req.timeout,
                 not_ready.join(", ")
             );
         }
     }
-    emit(out, args.output, &outcome, || outcome.table())
+    emit(out, req.output, &outcome, || outcome.table())
 }

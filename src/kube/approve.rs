@@ -117,6 +117,8 @@ pub struct Memory {
     pub rejoining: BTreeSet<String>,
     /// Rejoining nodes whose client CSR was approved in this watch.
     rejoined: BTreeSet<String>,
+    /// The nodes a start powered on, Ready only on a heartbeat since then.
+    pub fresh: Option<super::ready::Fresh>,
 }
 
 /// One pass over the plan's nodes' CSRs: approve what the rules allow, report the rest.
@@ -131,7 +133,7 @@ pub async fn approve_pending_for(client: &Client, nodes: &[NodeIdentity]) -> Res
 }
 
 /// The Nodes that exist, with their addresses.
-async fn api_nodes(client: &Client) -> Result<Vec<ApiNode>> {
+async fn api_nodes(client: &Client, fresh: Option<&super::ready::Fresh>) -> Result<Vec<ApiNode>> {
     let list = Api::<Node>::all(client.clone())
         .list(&ListParams::default())
         .await
@@ -140,7 +142,7 @@ async fn api_nodes(client: &Client) -> Result<Vec<ApiNode>> {
         .items
         .into_iter()
         .map(|n| ApiNode {
-            ready: !super::ready::ready_names(std::slice::from_ref(&n)).is_empty(),
+            ready: !super::ready::ready_names_fresh(std::slice::from_ref(&n), fresh).is_empty(),
             name: n.metadata.name.unwrap_or_default(),
             addresses: n
                 .status
@@ -165,7 +167,7 @@ pub async fn reconcile(
         .await
         .context("listing certificate signing requests")?;
     let mut cluster = ClusterFacts {
-        nodes: api_nodes(client).await?,
+        nodes: api_nodes(client, memory.fresh.as_ref()).await?,
         clients_approved: Default::default(),
         rejoining: memory.rejoining.clone(),
         rejoined: memory.rejoined.clone(),

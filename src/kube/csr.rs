@@ -560,7 +560,7 @@ fn check_cluster<'n>(
                 return Err((
                     named,
                     format!(
-                        "Node {} already exists: a joined kubelet renews its client certificate with its own credentials, not the node bootstrapper's",
+                        "Node {} already exists: a joined kubelet renews its client certificate with its own credentials, not the node bootstrapper's (after a stop, `shiftlab start` approves one such CSR for a node it powered on whose Node is not Ready)",
                         n.name
                     ),
                 ));
