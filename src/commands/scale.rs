@@ -8,6 +8,7 @@ use crate::cli::scale::ScaleArgs;
 use crate::cluster::scale;
 use crate::install::target::Target;
 use crate::install::{self, Ctx, Options};
+use crate::kube::baremetal;
 use crate::kube::drain::Drained;
 use crate::libvirt::Host;
 use crate::output::emit;
@@ -22,6 +23,8 @@ struct Outcome {
     added: Vec<String>,
     removed: Vec<String>,
     drained: Vec<Drained>,
+    /// IPI: the Kubernetes objects applied, annotated or deleted.
+    objects: Vec<String>,
     /// libvirt objects removed (domains, volumes, network entries).
     libvirt_removed: Vec<String>,
     api: Option<crate::kube::ready::BringBack>,
@@ -52,6 +55,9 @@ impl Outcome {
                 }
             ));
         }
+        for o in &self.objects {
+            s.push_str(&format!("api: {o}\n"));
+        }
         for r in &self.libvirt_removed {
             s.push_str(&format!("removed {r}\n"));
         }
@@ -70,6 +76,13 @@ impl Outcome {
         }
         s
     }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
 }
 
 /// fd 1 pointed at fd 2 until dropped.
@@ -151,13 +164,15 @@ pub fn apply(
     req: &Request,
     out: &mut dyn Write,
 ) -> Result<()> {
-    if matches!(spec.method, Method::Sno | Method::Agent | Method::Ipi) {
+    if matches!(spec.method, Method::Sno | Method::Agent) {
         bail!(
-            "scale supports UPI clusters (their workers are shiftlab's VMs); {} is method {:?}",
+            "scale supports UPI and IPI clusters (their workers are shiftlab's VMs); {} is method {:?}",
             spec.cluster,
             spec.method
         );
     }
+    // IPI: a worker is a BareMetalHost the machine API provisions (kube::baremetal).
+    let ipi = spec.method == Method::Ipi;
     let cluster = state.cluster(&spec.cluster);
     let old = cluster
         .read_plan()
@@ -170,6 +185,13 @@ pub fn apply(
         .clone()
         .unwrap_or_else(|| cluster.assets().kubeconfig());
     let api = kubeconfig.is_file();
+    if ipi && !api {
+        bail!(
+            "{} is an IPI cluster: its workers are Machines provisioned from BareMetalHosts, which scale applies through the API; no kubeconfig at {} (nothing was changed)",
+            spec.cluster,
+            kubeconfig.display()
+        );
+    }
     // Everything checked before anything changes: the API answers, the change is allowed.
     let replicas = if api {
         crate::kube::drain::ingress_replicas_blocking(&kubeconfig)
@@ -185,6 +207,7 @@ pub fn apply(
         added: change.add.iter().map(|n| n.name.clone()).collect(),
         removed: change.remove.iter().map(|n| n.name.clone()).collect(),
         drained: Vec::new(),
+        objects: Vec::new(),
         libvirt_removed: Vec::new(),
         api: None,
         note: (!api).then(|| {
@@ -199,8 +222,30 @@ pub fn apply(
         let _lock = cluster.lock()?;
         let uri = crate::cluster::recorded_uri(&cluster)?.unwrap_or(old.libvirt.uri.clone());
         let host = Host::open(&uri)?;
+        if ipi {
+            // The machine controller drains and deletes each Node before its Machine goes.
+            let names: Vec<&str> = change.remove.iter().map(|n| n.name.as_str()).collect();
+            let deleted = runtime()?.block_on(async {
+                let client = crate::kube::approve::client_from_kubeconfig(&kubeconfig).await?;
+                let machines = baremetal::scale_down_begin(&client, &names, req.workers).await?;
+                outcome.objects.extend(
+                    machines
+                        .values()
+                        .flatten()
+                        .map(|m| format!("Machine/{m} annotated {}", baremetal::DELETE_MACHINE)),
+                );
+                baremetal::scale_down_finish(
+                    &client,
+                    &machines,
+                    Duration::from_secs(req.drain_timeout),
+                    Duration::from_secs(2),
+                )
+                .await
+            })?;
+            outcome.objects.extend(deleted);
+        }
         for node in &change.remove {
-            if api {
+            if api && !ipi {
                 if let Some(d) = crate::kube::drain::drain_blocking(
                     &kubeconfig,
                     &node.name,
@@ -246,7 +291,35 @@ pub fn apply(
         ctx.cluster.write_plan(&new)?;
         let _ = crate::serve::notify(state, Some(&new.cluster));
     }
-    if api && !change.add.is_empty() {
+    if ipi && !change.add.is_empty() {
+        // The new VMs are off and on the lab BMC (serve's BMC serves the cluster's
+        // domains); the machine API provisions them from their BareMetalHosts.
+        let password = cluster.lab_bmc_password(spec.bmc.password.as_deref())?;
+        let inputs = baremetal::HostInputs {
+            cluster: &spec.cluster,
+            username: &spec.bmc.username,
+            password: &password,
+            verify_certificate: spec.bmc.verify_certificate,
+            boot_mode: match spec.libvirt.firmware {
+                crate::spec::Firmware::Uefi => "UEFI",
+                crate::spec::Firmware::Bios => "legacy",
+            },
+            device_name: &spec.installation_disk,
+        };
+        let objects = change
+            .add
+            .iter()
+            .map(|n| baremetal::render(n, &inputs))
+            .collect::<Result<Vec<_>>>()?;
+        let applied = runtime()?.block_on(async {
+            let client = crate::kube::approve::client_from_kubeconfig(&kubeconfig).await?;
+            baremetal::scale_up(&client, &objects, req.workers).await
+        })?;
+        outcome.objects.extend(applied);
+        outcome.note = Some(
+            "IPI: the machine API provisions the new hosts and the machine approver their CSRs; watch `oc -n openshift-machine-api get bmh,machines`".into(),
+        );
+    } else if api && !change.add.is_empty() {
         let wanted: Vec<(String, String)> = change
             .add
             .iter()

@@ -116,7 +116,9 @@ pub struct Memory {
     /// Plan nodes a start brings back (see [`ClusterFacts::rejoining`]).
     pub rejoining: BTreeSet<String>,
     /// Rejoining nodes whose client CSR was approved in this watch.
-    rejoined: BTreeSet<String>,
+    pub(crate) rejoined: BTreeSet<String>,
+    /// Of those, the ones whose serving CSR was approved after it.
+    pub(crate) served_again: BTreeSet<String>,
     /// The nodes a start powered on, Ready only on a heartbeat since then.
     pub fresh: Option<super::ready::Fresh>,
 }
@@ -207,6 +209,8 @@ pub async fn reconcile(
                             cluster.rejoined.insert(node.clone());
                             memory.rejoined.insert(node.clone());
                         }
+                    } else if memory.rejoined.contains(&node) {
+                        memory.served_again.insert(node.clone());
                     }
                     report.approved.push(Entry {
                         csr: facts.name,

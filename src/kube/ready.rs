@@ -142,14 +142,35 @@ pub async fn bring_back(
             .await
             .context("listing nodes")?;
         let ready = ready_names_fresh(&list.items, fresh);
-        let missing = missing(wanted, &ready);
+        let mut missing = missing(wanted, &ready);
+        // A re-bootstrapped kubelet asks for its serving certificate right after
+        // its client one: without it `oc logs`/`exec` to the node fail.
+        let unserved: Vec<String> = memory
+            .rejoined
+            .difference(&memory.served_again)
+            .filter(|n| !missing.contains(n))
+            .cloned()
+            .collect();
+        missing.extend(unserved);
         if missing.is_empty() || Instant::now() + interval >= deadline {
             out.ready = wanted
                 .iter()
                 .filter(|(n, _)| !missing.contains(n))
                 .map(|(n, _)| n.clone())
                 .collect();
-            out.not_ready = missing;
+            out.not_ready = missing
+                .into_iter()
+                .map(|n| {
+                    if ready
+                        .iter()
+                        .any(|r| *r == n || r.starts_with(&format!("{n}.")))
+                    {
+                        format!("{n} (serving CSR not approved)")
+                    } else {
+                        n
+                    }
+                })
+                .collect();
             return Ok(out);
         }
         tokio::time::sleep(interval).await;
