@@ -158,8 +158,14 @@ fn ipi_dns_points_at_the_vips() {
             .find(|r| r.name == name)
             .map(|r| (r.kind, r.value.clone()))
     };
-    assert_eq!(a("api.ipi.lab.test"), Some((RecordType::A, "192.168.129.2".into())));
-    assert_eq!(a("api-int.ipi.lab.test"), Some((RecordType::A, "192.168.129.2".into())));
+    assert_eq!(
+        a("api.ipi.lab.test"),
+        Some((RecordType::A, "192.168.129.2".into()))
+    );
+    assert_eq!(
+        a("api-int.ipi.lab.test"),
+        Some((RecordType::A, "192.168.129.2".into()))
+    );
     assert_eq!(
         a("*.apps.ipi.lab.test"),
         Some((RecordType::Wildcard, "192.168.129.3".into()))
@@ -169,7 +175,10 @@ fn ipi_dns_points_at_the_vips() {
     let net = network_xml(&plan);
     roxmltree::Document::parse(&net).expect("network XML parses");
     assert!(!net.contains("192.168.129.2' prefix"), "{net}");
-    assert!(net.contains("address=/apps.ipi.lab.test/192.168.129.3"), "{net}");
+    assert!(
+        net.contains("address=/apps.ipi.lab.test/192.168.129.3"),
+        "{net}"
+    );
     golden("ipi.network.xml", &net);
 }
 
