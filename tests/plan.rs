@@ -131,6 +131,9 @@ fn ipi_external_bridge_choices() {
         "cluster: i\nmethod: ipi\nnetwork:\n  external_bridge: veth\n  external_bridge_name: bm-i\n",
     ));
     assert_eq!(named.network.external_bridge(), "bm-i");
+    assert!(
+        plan::render_table(&named).contains("installer's bootstrap VM on bm-i (made by shiftlab")
+    );
     // A plan with it reads back (plan.json), one without stays as it was.
     let back: plan::Plan = serde_json::from_str(&serde_json::to_string(&named).unwrap()).unwrap();
     assert_eq!(back, named);
