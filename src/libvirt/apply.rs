@@ -305,6 +305,7 @@ fn ensure_base(
             .delete(0)
             .context("removing a stale base image marker")?;
     }
+    let started = std::time::Instant::now();
     // Declared as what it is (qcow2, libvirt's `qemu-img create` makes a small
     // header) and overwritten byte for byte by the upload: one write, no convert.
     // libvirt src/storage/storage_util.c, virStorageBackendVolUploadLocal: the
@@ -347,6 +348,7 @@ fn ensure_base(
         let _ = marker.delete(0);
         return fail(&vol, e);
     }
+    tracing::info!(volume = %name, bytes = len, seconds = %format!("{:.2}", started.elapsed().as_secs_f64()), "base image imported");
     report.created.push(format!(
         "base image {name} from {} (sha256 {digest})",
         image.display()

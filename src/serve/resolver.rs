@@ -213,6 +213,8 @@ impl Responder {
             let mut buf = vec![0u8; 4096];
             loop {
                 let Ok((n, peer)) = udp.recv_from(&mut buf).await else {
+                    // An error that persists must not become a busy loop.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 };
                 if let Some(resp) = answer_from(&z, &buf[..n]) {
