@@ -263,3 +263,23 @@ fn the_cli_replays_recorded_facts_with_an_exit_code_by_severity() {
     );
     assert_eq!(out2.stdout, out.stdout);
 }
+
+/// The veth-linked bridge of an IPI cluster is shiftlab's like the NAT bridge:
+/// NetworkManager managing it is a warning, and the fix names its links.
+#[test]
+fn network_manager_must_leave_the_veth_linked_bridge_alone() {
+    let p = plan("method: ipi\nnetwork:\n  external_bridge: veth\n");
+    let v = p.network.veth.clone().unwrap();
+    let mut f = facts("good-host");
+    f.network_manager = Some(vec![shiftlab::doctor::facts::NmDevice {
+        device: v.bridge.clone(),
+        state: "connected".into(),
+    }]);
+    let checks = doctor::checks(&f, Some(&p));
+    assert_eq!(severity(&checks, "network-manager"), Severity::Warn);
+    let c = checks.iter().find(|c| c.id == "network-manager").unwrap();
+    let text = serde_json::to_string(c).unwrap();
+    for l in [&v.bridge, &v.bridge_end, &v.nat_end] {
+        assert!(text.contains(&format!("interface-name:{l}")), "{text}");
+    }
+}

@@ -279,6 +279,14 @@ fn libvirt_interface(name: &str, plan: Option<&Plan>) -> bool {
         || name.starts_with("vnet")
         || name.starts_with("veth")
         || plan.is_some_and(|p| p.network.mode == NetworkMode::Nat && p.network.bridge == name)
+        || plan.is_some_and(|p| {
+            // The veth-linked bridge of an IPI cluster (src/host/veth.rs).
+            p.network.veth.as_ref().is_some_and(|v| {
+                [&v.bridge, &v.bridge_end, &v.nat_end]
+                    .iter()
+                    .any(|l| l.as_str() == name)
+            })
+        })
 }
 
 fn network_manager(f: &HostFacts, plan: Option<&Plan>) -> Check {
@@ -312,6 +320,11 @@ fn network_manager(f: &HostFacts, plan: Option<&Plan>) -> Check {
     .collect::<Vec<_>>();
     if let Some(p) = plan.filter(|p| p.network.mode == NetworkMode::Nat) {
         specs.push(format!("interface-name:{}", p.network.bridge));
+        if let Some(v) = &p.network.veth {
+            specs.extend(
+                [&v.bridge, &v.bridge_end, &v.nat_end].map(|l| format!("interface-name:{l}")),
+            );
+        }
     }
     check(
         "network-manager",
