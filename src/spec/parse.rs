@@ -80,6 +80,8 @@ pub struct RawKubevirt {
     pub service_type: Option<Src<String>>,
     pub image: Option<Src<String>>,
     pub http_url: Option<Src<String>>,
+    pub haproxy_image: Option<Src<String>>,
+    pub cluster_dns_domain: Option<Src<String>>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -218,6 +220,8 @@ const KUBEVIRT_KEYS: &[&str] = &[
     "service_type",
     "image",
     "http_url",
+    "haproxy_image",
+    "cluster_dns_domain",
 ];
 const PROXY_KEYS: &[&str] = &["http_proxy", "https_proxy", "no_proxy"];
 const CAPABILITY_KEYS: &[&str] = &["baseline_capability_set", "additional_enabled_capabilities"];
@@ -893,6 +897,8 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
                 ("service_type", &mut k.service_type),
                 ("image", &mut k.image),
                 ("http_url", &mut k.http_url),
+                ("haproxy_image", &mut k.haproxy_image),
+                ("cluster_dns_domain", &mut k.cluster_dns_domain),
             ] {
                 if let Some((f, v)) = obj.take(key) {
                     *slot = string(&f, v, d);

@@ -274,7 +274,7 @@ impl ServiceType {
 }
 
 /// `kubevirt:`: where and how the VMs of a `backend: kubevirt` cluster run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KubevirtSpec {
     /// The kubeconfig file (checked to exist when the file is loaded).
     pub kubeconfig: PathBuf,
@@ -297,6 +297,11 @@ pub struct KubevirtSpec {
     /// The base URL at which VMs reach shiftlab's HTTP server (the pointer
     /// Ignition merges the node's config from there).
     pub http_url: Option<String>,
+    /// `pod`: the image of the in-cluster HAProxy in front of the nodes.
+    pub haproxy_image: String,
+    /// `pod`: the Kubernetes cluster's DNS domain, under which HAProxy finds
+    /// the node VMs (`<node>.<subdomain>.<namespace>.svc.<domain>`).
+    pub cluster_dns_domain: String,
 }
 
 /// An SSH public key and where it came from (a path, or `literal`).
