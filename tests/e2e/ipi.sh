@@ -31,6 +31,9 @@ export SHIFTLAB_FAKE_PYTHON=$venv/bin/python
 # The fake's waits, and the smallest bootstrap VM (the real one: 6 GiB, 4 vCPUs).
 export FAKE_INSTALL_TIMEOUT=${FAKE_INSTALL_TIMEOUT:-900}
 export FAKE_BOOTSTRAP_MEMORY_MIB=512 FAKE_BOOTSTRAP_VCPUS=1
+# TCG, as shiftlab decides for the nodes here (the sandbox's /dev/kvm cannot give
+# guests x86-64-v2).
+export FAKE_BOOTSTRAP_DOMAIN_TYPE=qemu
 C=ipi1
 mirror_pid="" serve=""
 on_exit 'stop_pid "$mirror_pid"'
