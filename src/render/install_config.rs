@@ -184,7 +184,7 @@ pub fn install_config(
                 api_vips: vec![plan.vips.api.to_string()],
                 ingress_vips: vec![plan.vips.ingress.to_string()],
                 provisioning_network: "Disabled",
-                external_bridge: plan.network.bridge.clone(),
+                external_bridge: plan.network.external_bridge().to_string(),
                 libvirt_uri: plan.libvirt.uri.clone(),
                 hosts: plan
                     .nodes

@@ -55,6 +55,8 @@ pub struct RawNetwork {
     pub dhcp_start: Option<Src<Ipv4Addr>>,
     pub dhcp_end: Option<Src<Ipv4Addr>>,
     pub mac_prefix: Option<Src<String>>,
+    pub external_bridge: Option<Src<String>>,
+    pub external_bridge_name: Option<Src<String>>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -196,6 +198,8 @@ const NETWORK_KEYS: &[&str] = &[
     "dhcp_start",
     "dhcp_end",
     "mac_prefix",
+    "external_bridge",
+    "external_bridge_name",
 ];
 const LIBVIRT_KEYS: &[&str] = &["uri", "pool", "pool_path", "domain_type", "firmware"];
 const BMC_KEYS: &[&str] = &[
@@ -947,6 +951,12 @@ fn network(mut obj: Obj, into: &mut RawNetwork, d: &mut Diagnostics) {
     }
     if let Some((f, v)) = obj.take("mac_prefix") {
         into.mac_prefix = string(&f, v, d);
+    }
+    if let Some((f, v)) = obj.take("external_bridge") {
+        into.external_bridge = string(&f, v, d);
+    }
+    if let Some((f, v)) = obj.take("external_bridge_name") {
+        into.external_bridge_name = string(&f, v, d);
     }
     obj.finish(NETWORK_KEYS, d);
 }

@@ -163,6 +163,11 @@ pub struct NetworkSpec {
     pub dhcp_end: Ipv4Addr,
     #[serde(serialize_with = "mac_prefix_text")]
     pub mac_prefix: [u8; 3],
+    /// Bare-metal IPI, `external_bridge: veth`: the veth-linked bridge the
+    /// installer's bootstrap VM joins (src/host/veth.rs); `None`: the network's
+    /// own bridge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub veth_bridge: Option<String>,
 }
 
 fn mac_prefix_text<S: serde::Serializer>(p: &[u8; 3], s: S) -> Result<S::Ok, S::Error> {

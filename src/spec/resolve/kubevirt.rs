@@ -46,6 +46,12 @@ pub fn resolve(
         BackendKind::Libvirt,
         d,
     );
+    if backend == BackendKind::Kubevirt && network.veth_bridge.is_some() {
+        d.error(
+            "network.external_bridge",
+            "veth links bridges on a libvirt host; on backend kubevirt the installer's bootstrap VM joins the multus network (leave external_bridge out)",
+        );
+    }
     let Some(k) = &raw.kubevirt else {
         if backend == BackendKind::Kubevirt {
             d.error(
