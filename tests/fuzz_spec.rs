@@ -269,6 +269,7 @@ fn exercise(text: &str, env: &Env) -> Result<bool, String> {
             let secrets = install_config::Secrets {
                 pull_secret: install_config::OKD_FAKE_PULL_SECRET.into(),
                 bmc_password: Some("pw".into()),
+                bmc_ca: Some("-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----".into()),
             };
             let _ = install_config::install_config(s, &p, &secrets, None);
             let _ = install_config::agent_config(s, &p);

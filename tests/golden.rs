@@ -34,6 +34,10 @@ fn secrets(spec: &ClusterSpec) -> Secrets {
             }
         },
         bmc_password: Some("golden-bmc-password".into()),
+        bmc_ca: Some(
+            std::fs::read_to_string(common::repo().join("tests/fixtures/trust-bundle.pem"))
+                .unwrap(),
+        ),
     }
 }
 
@@ -110,6 +114,28 @@ fn ipi_install_config_carries_every_bmc() {
         assert_eq!(h["bootMACAddress"].as_str(), Some(n.mac.as_str()));
     }
     assert!(Path::new(&common::repo().join("tests/golden/ipi.install-config.yaml")).exists());
+}
+
+/// `bmc.verify_certificate: true`: Ironic gets the lab CA as
+/// `platform.baremetal.bmcVerifyCA` and verifies every host's BMC; without it,
+/// no CA and `disableCertificateVerification: true`.
+#[test]
+fn ipi_install_config_gives_ironic_the_lab_ca_when_it_verifies() {
+    let mut spec = load("ipi.cluster.yaml");
+    let plan = plan::derive(&spec);
+    let plain = install_config(&spec, &plan, &secrets(&spec), None);
+    let v: yaml_serde::Value = yaml_serde::from_str(&plain).unwrap();
+    assert!(v["platform"]["baremetal"].get("bmcVerifyCA").is_none());
+    spec.bmc.verify_certificate = true;
+    let text = install_config(&spec, &plan, &secrets(&spec), None);
+    let v: yaml_serde::Value = yaml_serde::from_str(&text).unwrap();
+    let ca = v["platform"]["baremetal"]["bmcVerifyCA"].as_str().unwrap();
+    assert_eq!(ca, secrets(&spec).bmc_ca.unwrap());
+    assert!(v.get("additionalTrustBundle").is_none());
+    for h in v["platform"]["baremetal"]["hosts"].as_sequence().unwrap() {
+        assert_eq!(h["bmc"]["disableCertificateVerification"], false);
+    }
+    golden("ipi-verify.install-config.yaml", &text);
 }
 
 #[test]

@@ -237,14 +237,27 @@ pub fn progress(metadata: bool, log: &str) -> Progress {
     }
 }
 
-/// The installer commands that take an install at `progress` to the end.
-pub fn commands(progress: Progress) -> Vec<Vec<&'static str>> {
+/// The installer commands that take an install at `progress` to the end;
+/// `bootstrap_running`: the installer's bootstrap VM exists and runs.
+///
+/// `create cluster` itself does not resume (openshift/installer
+/// cmd/openshift-install/create.go runs the Cluster asset's infrastructure
+/// provisioning again, and libvirt refuses the bootstrap objects that exist). But
+/// Ironic runs on the bootstrap VM, not in the installer: once that VM runs, a
+/// stopped installer leaves it deploying the hosts, and the waits pick the
+/// install up. A bootstrap VM that is missing or stopped was half made: it goes
+/// (`destroy bootstrap`) and `create cluster` runs again, keeping the infraID of
+/// its state file.
+pub fn commands(progress: Progress, bootstrap_running: bool) -> Vec<Vec<&'static str>> {
     let wait = |what| vec!["wait-for", what, "--log-level", "info"];
+    let create = vec!["create", "cluster", "--log-level", "info"];
+    let destroy = vec!["destroy", "bootstrap", "--log-level", "info"];
     match progress {
-        Progress::NotStarted => vec![vec!["create", "cluster", "--log-level", "info"]],
+        Progress::NotStarted => vec![create],
+        Progress::Bootstrapping if !bootstrap_running => vec![destroy, create],
         Progress::Bootstrapping => vec![
             wait("bootstrap-complete"),
-            vec!["destroy", "bootstrap", "--log-level", "info"],
+            destroy,
             wait("install-complete"),
         ],
         Progress::BootstrapDestroyed => vec![wait("install-complete")],
@@ -314,12 +327,21 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<()> {
         // A run killed after the installer consumed install-config.yaml, before
         // it kept it in its state file, left neither: the backup comes back.
         crate::install::targets::install_config::restore(&ctx.cluster)?;
-    } else {
-        eprintln!("    resuming the install: {at:?}");
     }
-    for args in commands(at) {
-        installer::run(ctx, locked, &args)?;
-        if args[..2] == ["destroy", "bootstrap"] {
+    let running = bootstrap_vm(&host, &ctx.cluster)?.is_some_and(|b| b.running);
+    if at != Progress::NotStarted {
+        eprintln!(
+            "    resuming the install: {at:?}, the installer's bootstrap VM {}",
+            if running { "runs" } else { "does not run" }
+        );
+    }
+    let steps = commands(at, running);
+    let last = steps.len() - 1;
+    for (i, args) in steps.iter().enumerate() {
+        installer::run(ctx, locked, args)?;
+        // A `destroy bootstrap` that ends the bootstrap phase (not one that
+        // clears a half-made VM before `create cluster` runs again).
+        if args[..2] == ["destroy", "bootstrap"] && i < last && steps[i + 1][0] == "wait-for" {
             use std::io::Write;
             let mut f = std::fs::OpenOptions::new()
                 .append(true)
@@ -434,14 +456,20 @@ mod tests {
             format!("{started}### /x/openshift-install destroy bootstrap\n{BOOTSTRAP_DESTROYED}\n");
         assert_eq!(progress(true, &by_hand), Progress::BootstrapDestroyed);
         assert_eq!(
-            commands(Progress::NotStarted)[0][..2],
+            commands(Progress::NotStarted, false)[0][..2],
             ["create", "cluster"]
         );
-        let resume = commands(Progress::Bootstrapping);
+        let resume = commands(Progress::Bootstrapping, true);
         assert_eq!(
             resume.iter().map(|c| c[1]).collect::<Vec<_>>(),
             ["bootstrap-complete", "bootstrap", "install-complete"]
         );
-        assert_eq!(commands(Progress::BootstrapDestroyed).len(), 1);
+        // A half-made bootstrap VM: removed, and create cluster again.
+        let again = commands(Progress::Bootstrapping, false);
+        assert_eq!(
+            again.iter().map(|c| c[..2].join(" ")).collect::<Vec<_>>(),
+            ["destroy bootstrap", "create cluster"]
+        );
+        assert_eq!(commands(Progress::BootstrapDestroyed, false).len(), 1);
     }
 }

@@ -36,6 +36,9 @@ pub enum Change {
     /// Anything else (suspend, resume, guest shutdown request, crash, ...):
     /// the state must be read again.
     Other,
+    /// The running domain was reset (a guest reboot, QEMU's system_reset):
+    /// `VIR_DOMAIN_EVENT_ID_REBOOT`. It keeps running, with its live definition.
+    Reset,
 }
 
 impl Change {
@@ -96,7 +99,49 @@ pub fn ensure_loop() -> Result<()> {
 pub struct Subscription {
     conn: Connect,
     callback_id: c_int,
+    reboot_id: Option<c_int>,
     close_registered: bool,
+}
+
+/// The domain's lower-case UUID, from a callback's domain pointer.
+///
+/// # Safety
+/// `dom` must be valid for the call.
+unsafe fn uuid_of(dom: sys::virDomainPtr) -> Option<String> {
+    let mut buf = [0 as c_char; sys::VIR_UUID_STRING_BUFLEN as usize];
+    // SAFETY: dom is valid (caller); buf has libvirt's length.
+    if unsafe { sys::virDomainGetUUIDString(dom, buf.as_mut_ptr()) } < 0 {
+        return None;
+    }
+    // SAFETY: libvirt wrote a NUL-terminated string into buf.
+    Some(
+        unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .to_ascii_lowercase(),
+    )
+}
+
+/// `virConnectDomainEventGenericCallback`: (conn, dom, opaque) — the shape of
+/// the REBOOT event's callback (libvirt-domain.h).
+unsafe extern "C" fn reboot_cb(
+    _conn: sys::virConnectPtr,
+    dom: sys::virDomainPtr,
+    opaque: *mut c_void,
+) {
+    // SAFETY: opaque is the Box<Sink> registered in subscribe, alive until free_sink.
+    let sink = unsafe { &*(opaque as *const Sink) };
+    // SAFETY: dom is valid for the callback's duration.
+    let Some(uuid) = (unsafe { uuid_of(dom) }) else {
+        return;
+    };
+    tracing::debug!(%uuid, "libvirt domain reset");
+    let s = sink.clone();
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        s(Notice::Domain {
+            uuid,
+            change: Change::Reset,
+        })
+    }));
 }
 
 unsafe extern "C" fn lifecycle_cb(
@@ -186,6 +231,25 @@ pub fn subscribe(
             virt::error::Error::last_error()
         );
     }
+    let reboot_opaque = Box::into_raw(Box::new(sink.clone())) as *mut c_void;
+    // SAFETY: conn is open; reboot_opaque stays valid until libvirt calls free_sink.
+    let reboot_id = unsafe {
+        sys::virConnectDomainEventRegisterAny(
+            conn.as_ptr(),
+            std::ptr::null_mut(),
+            sys::VIR_DOMAIN_EVENT_ID_REBOOT as c_int,
+            Some(reboot_cb),
+            reboot_opaque,
+            Some(free_sink),
+        )
+    };
+    let reboot_id = if reboot_id < 0 {
+        // SAFETY: libvirt did not take ownership on failure.
+        drop(unsafe { Box::from_raw(reboot_opaque as *mut Sink) });
+        None
+    } else {
+        Some(reboot_id)
+    };
     let close_opaque = Box::into_raw(Box::new(sink)) as *mut c_void;
     // SAFETY: as above.
     let close_registered = unsafe {
@@ -203,6 +267,7 @@ pub fn subscribe(
     Ok(Subscription {
         conn: conn.clone(),
         callback_id,
+        reboot_id,
         close_registered,
     })
 }
@@ -212,6 +277,9 @@ impl Drop for Subscription {
         // SAFETY: the id and callback were registered on this connection.
         unsafe {
             sys::virConnectDomainEventDeregisterAny(self.conn.as_ptr(), self.callback_id);
+            if let Some(id) = self.reboot_id {
+                sys::virConnectDomainEventDeregisterAny(self.conn.as_ptr(), id);
+            }
             if self.close_registered {
                 sys::virConnectUnregisterCloseCallback(self.conn.as_ptr(), Some(close_cb));
             }

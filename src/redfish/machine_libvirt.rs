@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use virt::domain::Domain;
 use virt::sys;
 
@@ -212,6 +212,9 @@ struct Cache {
     live: AtomicBool,
     /// The connection closed: reconnect (and resync) at the next request.
     closed: AtomicBool,
+    /// Domains running on a consumed `Once` override (their live boot order is
+    /// the override's, their definition's is not).
+    once_live: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Cache {
@@ -224,6 +227,9 @@ impl Cache {
         match notice {
             Notice::Domain { uuid, change } => {
                 let mut entries = self.entries();
+                if change == Change::Stopped {
+                    self.once().remove(&uuid);
+                }
                 match (change, entries.get(&uuid)) {
                     (Change::Started, Some(s)) => s.active.store(true, Ordering::SeqCst),
                     (Change::Stopped, Some(s)) => s.active.store(false, Ordering::SeqCst),
@@ -238,6 +244,16 @@ impl Cache {
                 self.entries().clear();
             }
         }
+    }
+
+    fn once(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.once_live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A domain reset: was it running on a `Once` override (which that reset
+    /// ends)?
+    fn once_ended(&self, uuid: &str) -> bool {
+        self.once().remove(uuid)
     }
 
     /// Forgets a domain the BMC itself just changed.
@@ -258,7 +274,21 @@ impl Link {
         events::ensure_loop()?;
         let host = Host::open(uri)?;
         let sink = cache.clone();
-        let sub = match events::subscribe(&host.conn, move |n| sink.hear(n)) {
+        let restart_uri = uri.to_string();
+        let sub = match events::subscribe(&host.conn, move |n| {
+            if let Notice::Domain {
+                uuid,
+                change: Change::Reset,
+            } = &n
+            {
+                if sink.once_ended(uuid) {
+                    let (uri, uuid) = (restart_uri.clone(), uuid.clone());
+                    // Not on libvirt's event thread: the restart calls libvirt.
+                    std::thread::spawn(move || restart_after_once(&uri, &uuid));
+                }
+            }
+            sink.hear(n)
+        }) {
             Ok(s) => Some(s),
             Err(e) => {
                 tracing::warn!(
@@ -273,6 +303,36 @@ impl Link {
         cache.closed.store(false, Ordering::SeqCst);
         cache.live.store(sub.is_some(), Ordering::SeqCst);
         Ok(Link { host, _events: sub })
+    }
+}
+
+/// A `Once` override covers one boot (Redfish `BootSourceOverrideEnabled`,
+/// DSP0268: "Once" — boot from the target on the next boot, then return to
+/// the normal order). A reset of a running domain is a new boot to a real BMC,
+/// but QEMU resets with the live boot order, the override's: a live ISO that
+/// installed itself and rebooted would boot the ISO again. So a reset after a
+/// `Once` boot becomes a power cycle, which starts from the definition's order
+/// (the disk first).
+fn restart_after_once(uri: &str, uuid: &str) {
+    let run = || -> Result<String> {
+        let host = Host::open(uri)?;
+        let dom = host
+            .conn
+            .lookup_domain_by_uuid_string(uuid)
+            .context("looking up the domain")?;
+        let name = dom.name().unwrap_or_default();
+        dom.destroy().context("powering off")?;
+        dom.create().context("powering on")?;
+        Ok(name)
+    };
+    match run() {
+        Ok(name) => tracing::info!(
+            domain = %name,
+            "reset after a one-time boot: power cycled to boot from its boot order"
+        ),
+        Err(e) => {
+            tracing::warn!(%uuid, error = format!("{e:#}"), "power cycle after a one-time boot failed")
+        }
     }
 }
 
@@ -440,6 +500,9 @@ impl LibvirtMachine {
         let xml = Self::config_xml(dom)?;
         let def = Definition::read(&xml)?;
         if let Some(next) = def.boot_state().consume_once() {
+            if let Ok(uuid) = dom.uuid_string() {
+                self.cache.once().insert(uuid.to_ascii_lowercase());
+            }
             let xml = edit::set_boot_order(&xml, device(next.first_device()))?;
             let xml = def.with_meta(&xml, |m| m.boot = Some(next))?;
             self.define(&xml)?;
@@ -705,5 +768,37 @@ impl Machine for LibvirtMachine {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reset(uuid: &str) -> Notice {
+        Notice::Domain {
+            uuid: uuid.into(),
+            change: Change::Reset,
+        }
+    }
+
+    #[test]
+    fn a_once_boot_ends_at_its_first_reset_or_stop() {
+        let c = Cache::default();
+        let u = "0b0e1c4e-6b2e-4b7a-9a0e-2f6f3c2d1a00";
+        assert!(!c.once_ended(u), "a domain never started on Once");
+        c.once().insert(u.into());
+        c.hear(reset(u));
+        assert!(c.once_ended(u), "the first reset ends the Once boot");
+        assert!(
+            !c.once_ended(u),
+            "a second reset boots the definition's order"
+        );
+        c.once().insert(u.into());
+        c.hear(Notice::Domain {
+            uuid: u.into(),
+            change: Change::Stopped,
+        });
+        assert!(!c.once_ended(u), "a power off ends it too");
     }
 }

@@ -207,6 +207,12 @@ impl<M: Machine + ?Sized> Service<M> {
         principal: Option<Principal>,
         reach: Reach,
     ) -> Result<Response, Stop> {
+        // Who asked, for the log lines of the actions that change a machine (a
+        // BMC's audit trail): the Basic user or the session's.
+        let user = match &principal {
+            Some(Principal::Basic { user }) | Some(Principal::Session { user, .. }) => user.clone(),
+            None => "-".to_string(),
+        };
         let m = |e| Stop::Error(machine_error(e, path));
         let ok = |v: Value| Ok(Response::json(200, &v));
         let not_found = || Err(Stop::Error(RedfishError::not_found(path)));
@@ -281,11 +287,12 @@ impl<M: Machine + ?Sized> Service<M> {
             _ if reach == Reach::Memory => Err(Stop::Blocks),
             Action::PatchBoot { system, patch } => {
                 self.machine.set_boot(&system, patch).map_err(m)?;
+                tracing::info!(system = %system, %user, "boot patched");
                 ok(res::system(&*self.info(&system, path, reach)?))
             }
             Action::Reset { system, reset } => {
                 self.machine.reset(&system, reset).map_err(m)?;
-                tracing::info!(system = %system, reset = %reset, "reset");
+                tracing::info!(system = %system, reset = %reset, %user, "reset");
                 Ok(Response::empty(204))
             }
             Action::InsertMedia {
@@ -297,12 +304,12 @@ impl<M: Machine + ?Sized> Service<M> {
                 self.machine
                     .insert_media(&system, slot, &request)
                     .map_err(m)?;
-                tracing::info!(system = %system, slot = %slot, "media inserted");
+                tracing::info!(system = %system, slot = %slot, %user, "media inserted");
                 Ok(Response::empty(204))
             }
             Action::EjectMedia { system, slot, .. } => {
                 self.machine.eject_media(&system, slot).map_err(m)?;
-                tracing::info!(system = %system, slot = %slot, "media ejected");
+                tracing::info!(system = %system, slot = %slot, %user, "media ejected");
                 Ok(Response::empty(204))
             }
             Action::CreateSession { user, password } => {

@@ -62,6 +62,19 @@ fn ca_params(key: &KeyPair) -> Result<CertificateParams> {
 /// certificate for `ips` and `names`. Writes `ca.crt`, `ca.key` (0600),
 /// `bmc.crt` and `bmc.key` (0600).
 pub fn ensure(dir: &Path, ips: &[IpAddr], names: &[String]) -> Result<TlsMaterial> {
+    let (ca_key, ca, ca_pem, ca_path) = load_ca(dir)?;
+    issue(dir, ips, names, &ca_key, &ca, ca_pem, ca_path)
+}
+
+/// The CA certificate (PEM) of the BMC whose TLS material lives in `dir`,
+/// creating the CA on first use — the one [`ensure`] issues from later, so an
+/// install-config rendered before the BMC first started names the CA it will use.
+pub fn ca_pem(dir: &Path) -> Result<String> {
+    Ok(load_ca(dir)?.2)
+}
+
+/// The CA key and certificate in `dir`, created on first use.
+fn load_ca(dir: &Path) -> Result<(KeyPair, Certificate, String, PathBuf)> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let key_path = dir.join("ca.key");
     let ca_path = dir.join("ca.crt");
@@ -85,7 +98,18 @@ pub fn ensure(dir: &Path, ips: &[IpAddr], names: &[String]) -> Result<TlsMateria
             ca.pem()
         }
     };
+    Ok((ca_key, ca, ca_pem, ca_path))
+}
 
+fn issue(
+    dir: &Path,
+    ips: &[IpAddr],
+    names: &[String],
+    ca_key: &KeyPair,
+    ca: &Certificate,
+    ca_pem: String,
+    ca_path: PathBuf,
+) -> Result<TlsMaterial> {
     let mut p = CertificateParams::new(names.to_vec()).context("server certificate parameters")?;
     p.subject_alt_names
         .extend(ips.iter().map(|ip| SanType::IpAddress(*ip)));
@@ -108,7 +132,7 @@ pub fn ensure(dir: &Path, ips: &[IpAddr], names: &[String]) -> Result<TlsMateria
     p.not_after = rcgen::date_time_ymd(year + 2, 1, 1);
     let key = KeyPair::generate().context("generating server key")?;
     let cert = p
-        .signed_by(&key, &ca, &ca_key)
+        .signed_by(&key, ca, ca_key)
         .context("signing server certificate")?;
     let cert_pem = cert.pem();
     let key_pem = key.serialize_pem();
@@ -167,5 +191,15 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600, "{f}");
         }
         server_config(&b).unwrap();
+    }
+
+    #[test]
+    fn the_ca_exported_before_the_bmc_starts_is_the_one_it_serves() {
+        let dir = tempfile::tempdir().unwrap();
+        let early = ca_pem(dir.path()).unwrap();
+        assert!(early.starts_with("-----BEGIN CERTIFICATE-----"));
+        let served = ensure(dir.path(), &["127.0.0.1".parse().unwrap()], &[]).unwrap();
+        assert_eq!(served.ca_pem, early);
+        assert_eq!(ca_pem(dir.path()).unwrap(), early);
     }
 }

@@ -12,6 +12,10 @@ pub struct Secrets {
     pub pull_secret: String,
     /// The BMC password (bare-metal IPI only).
     pub bmc_password: Option<String>,
+    /// The lab BMC's CA certificate (PEM), when the installer is to verify the
+    /// BMC (bare-metal IPI with `bmc.verify_certificate: true`). Not a secret, but
+    /// like the password it lives in the cluster's state, not in the plan.
+    pub bmc_ca: Option<String>,
 }
 
 /// The documented fake pull secret OKD accepts when no real one is given.
@@ -100,6 +104,15 @@ struct Baremetal {
     ingress_vips: Vec<String>,
     provisioning_network: &'static str,
     external_bridge: String,
+    /// The CA Ironic verifies the BMCs with (PEM). openshift/installer PR #10072
+    /// (METAL-1105, the enhancement enhancements/security/bmc-ca-certificate-support.md)
+    /// added `platform.baremetal.bmcVerifyCA`: the bootstrap VM's Ironic and the
+    /// cluster's (a ConfigMap in openshift-machine-api) trust it for hosts whose
+    /// `disableCertificateVerification` is false. `additionalTrustBundle` is not
+    /// it: the enhancement's "Alternatives" says Ironic on the bootstrap VM does
+    /// not use the cluster-wide bundle.
+    #[serde(rename = "bmcVerifyCA", skip_serializing_if = "Option::is_none")]
+    bmc_verify_ca: Option<String>,
     #[serde(rename = "libvirtURI")]
     libvirt_uri: String,
     hosts: Vec<BmHost>,
@@ -185,6 +198,14 @@ pub fn install_config(
                 ingress_vips: vec![plan.vips.ingress.to_string()],
                 provisioning_network: "Disabled",
                 external_bridge: plan.network.external_bridge().to_string(),
+                bmc_verify_ca: if spec.bmc.verify_certificate {
+                    secrets
+                        .bmc_ca
+                        .as_ref()
+                        .map(|c| c.trim_end().to_string() + "\n")
+                } else {
+                    None
+                },
                 libvirt_uri: plan.libvirt.uri.clone(),
                 hosts: plan
                     .nodes

@@ -88,6 +88,15 @@ pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
         } else {
             None
         },
+        // The lab BMC's CA, made now if serve has not started the BMC yet (it
+        // serves a certificate issued by this CA: src/redfish/tls.rs).
+        bmc_ca: if spec.method == Method::Ipi && spec.bmc.verify_certificate {
+            Some(crate::redfish::tls::ca_pem(
+                &ctx.cluster.bmc_dir().join("tls"),
+            )?)
+        } else {
+            None
+        },
     };
     let bundle = match &spec.additional_trust_bundle {
         Some(p) => Some(

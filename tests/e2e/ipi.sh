@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# tests/e2e/ipi.sh IMAGE — bare-metal IPI through shiftlab's BMC, end to end, in
+# the sandbox.
+#
+#   scripts/sandbox run -- tests/e2e/ipi.sh /path/to/standin.qcow2
+#
+# A loopback release mirror serves the fake openshift-install and stream metadata
+# whose qemu image is the stand-in disk image (the installer's bootstrap VM) and
+# whose metal ISO is the stand-in live ISO (what Ironic boots each host from).
+# `shiftlab create cluster` drives `method: ipi`, 3 control planes + 2 workers,
+# with bmc.verify_certificate: the fake's `create cluster` creates its bootstrap
+# VM on the network's bridge and acts as Ironic on the real sushy client, over
+# TLS with the lab CA (bmcVerifyCA) and the lab password, through the BMC that
+# `shiftlab serve` runs. shiftlab is killed with -9 while the hosts are being
+# provisioned; the rerun completes. Checked: every node booted the ISO once,
+# installed once and runs from its disk, its media ejected; the BMC's log has
+# each system's InsertMedia, boot override and resets by the lab user; the
+# bootstrap VM was on the right bridge and is gone with its pool.
+set -euo pipefail
+
+NAME=ipi
+. "$(dirname "$0")/lib.sh"
+e2e_sandbox "$@"
+bmc_venv
+fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
+command -v coreos-installer >/dev/null || fail "coreos-installer not found (scripts/setup installs it)"
+e2e_workdir ipi
+export SHIFTLAB_CACHE=$work/cache XDG_CACHE_HOME=$work/xdg
+export SHIFTLAB_FAKE_IRONIC=$repo/tests/fixtures/fake-openshift-install/ironic.py
+export SHIFTLAB_FAKE_PYTHON=$venv/bin/python
+# The fake's waits, and the smallest bootstrap VM (the real one: 6 GiB, 4 vCPUs).
+export FAKE_INSTALL_TIMEOUT=${FAKE_INSTALL_TIMEOUT:-900}
+export FAKE_BOOTSTRAP_MEMORY_MIB=512 FAKE_BOOTSTRAP_VCPUS=1
+# TCG, as shiftlab decides for the nodes here (the sandbox's /dev/kvm cannot give
+# guests x86-64-v2).
+export FAKE_BOOTSTRAP_DOMAIN_TYPE=qemu
+C=ipi1
+mirror_pid="" serve=""
+on_exit 'stop_pid "$mirror_pid"'
+on_exit 'stop_pid "$serve"'
+on_exit 'p=$(cat "$SHIFTLAB_HOME/clusters/$C/assets/.ironic/pid" 2>/dev/null) && [[ -n $p ]] && kill "$p" 2>/dev/null'
+destroy_on_exit "$C"
+on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME/clusters/$C/openshift-install.log" "$SHIFTLAB_HOME/clusters/$C/assets/.ironic/ironic.log" "$work/serve.log"; do [[ -f $l ]] && echo "--- $l" && tail -40 "$l"; done'
+on_exit '[[ $rc == 0 ]] || grep -h "standin: " /var/log/libvirt/qemu/'"$C"'-*-console.log | tail -40'
+
+# The mirror: one OKD release, the stand-in image as the stream's qemu qcow2.gz
+# and the stand-in live ISO as its metal ISO.
+V=4.17.0-okd-scos.0
+port=$((20000 + RANDOM % 20000))
+base=http://127.0.0.1:$port
+d=$work/mirror/$V t=$work/tar
+mkdir -p "$d" "$t/i" "$t/c"
+cp "$fake" "$t/i/openshift-install"
+printf '#!/bin/sh\necho "Client Version: %s"\n' "$V" >"$t/c/oc"
+chmod +x "$t/c/oc"
+tar -C "$t/i" -czf "$d/openshift-install-linux-$V.tar.gz" openshift-install
+tar -C "$t/c" -czf "$d/openshift-client-linux-$V.tar.gz" oc
+printf 'Name:      %s\n\nPull From: quay.io/okd/scos-release:%s\n\nRelease Metadata:\n  Version:  %s\n' "$V" "$V" "$V" >"$d/release.txt"
+(cd "$d" && sha256sum openshift-*.tar.gz >sha256sum.txt)
+"$bin" image standin --iso --out "$work/mirror/coreos-live.x86_64.iso" >/dev/null
+gzip -c "$IMAGE" >"$work/mirror/coreos-qemu.x86_64.qcow2.gz"
+sum() { sha256sum <"$1" | cut -d' ' -f1; }
+jq -n --arg b "$base" --arg iso "$(sum "$work/mirror/coreos-live.x86_64.iso")" \
+	--arg gz "$(sum "$work/mirror/coreos-qemu.x86_64.qcow2.gz")" --arg raw "$(sum "$IMAGE")" \
+	'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{
+		metal:{formats:{iso:{disk:{location:($b + "/coreos-live.x86_64.iso"),sha256:$iso}}}},
+		qemu:{formats:{"qcow2.gz":{disk:{location:($b + "/coreos-qemu.x86_64.qcow2.gz"),sha256:$gz,"uncompressed-sha256":$raw}}}}}}}}' \
+	>"$work/stream.json"
+export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$work/mirror.log" 2>&1 &
+mirror_pid=$!
+wait_for 10 "the mirror" curl -fs "$base/$V/release.txt"
+
+# serve runs the lab's DNS, HTTP and the BMC (TLS with the lab CA, lab password).
+SHIFTLAB_LOG=info "$bin" serve --host-dns off --scan-interval 1 >"$work/serve.log" 2>&1 &
+serve=$!
+wait_for 20 "serve's control socket" test -S "$SHIFTLAB_HOME/serve.sock"
+
+f=$(cluster_file "$C" 192.168.191.0/24 "version: $V" "mirror: $base" "method: ipi" "ctlplanes: 3" "workers: 2" \
+	"bmc:" "  verify_certificate: true")
+nodes=("$C-ctlplane-0" "$C-ctlplane-1" "$C-ctlplane-2" "$C-worker-0" "$C-worker-1")
+assets=$SHIFTLAB_HOME/clusters/$C/assets
+target_status() { jq -r --arg t "$1" '.targets[$t].status // "none"' "$SHIFTLAB_HOME/clusters/$C/install-state.json" 2>/dev/null || echo none; }
+console() { cat "/var/log/libvirt/qemu/$1-console.log" 2>/dev/null || true; }
+infra_id() { jq -r '.infraID // empty' "$assets/metadata.json" 2>/dev/null || true; }
+
+step "create cluster, killed with -9 while Ironic provisions the hosts"
+"$bin" create cluster -f "$f" >"$work/killed.out" 2>&1 &
+pid=$!
+deadline=$((SECONDS + 1200))
+until grep -qs 'inserting' "$assets/.ironic/ironic.log"; do
+	kill -0 "$pid" 2>/dev/null || fail "shiftlab ended before Ironic provisioned: $(tail -20 "$work/killed.out")"
+	((SECONDS < deadline)) || fail "Ironic never started provisioning"
+	sleep 1
+done
+id=$(infra_id)
+[[ -n $id ]] || fail "no infraID in metadata.json once Ironic runs"
+# The bootstrap VM's NICs, recorded while it exists.
+virsh -q domiflist "$id-bootstrap" | tee "$work/bootstrap-nics.txt"
+deployed=$(ls "$assets/.ironic/deployed" 2>/dev/null | wc -l)
+((deployed < 5)) || fail "every host was deployed before the kill"
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true
+echo "killed shiftlab with $deployed of 5 hosts deployed"
+gone=$((SECONDS + 15))
+while pgrep -f "$work/cache/.*openshift-install create cluster" >/dev/null; do
+	((SECONDS < gone)) || fail "the installer outlived the shiftlab that ran it"
+	sleep 0.2
+done
+
+bridge=$(virsh net-dumpxml "shiftlab-$C" | sed -n "s/.*<bridge name='\([^']*\)'.*/\1/p")
+[[ -n $bridge ]] || fail "no bridge for network shiftlab-$C"
+awk '{print $2, $3}' "$work/bootstrap-nics.txt" | contains "^bridge $bridge\$" ||
+	fail "the bootstrap VM is not on the network's bridge $bridge: $(cat "$work/bootstrap-nics.txt")"
+step "ok: the installer's bootstrap VM $id-bootstrap ran on $bridge"
+
+step "rerun: the install resumes to install complete"
+"$bin" create cluster -f "$f" 2>&1 | tee "$work/rerun.out" | tail -8
+grep -q 'resuming the install' "$work/rerun.out" || fail "the rerun did not resume"
+grep -q 'console: *https://console-openshift-console.apps.'"$C"'.lab.test' "$work/rerun.out" || fail "no console URL"
+for tg in release install-config infra install-complete; do
+	[[ $(target_status "$tg") == done ]] || fail "target $tg is $(target_status "$tg")"
+done
+
+# The bootstrap VM and its pool are gone.
+[[ -z $(virsh list --all --name | grep -- "-bootstrap$" || true) ]] || fail "a bootstrap VM is left: $(virsh list --all --name)"
+if virsh pool-info "$id-bootstrap" >/dev/null 2>&1; then fail "the bootstrap pool is left"; fi
+step "ok: the bootstrap VM and its pool were removed"
+
+# Each node: booted the ISO once, installed once, runs from its disk, media ejected.
+password=$(cat "$SHIFTLAB_HOME/clusters/$C/bmc-password")
+ca=$SHIFTLAB_HOME/clusters/$C/bmc/tls/ca.crt
+for n in "${nodes[@]}"; do
+	[[ $(console "$n" | grep -c 'standin: boot: iso') == 1 ]] || fail "$n booted the ISO $(console "$n" | grep -c 'standin: boot: iso') times"
+	[[ $(console "$n" | grep -c 'SHIFTLAB-STANDIN-INSTALLED') == 1 ]] || fail "$n installed $(console "$n" | grep -c SHIFTLAB-STANDIN-INSTALLED) times"
+	console "$n" | grep 'SHIFTLAB-STANDIN-REPORT' | tail -n 1 | contains '"boot":"disk"' || fail "$n does not run from its disk"
+	[[ $(virsh -q domstate "$n") == running ]] || fail "$n is $(virsh -q domstate "$n")"
+	virsh -q domblklist "$n" --details --inactive | awk '$2 == "cdrom" && $4 != "-" {exit 1}' ||
+		fail "$n: media still in its definition: $(virsh -q domblklist "$n" --details --inactive)"
+	uuid=$(virsh domuuid "$n")
+	for what in 'media inserted' 'boot patched' ' reset' 'media ejected'; do
+		grep "system=$uuid\|system=/redfish/v1/Systems/$uuid" "$work/serve.log" | grep "$what" | contains 'user=admin' ||
+			fail "$n: the BMC log has no '$what' by admin"
+	done
+	# The BMC answers over TLS with the lab CA and the lab password.
+	curl -fsS --cacert "$ca" -u "admin:$password" "https://192.168.191.1:8443/redfish/v1/Systems/$uuid" |
+		jq -e '.PowerState == "On"' >/dev/null || fail "$n: the BMC does not report it on"
+done
+step "ok: every node powered, booted once from virtual media then from disk, through the BMC as admin"
+grep -q 'bmcVerifyCA' "$SHIFTLAB_HOME/clusters/$C/install-config.backup.yaml" 2>/dev/null ||
+	grep -rqs 'bmcVerifyCA' "$SHIFTLAB_HOME/clusters/$C/" || fail "install-config carries no bmcVerifyCA"
+cmp -s <(sed -n '/BEGIN/,/END/p' "$assets/.ironic/bmc-ca.pem") <(sed -n '/BEGIN/,/END/p' "$ca") ||
+	fail "Ironic was not given the lab CA"
+step "ok: Ironic verified the BMC with the lab CA from bmcVerifyCA"
+"$bin" status "$C" -o json | jq -e '.install.flow == "ipi"' >/dev/null || fail "status does not show the ipi flow"
+echo "PASS $NAME"
