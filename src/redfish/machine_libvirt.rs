@@ -267,7 +267,9 @@ fn restart_after_once(uri: &str, uuid: &str) {
             domain = %name,
             "reset after a one-time boot: power cycled to boot from its boot order"
         ),
-        Err(e) => tracing::warn!(%uuid, error = format!("{e:#}"), "power cycle after a one-time boot failed"),
+        Err(e) => {
+            tracing::warn!(%uuid, error = format!("{e:#}"), "power cycle after a one-time boot failed")
+        }
     }
 }
 
@@ -757,7 +759,10 @@ mod tests {
         c.once().insert(u.into());
         c.hear(reset(u));
         assert!(c.once_ended(u), "the first reset ends the Once boot");
-        assert!(!c.once_ended(u), "a second reset boots the definition's order");
+        assert!(
+            !c.once_ended(u),
+            "a second reset boots the definition's order"
+        );
         c.once().insert(u.into());
         c.hear(Notice::Domain {
             uuid: u.into(),
