@@ -126,6 +126,77 @@ fn capacity_is_weighed_against_the_plan() {
 }
 
 #[test]
+fn nodes_below_the_documented_minimums_are_named_for_a_real_cluster_only() {
+    // Bootstrap and control planes of 12 GiB and 3 vCPUs: below 16 GiB and 4
+    // (workers are not: 8 GiB and 2), on a host with room for all of them.
+    let small = "memory: 12288\nnumcpus: 3\n";
+    let (memory, cpu) = memory_and_cpu(&facts("good-host"), small);
+    assert_eq!(memory.severity, Severity::Warn);
+    assert_eq!(
+        memory.verdict,
+        "the nodes want 72.0 GiB together; the host has 125.0 GiB (117.2 GiB available); \
+         below the documented minimums: lab1-bootstrap 12.0 GiB < 16.0 GiB, lab1-ctlplane-0 12.0 GiB < 16.0 GiB, \
+         lab1-ctlplane-1 12.0 GiB < 16.0 GiB, lab1-ctlplane-2 12.0 GiB < 16.0 GiB"
+    );
+    assert_eq!(
+        memory.fix.as_deref(),
+        Some("labs run smaller than the minimums at their own risk; raise memory: if the install stalls")
+    );
+    assert_eq!(cpu.severity, Severity::Warn);
+    assert_eq!(
+        cpu.verdict,
+        "the nodes want 18 vCPUs; the host has 32 CPU threads; below the documented minimums: \
+         lab1-bootstrap 3 < 4, lab1-ctlplane-0 3 < 4, lab1-ctlplane-1 3 < 4, lab1-ctlplane-2 3 < 4"
+    );
+    assert_eq!(
+        cpu.fix.as_deref(),
+        Some("raise numcpus: if the install stalls")
+    );
+    // An overcommitted host: its fix comes first, the minimums are still named.
+    let mut f = facts("good-host");
+    f.memory_available_mib = 40_000;
+    f.cpus = 10;
+    let (memory, cpu) = memory_and_cpu(&f, small);
+    for (check, parts, fix) in [
+        (
+            memory,
+            [
+                "; overcommitted: ",
+                "; below the documented minimums: lab1-bootstrap 12.0 GiB",
+            ],
+            "fewer or smaller nodes, or free memory on the host",
+        ),
+        (
+            cpu,
+            [
+                "; overcommitted 1.8:1; ",
+                "; below the documented minimums: lab1-bootstrap 3 < 4",
+            ],
+            "raise numcpus: if the install stalls",
+        ),
+    ] {
+        assert_eq!(check.severity, Severity::Warn, "{check:?}");
+        for part in parts {
+            assert!(check.verdict.contains(part), "{part}: {}", check.verdict);
+        }
+        assert_eq!(check.fix.as_deref(), Some(fix));
+    }
+    // A rehearsal's nodes are small on purpose.
+    let (memory, cpu) = memory_and_cpu(&facts("good-host"), &format!("rehearsal: true\n{small}"));
+    for check in [memory, cpu] {
+        assert_eq!(check.severity, Severity::Ok, "{check:?}");
+        assert!(!check.verdict.contains("minimums"), "{check:?}");
+    }
+}
+
+/// The memory and cpu checks of the lab `plan(extra)` on a host with these facts.
+fn memory_and_cpu(f: &HostFacts, extra: &str) -> (doctor::Check, doctor::Check) {
+    let c = doctor::checks(f, Some(&plan(extra)));
+    let get = |id: &str| c.iter().find(|c| c.id == id).unwrap().clone();
+    (get("memory"), get("cpu"))
+}
+
+#[test]
 fn the_ipv6_localhost_lines_that_break_and_those_that_do_not() {
     let p = plan("");
     let hosts = |text: &str| {
@@ -191,4 +262,24 @@ fn the_cli_replays_recorded_facts_with_an_exit_code_by_severity() {
         home.path(),
     );
     assert_eq!(out2.stdout, out.stdout);
+}
+
+/// The veth-linked bridge of an IPI cluster is shiftlab's like the NAT bridge:
+/// NetworkManager managing it is a warning, and the fix names its links.
+#[test]
+fn network_manager_must_leave_the_veth_linked_bridge_alone() {
+    let p = plan("method: ipi\nnetwork:\n  external_bridge: veth\n");
+    let v = p.network.veth.clone().unwrap();
+    let mut f = facts("good-host");
+    f.network_manager = Some(vec![shiftlab::doctor::facts::NmDevice {
+        device: v.bridge.clone(),
+        state: "connected".into(),
+    }]);
+    let checks = doctor::checks(&f, Some(&p));
+    assert_eq!(severity(&checks, "network-manager"), Severity::Warn);
+    let c = checks.iter().find(|c| c.id == "network-manager").unwrap();
+    let text = serde_json::to_string(c).unwrap();
+    for l in [&v.bridge, &v.bridge_end, &v.nat_end] {
+        assert!(text.contains(&format!("interface-name:{l}")), "{text}");
+    }
 }

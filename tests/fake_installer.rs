@@ -177,16 +177,24 @@ fn version_names_the_binary_as_invoked() {
 
 /// The files of `role.ign`'s storage, decoded (`data:,` percent-encoded).
 fn node_facts(dir: &Path, role: &str) -> std::collections::BTreeMap<String, String> {
-    let v: serde_json::Value = serde_json::from_str(&read(dir, &format!("{role}.ign"))).unwrap();
-    v["storage"]["files"]
+    shiftlab_facts(&serde_json::from_str(&read(dir, &format!("{role}.ign"))).unwrap())
+}
+
+/// The files under /etc/shiftlab/ of an Ignition config's storage, decoded (the
+/// fake writes them as `data:,` percent-encoded).
+fn shiftlab_facts(ign: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
+    ign["storage"]["files"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|f| f["path"].as_str().unwrap().starts_with("/etc/shiftlab/"))
         .map(|f| {
             let src = f["contents"]["source"].as_str().unwrap();
             let data = src.strip_prefix("data:,").unwrap();
-            let decoded = percent_decode(data);
-            (f["path"].as_str().unwrap().to_string(), decoded)
+            (
+                f["path"].as_str().unwrap().to_string(),
+                percent_decode(data),
+            )
         })
         .collect()
 }
@@ -332,15 +340,30 @@ fn single_node_ignition_config_needs_one_control_plane_and_writes_the_live_confi
     );
 }
 
-#[test]
-fn agent_create_image_embeds_the_hosts_and_the_rendezvous_ip() {
+/// What `agent create image` made of the golden agent configs.
+struct AgentImage {
+    /// The asset directory.
+    dir: tempfile::TempDir,
+    /// The base ISO it was made from.
+    base: PathBuf,
+    /// The installer's log.
+    log: String,
+    /// The Ignition embedded in agent.x86_64.iso.
+    ign: serde_json::Value,
+    /// Holds the base ISO.
+    _home: tempfile::TempDir,
+}
+
+/// `agent create image` on the golden agent configs, with `compute` replicas
+/// `workers` when given; None without coreos-installer.
+fn agent_create_image(workers: Option<u32>) -> Option<AgentImage> {
     if Command::new("coreos-installer")
         .arg("--version")
         .output()
         .is_err()
     {
         eprintln!("skipped: coreos-installer is not installed (scripts/setup installs it)");
-        return;
+        return None;
     }
     let home = tempfile::tempdir().unwrap();
     let iso = home.path().join("live.iso");
@@ -363,6 +386,17 @@ fn agent_create_image_embeds_the_hosts_and_the_rendezvous_ip() {
     )
     .unwrap();
     let d = assets("agent");
+    if let Some(w) = workers {
+        let ic = d.path().join("install-config.yaml");
+        let text = read(d.path(), "install-config.yaml");
+        let edited = text.replacen(
+            "- name: worker\n  replicas: 1\n",
+            &format!("- name: worker\n  replicas: {w}\n"),
+            1,
+        );
+        assert_ne!(text, edited, "the golden's compute replicas moved");
+        std::fs::write(ic, edited).unwrap();
+    }
     std::fs::copy(
         common::repo().join("tests/golden/agent.agent-config.yaml"),
         d.path().join("agent-config.yaml"),
@@ -375,21 +409,36 @@ fn agent_create_image_embeds_the_hosts_and_the_rendezvous_ip() {
         .env("XDG_CACHE_HOME", home.path().join("cache"))
         .output()
         .unwrap();
-    let log = String::from_utf8_lossy(&out.stderr);
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{log}");
+    let shown = shiftlab::image::live_iso::embedded(&d.path().join("agent.x86_64.iso"))
+        .unwrap()
+        .expect("an embedded config");
+    Some(AgentImage {
+        ign: serde_json::from_slice(&shown).unwrap(),
+        dir: d,
+        base: iso,
+        log,
+        _home: home,
+    })
+}
+
+#[test]
+fn agent_create_image_embeds_the_hosts_and_the_rendezvous_ip() {
+    let Some(image) = agent_create_image(None) else {
+        return;
+    };
+    let (d, iso, log, ign) = (&image.dir, &image.base, &image.log, &image.ign);
     assert!(
         log.contains("Consuming Agent Config from target directory"),
         "{log}"
     );
     assert!(!d.path().join("agent-config.yaml").exists());
-    let agent_iso = d.path().join("agent.x86_64.iso");
-    let shown = shiftlab::image::live_iso::embedded(&agent_iso)
-        .unwrap()
-        .expect("an embedded config");
-    let ign: serde_json::Value = serde_json::from_slice(&shown).unwrap();
     let files = ign["storage"]["files"].as_array().unwrap();
     let path = |p: &str| files.iter().any(|f| f["path"] == p);
     assert!(path("/etc/assisted/rendezvous-host.env"));
+    // Hosts of both roles on one ISO: no router facts (the stand-ins' role rule).
+    assert!(shiftlab_facts(ign).is_empty());
     let golden = read(&common::repo(), "tests/golden/agent.agent-config.yaml");
     let hosts = golden.matches("- hostname:").count();
     assert!(hosts > 0);
@@ -402,7 +451,26 @@ fn agent_create_image_embeds_the_hosts_and_the_rendezvous_ip() {
         }
     }
     // The base ISO itself is left as it was: the embed went into a copy.
-    assert!(shiftlab::image::live_iso::embedded(&iso).unwrap().is_none());
+    assert!(shiftlab::image::live_iso::embedded(iso).unwrap().is_none());
+}
+
+/// A compact agent cluster: every host a schedulable control plane carrying the
+/// worker role, so the routers may run on each (the stand-ins read these facts).
+#[test]
+fn a_compact_agent_image_says_every_host_may_run_routers() {
+    let Some(image) = agent_create_image(Some(0)) else {
+        return;
+    };
+    let facts = shiftlab_facts(&image.ign);
+    assert_eq!(facts["/etc/shiftlab/schedulable"], "true");
+    assert_eq!(
+        facts["/etc/shiftlab/node-labels"],
+        "node-role.kubernetes.io/control-plane,node-role.kubernetes.io/master,node-role.kubernetes.io/worker"
+    );
+    assert_eq!(
+        facts["/etc/shiftlab/router-node-selector"],
+        "node-role.kubernetes.io/worker"
+    );
 }
 
 /// `create cluster` on baremetal validates the install-config as the installer

@@ -169,6 +169,45 @@ fn libvirt_xml() {
     );
 }
 
+/// Bare-metal IPI: keepalived holds the VIPs, so the network's DNS points `api` and
+/// `api-int` at the API VIP and `*.apps` at the ingress VIP, and neither is an
+/// address of the host (no load balancer, no `<ip>` for them on the bridge: the
+/// host answering ARP for a VIP would steal it from the nodes).
+#[test]
+fn ipi_dns_points_at_the_vips() {
+    use shiftlab::libvirt::xml::write::network_xml;
+    use shiftlab::plan::RecordType;
+    let plan = plan::derive(&load("ipi.cluster.yaml"));
+    let a = |name: &str| {
+        plan.dns
+            .iter()
+            .find(|r| r.name == name)
+            .map(|r| (r.kind, r.value.clone()))
+    };
+    assert_eq!(
+        a("api.ipi.lab.test"),
+        Some((RecordType::A, "192.168.129.2".into()))
+    );
+    assert_eq!(
+        a("api-int.ipi.lab.test"),
+        Some((RecordType::A, "192.168.129.2".into()))
+    );
+    assert_eq!(
+        a("*.apps.ipi.lab.test"),
+        Some((RecordType::Wildcard, "192.168.129.3".into()))
+    );
+    assert!(plan.load_balancer.is_none());
+    assert!(plan.network.host_addresses.is_empty());
+    let net = network_xml(&plan);
+    roxmltree::Document::parse(&net).expect("network XML parses");
+    assert!(!net.contains("192.168.129.2' prefix"), "{net}");
+    assert!(
+        net.contains("address=/apps.ipi.lab.test/192.168.129.3"),
+        "{net}"
+    );
+    golden("ipi.network.xml", &net);
+}
+
 /// The manifests the lab adds per topology: a UPI cluster with workers (control
 /// planes unschedulable, routers pinned to the workers the ingress load balancer
 /// targets, the registry with one replica) and a compact one (schedulable control

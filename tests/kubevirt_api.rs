@@ -321,6 +321,36 @@ fn create_then_destroy_a_cluster_on_the_fake_api() {
     let plan = plan_of(&file);
     let want = &plan.kubevirt.as_ref().unwrap().objects;
     assert_eq!(fake.objects().len(), want.len(), "{out}");
+    // Pod network: the in-cluster HAProxy, its config and the Services in front.
+    let objs = fake.objects();
+    let cfg = objs["ConfigMap/kv1-lab/kv1-haproxy"]["data"]["haproxy.cfg"]
+        .as_str()
+        .unwrap();
+    assert!(
+        cfg.contains(
+            "server kv1-ctlplane-0 kv1-ctlplane-0.kv1-nodes.kv1-lab.svc.cluster.local:6443"
+        ),
+        "{cfg}"
+    );
+    let dep = &objs["Deployment/kv1-lab/kv1-haproxy"];
+    assert_eq!(
+        dep["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"],
+        "kv1-haproxy"
+    );
+    assert_eq!(
+        objs["Service/kv1-lab/kv1-api"]["spec"]["selector"]["shiftlab.io/haproxy"],
+        "true"
+    );
+    assert_eq!(
+        objs["Service/kv1-lab/kv1-nodes"]["spec"]["clusterIP"],
+        "None"
+    );
+    assert!(objs["Service/kv1-lab/kv1-api"]["spec"]["clusterIP"].is_string());
+    // The DNS records to add; the load balancer has not given an address yet.
+    assert!(
+        out.contains("add to your DNS (docs/kubevirt.md, \"DNS you must add\"):\n  api.kv1.lab.test -> pending: Service kv1-api has no EXTERNAL-IP yet"),
+        "{out}"
+    );
     // infra, then workers started them.
     for (k, o) in fake.objects() {
         if k.starts_with("VirtualMachine/") {
@@ -377,13 +407,37 @@ fn create_then_destroy_a_cluster_on_the_fake_api() {
         "{err}"
     );
     assert_eq!(fake.writes(), before);
-    // A second run converges: nothing new.
+    // A second run converges: nothing new. By now MetalLB gave the Services
+    // addresses, and the records name them.
+    for (svc, ip) in [("kv1-api", "192.0.2.10"), ("kv1-ingress", "192.0.2.11")] {
+        fake.set_status(
+            "Service",
+            "kv1-lab",
+            svc,
+            json!({"loadBalancer": {"ingress": [{"ip": ip}]}}),
+        );
+    }
     let out = ok(&shiftlab(home.path(), &["create", "cluster", "-f", f]));
     assert!(!out.contains("created "), "{out}");
+    for line in [
+        "  api.kv1.lab.test -> 192.0.2.10 (Service kv1-api EXTERNAL-IP)",
+        "  api-int.kv1.lab.test -> 192.0.2.10 (Service kv1-api EXTERNAL-IP)",
+        "  *.apps.kv1.lab.test -> 192.0.2.11 (Service kv1-ingress EXTERNAL-IP)",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
     // Destroy by name: the ledger says where the objects are.
     let out = ok(&shiftlab(home.path(), &["destroy", "cluster", "kv1"]));
     assert!(out.contains("removed VirtualMachine/kv1-worker-1"), "{out}");
     assert!(out.contains("removed Namespace/kv1-lab"), "{out}");
+    for o in [
+        "Deployment/kv1-haproxy",
+        "ConfigMap/kv1-haproxy",
+        "Service/kv1-nodes",
+        "Service/kv1-api",
+    ] {
+        assert!(out.contains(&format!("removed {o}")), "{o}: {out}");
+    }
     assert!(fake.objects().is_empty(), "{:?}", fake.objects().keys());
     assert!(!state.exists());
     // Again, by its file: nothing recorded, nothing to do, no libvirt needed.
@@ -478,4 +532,115 @@ fn an_unreachable_api_is_said_and_nothing_is_created() {
     // Not even a node config was published.
     assert!(!home.path().join("state/clusters/kv1/http-private").exists());
     assert_eq!(fake.writes(), 0);
+}
+
+#[test]
+fn a_storage_class_the_cluster_lacks_is_said_before_anything_is_created() {
+    let fake = FakeKube::start(all_types());
+    fake.insert(
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": "standard"}, "provisioner": "example.test/csi"}),
+    );
+    let home = tempfile::tempdir().unwrap();
+    let file = cluster_file(home.path(), &fake, "pod", "  storage_class: fast-ssd\n");
+    let o = shiftlab(
+        home.path(),
+        &["create", "cluster", "-f", file.to_str().unwrap()],
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("kubevirt.storage_class: StorageClass fast-ssd does not exist on the cluster (it has: standard); nothing was created"),
+        "{err}"
+    );
+    assert_eq!(fake.writes(), 0);
+    assert!(!home
+        .path()
+        .join("state/clusters/kv1/kubevirt.json")
+        .exists());
+    assert!(!home.path().join("state/clusters/kv1/http-private").exists());
+
+    // The library's apply checks the same, from the VMs' DataVolumes.
+    let plan = plan_of(&file);
+    let rt = apply::runtime().unwrap();
+    let client = rt
+        .block_on(apply::client(&home.path().join("kubeconfig"), None))
+        .unwrap();
+    let run = |l: &mut Ledger| {
+        rt.block_on(apply::apply(
+            &client,
+            "kv1",
+            &objects(&plan),
+            l,
+            &|_l: &Ledger| Ok(()),
+        ))
+    };
+    let e = run(&mut ledger(&plan)).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("StorageClass fast-ssd does not exist"),
+        "{e:#}"
+    );
+    assert_eq!(fake.writes(), 0);
+    // Once it exists, the same apply goes through.
+    fake.insert(
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": "fast-ssd"}, "provisioner": "example.test/csi"}),
+    );
+    run(&mut ledger(&plan)).unwrap();
+    assert!(fake.writes() > 0);
+
+    // A user who may not read StorageClasses is not stopped (a warning).
+    let fake = FakeKube::start(all_types());
+    fake.forbid("storageclasses");
+    let home = tempfile::tempdir().unwrap();
+    let file = cluster_file(home.path(), &fake, "pod", "  storage_class: fast-ssd\n");
+    let o = shiftlab(
+        home.path(),
+        &["create", "infra", "-f", file.to_str().unwrap()],
+    );
+    ok(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot read StorageClasses (forbidden)"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn destroy_with_an_unreachable_api_removes_nothing_and_can_be_rerun() {
+    let fake = FakeKube::start(all_types());
+    let home = tempfile::tempdir().unwrap();
+    let file = cluster_file(home.path(), &fake, "pod", "");
+    ok(&shiftlab(
+        home.path(),
+        &["create", "infra", "-f", file.to_str().unwrap()],
+    ));
+    let before = fake.objects();
+    let kubeconfig = home.path().join("kubeconfig");
+    let good = std::fs::read_to_string(&kubeconfig).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        &kubeconfig,
+        good.replace(&fake.url(), &format!("http://127.0.0.1:{port}")),
+    )
+    .unwrap();
+    let o = shiftlab(home.path(), &["destroy", "cluster", "kv1"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the Kubernetes API is unreachable (nothing was removed)"),
+        "{err}"
+    );
+    assert_eq!(fake.objects(), before);
+    let ledger = home.path().join("state/clusters/kv1/kubevirt.json");
+    assert!(ledger.exists(), "the ledger stays for the next destroy");
+    // The API back: the same destroy finishes.
+    std::fs::write(&kubeconfig, good).unwrap();
+    ok(&shiftlab(home.path(), &["destroy", "cluster", "kv1"]));
+    assert!(fake.objects().is_empty());
+    assert!(!ledger.exists());
 }

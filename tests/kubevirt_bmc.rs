@@ -6,6 +6,8 @@
 mod common;
 #[path = "support/fake_kube.rs"]
 mod fake_kube;
+#[path = "support/kubevirt_schema.rs"]
+mod schema;
 
 use std::collections::BTreeMap;
 
@@ -161,6 +163,14 @@ fn ironics_virtual_media_sequence_on_a_kubevirt_vm() {
         v["spec"]["template"]["spec"]["domain"]["firmware"]["uuid"],
         node.uuid.as_str()
     );
+    // The VM as the BMC left it (CD-ROM, its DataVolume, UEFI, boot order)
+    // is still a VirtualMachine KubeVirt's schema accepts.
+    let doc = schema::extract(&common::repo());
+    let bad = schema::violations(
+        &schema::validator(&doc, "$defs", "v1.VirtualMachine"),
+        &schema::as_written(&v),
+    );
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
     let info = m.system(u).unwrap();
     assert_eq!(info.power, PowerState::On);
     assert_eq!(

@@ -183,22 +183,193 @@ fn control_planes_spread_and_power_follows_the_plan() {
     // The Services are the load balancer: the host runs none for this plan.
     assert!(plan.load_balancer.is_none());
     assert!(load("multus.yaml").load_balancer.is_some());
-    // Services select what their role runs.
-    let api = objs.iter().find(|o| o.name == "kv1-api").unwrap();
-    assert_eq!(api.body["spec"]["type"], "LoadBalancer");
-    let sel = api.body["spec"]["selector"].as_object().unwrap();
-    for n in &plan.nodes {
-        let labels = vm(&objs, &n.name)["spec"]["template"]["metadata"]["labels"]
-            .as_object()
-            .unwrap();
-        let selected = sel.iter().all(|(k, v)| labels.get(k) == Some(v));
-        assert_eq!(
-            selected,
-            matches!(n.role, spec::Role::Bootstrap | spec::Role::Ctlplane),
-            "{}",
-            n.name
-        );
+}
+
+fn labels_match(selector: &Value, labels: &Value) -> bool {
+    selector
+        .as_object()
+        .unwrap()
+        .iter()
+        .all(|(k, v)| labels.get(k) == Some(v))
+}
+
+/// The `server` lines of one HAProxy backend: (name, address:port).
+fn servers<'a>(cfg: &'a str, backend: &str) -> Vec<(&'a str, &'a str)> {
+    cfg.split(&format!("\nbackend {backend}\n"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no backend {backend}"))
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.trim().strip_prefix("server "))
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next().unwrap(), w.next().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn pod_mode_balances_through_an_in_cluster_haproxy() {
+    let plan = load("pod.yaml");
+    let objs = objects(&plan);
+    let find = |kind: Kind, name: &str| {
+        &objs
+            .iter()
+            .find(|o| o.kind == kind && o.name == name)
+            .unwrap_or_else(|| panic!("no {kind:?} {name}"))
+            .body
+    };
+    // The API and ingress Services select the HAProxy pods, and only them.
+    let dep = find(Kind::Deployment, "kv1-haproxy");
+    let pod_labels = &dep["spec"]["template"]["metadata"]["labels"];
+    assert!(labels_match(
+        &dep["spec"]["selector"]["matchLabels"],
+        pod_labels
+    ));
+    for (svc, ports) in [
+        ("kv1-api", [(6443, 6443), (22623, 22623)]),
+        ("kv1-ingress", [(80, 8080), (443, 8443)]),
+    ] {
+        let s = find(Kind::Service, svc);
+        assert_eq!(s["spec"]["type"], "LoadBalancer");
+        assert!(labels_match(&s["spec"]["selector"], pod_labels), "{svc}");
+        let got: Vec<(u64, u64)> = s["spec"]["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["port"].as_u64().unwrap(),
+                    p["targetPort"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(got, ports, "{svc}");
+        let container_ports: Vec<u64> = dep["spec"]["template"]["spec"]["containers"][0]["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["containerPort"].as_u64().unwrap())
+            .collect();
+        for (_, target) in ports {
+            assert!(
+                container_ports.contains(&target),
+                "{svc}: HAProxy listens on {target}"
+            );
+        }
+        for n in &plan.nodes {
+            let vm_labels = &vm(&objs, &n.name)["spec"]["template"]["metadata"]["labels"];
+            assert!(
+                !labels_match(&s["spec"]["selector"], vm_labels),
+                "{svc} skips {}",
+                n.name
+            );
+        }
     }
+    // Every VM is named in DNS through the headless Service.
+    let nodes = find(Kind::Service, "kv1-nodes");
+    assert_eq!(nodes["spec"]["clusterIP"], "None");
+    assert!(
+        !labels_match(&nodes["spec"]["selector"], pod_labels),
+        "not the HAProxy pods"
+    );
+    for n in &plan.nodes {
+        let spec = &vm(&objs, &n.name)["spec"]["template"]["spec"];
+        assert_eq!(spec["subdomain"], "kv1-nodes");
+        assert_eq!(spec["hostname"], n.name.as_str());
+    }
+    // HAProxy sends API and machine-config to bootstrap and control planes,
+    // ingress to the workers, each by its DNS name.
+    let cm = find(Kind::ConfigMap, "kv1-haproxy");
+    let cfg = cm["data"]["haproxy.cfg"].as_str().unwrap();
+    let fqdn = |n: &str, port: u16| format!("{n}.kv1-nodes.kv1-lab.svc.cluster.local:{port}");
+    for (backend, port, roles) in [
+        (
+            "api",
+            6443,
+            &[spec::Role::Bootstrap, spec::Role::Ctlplane][..],
+        ),
+        (
+            "machine-config",
+            22623,
+            &[spec::Role::Bootstrap, spec::Role::Ctlplane][..],
+        ),
+        ("ingress-https", 443, &[spec::Role::Worker][..]),
+        ("ingress-http", 80, &[spec::Role::Worker][..]),
+    ] {
+        let want: Vec<(String, String)> = plan
+            .nodes
+            .iter()
+            .filter(|n| roles.contains(&n.role))
+            .map(|n| (n.name.clone(), fqdn(&n.name, port)))
+            .collect();
+        let got: Vec<(String, String)> = servers(cfg, backend)
+            .into_iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(got, want, "{backend}");
+    }
+    // A changed config rolls the pods: its hash is on the pod template.
+    use sha2::Digest;
+    assert_eq!(
+        dep["spec"]["template"]["metadata"]["annotations"]["shiftlab.io/config-sha256"],
+        hex::encode(sha2::Sha256::digest(cfg.as_bytes()))
+    );
+    // HAProxy itself accepts the configuration (nodes not resolving yet is
+    // allowed: `init-addr none`).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("haproxy.cfg");
+    std::fs::write(&path, cfg).unwrap();
+    let o = std::process::Command::new("haproxy")
+        .args(["-c", "-f"])
+        .arg(&path)
+        .output()
+        .expect("haproxy (scripts/setup installs it)");
+    assert!(
+        o.status.success(),
+        "haproxy -c: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    // A compact cluster's routers are its control planes.
+    let text = std::fs::read_to_string(fixtures().join("pod.yaml"))
+        .unwrap()
+        .replace("workers: 2", "workers: 0");
+    let compact = plan::derive(&spec::from_str(&text, "pod.yaml", &env()).unwrap().spec);
+    let cfg = shiftlab::kubevirt::haproxy::config(&compact, compact.kubevirt.as_ref().unwrap());
+    let routers: Vec<&str> = servers(&cfg, "ingress-https").iter().map(|s| s.0).collect();
+    assert_eq!(
+        routers,
+        ["kv1-ctlplane-0", "kv1-ctlplane-1", "kv1-ctlplane-2"]
+    );
+    // A real (not rehearsal) cluster's API is checked over TLS.
+    let real = text.replace("rehearsal: true\n", "");
+    let real = plan::derive(&spec::from_str(&real, "pod.yaml", &env()).unwrap().spec);
+    let cfg = shiftlab::kubevirt::haproxy::config(&real, real.kubevirt.as_ref().unwrap());
+    assert!(cfg.contains(":6443 check check-ssl verify none"), "{cfg}");
+    assert!(!cfg.contains(":22623 check check-ssl"), "{cfg}");
+    // The image and the cluster's DNS domain are the cluster file's when set.
+    let custom = format!(
+        "{}\n  haproxy_image: registry.example.test/haproxy:2.8\n  cluster_dns_domain: k8s.example\n",
+        text.trim_end()
+    );
+    let custom = plan::derive(&spec::from_str(&custom, "pod.yaml", &env()).unwrap().spec);
+    let objs = objects(&custom);
+    let dep = &objs
+        .iter()
+        .find(|o| o.kind == Kind::Deployment)
+        .unwrap()
+        .body;
+    assert_eq!(
+        dep["spec"]["template"]["spec"]["containers"][0]["image"],
+        "registry.example.test/haproxy:2.8"
+    );
+    let cfg = shiftlab::kubevirt::haproxy::config(&custom, custom.kubevirt.as_ref().unwrap());
+    assert!(
+        cfg.contains("kv1-ctlplane-0.kv1-nodes.kv1-lab.svc.k8s.example:6443"),
+        "{cfg}"
+    );
 }
 
 #[test]
@@ -312,6 +483,18 @@ fn bad_kubevirt_input_is_refused_with_the_field_named() {
             format!("{BASE}method: sno\nctlplanes: 1\nworkers: 0\nbackend: kubevirt\nkubevirt:\n  kubeconfig: kubeconfig\n  http_url: http://h:8080\n"),
             "not supported on backend kubevirt",
         ),
+        (
+            format!("{BASE}method: agent\nbackend: kubevirt\nkubevirt:\n  kubeconfig: kubeconfig\n  http_url: http://h:8080\n"),
+            "method agent is not supported on backend kubevirt yet: it boots a live ISO built on this host",
+        ),
+        (
+            with("  kubeconfig: kubeconfig\n  http_url: http://h:8080\n  haproxy_image: https://hub/haproxy\n"),
+            "kubevirt.haproxy_image: \"https://hub/haproxy\" is not a container image reference",
+        ),
+        (
+            with("  kubeconfig: kubeconfig\n  http_url: http://h:8080\n  cluster_dns_domain: Cluster_Local\n"),
+            "kubevirt.cluster_dns_domain: \"Cluster_Local\" is not a DNS domain",
+        ),
     ];
     for (text, want) in cases {
         let e = errors(text, &dir);
@@ -338,7 +521,7 @@ fn render_command_writes_yaml_and_keeps_secrets_private() {
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let files = common::tree(&out_dir);
-    assert_eq!(files.len(), 15, "{files:?}");
+    assert_eq!(files.len(), 18, "{files:?}");
     use std::os::unix::fs::PermissionsExt;
     for f in &files {
         let p = out_dir.join(f);

@@ -1,250 +1,34 @@
-//! Rendered objects against the API's own types. Core objects (Namespace,
-//! Secret, Service, and the VM's affinity and object metadata) round-trip
-//! through k8s-openapi's types: a field those types do not know would be
-//! dropped and the round trip would differ. The KubeVirt VirtualMachine (and
-//! CDI's DataVolume template and Multus' attachment, which have no crate that
-//! fits kube 2.0: kube-custom-resources-rs has no kubevirt.io group) goes
-//! through the typed structs below, `deny_unknown_fields` and required fields
-//! as KubeVirt's OpenAPI definitions have them (kubevirt/kubevirt
-//! `api/openapi-spec/swagger.json`: `v1.VirtualMachine`, `v1.VirtualMachineSpec`,
-//! `v1.DataVolumeTemplateSpec`, `v1beta1.DataVolumeSpec`, `v1.DomainSpec`,
-//! `v1.Disk`, `v1.CDRomTarget`, `v1.Interface`, `v1.Network`, `v1.Volume`,
-//! `v1.CloudInitConfigDriveSource`, `v1.Firmware`, `v1.Bootloader`), only the
-//! part shiftlab writes: anything else it renders is refused here.
+//! Rendered objects against the API's own schemas.
+//!
+//! - KubeVirt's VirtualMachine (with CDI's DataVolume templates) and Multus'
+//!   NetworkAttachmentDefinition are validated by a JSON Schema validator
+//!   against tests/fixtures/kubevirt-schema/objects.schema.json, an extract of
+//!   kubevirt/kubevirt `api/openapi-spec/swagger.json`, CDI's
+//!   `api/openapi-spec/swagger.json` and the NAD CRD (README.md there names
+//!   the commits): an unknown field, a wrong type, a missing required field or
+//!   a value outside an enum fails.
+//! - Core kinds round-trip through k8s-openapi's types (generated from
+//!   Kubernetes' OpenAPI): a field those types do not know is dropped and the
+//!   round trip differs.
+//! - An ignored test checks the extract against the upstream files themselves
+//!   and validates the renders against the whole upstream schema (README.md:
+//!   `KUBEVIRT_OPENAPI`, `CDI_OPENAPI`, `NAD_CRD`).
 
 mod common;
+#[path = "support/kubevirt_schema.rs"]
+mod schema;
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::core::v1::{Affinity, Namespace, Secret, Service};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
+use schema::{validator, violations};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::Serialize;
+use serde_json::{json, Value};
 use shiftlab::kubevirt::render::{self, Inputs, Kind, Object};
 use shiftlab::plan;
 use shiftlab::spec::{self, Env};
 
-type Labels = BTreeMap<String, String>;
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct VirtualMachine {
-    api_version: String,
-    kind: String,
-    metadata: ObjectMeta,
-    spec: VirtualMachineSpec,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct VirtualMachineSpec {
-    /// `Always`, `RerunOnFailure`, `Manual`, `Halted`, `Once`, `WaitAsReceiver`
-    run_strategy: RunStrategy,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    data_volume_templates: Vec<DataVolumeTemplateSpec>,
-    template: VirtualMachineInstanceTemplateSpec,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-enum RunStrategy {
-    Always,
-    RerunOnFailure,
-    Manual,
-    Halted,
-    Once,
-    WaitAsReceiver,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct DataVolumeTemplateSpec {
-    metadata: ObjectMeta,
-    spec: DataVolumeSpec,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct DataVolumeSpec {
-    source: DataVolumeSource,
-    storage: StorageSpec,
-}
-
-/// One of its fields, exactly.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-enum DataVolumeSource {
-    Http { url: String },
-    Registry { url: String },
-    Blank {},
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct StorageSpec {
-    resources: Resources,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    storage_class_name: Option<String>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Resources {
-    requests: BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct VirtualMachineInstanceTemplateSpec {
-    metadata: TemplateMeta,
-    spec: VirtualMachineInstanceSpec,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TemplateMeta {
-    labels: Labels,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct VirtualMachineInstanceSpec {
-    domain: DomainSpec,
-    hostname: String,
-    networks: Vec<Network>,
-    volumes: Vec<Volume>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    affinity: Option<Affinity>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct DomainSpec {
-    cpu: Cpu,
-    memory: Memory,
-    resources: Resources,
-    firmware: Firmware,
-    devices: Devices,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Cpu {
-    cores: u32,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Memory {
-    guest: k8s_openapi::apimachinery::pkg::api::resource::Quantity,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Firmware {
-    uuid: String,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Devices {
-    disks: Vec<Disk>,
-    interfaces: Vec<Interface>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Disk {
-    name: String,
-    disk: DiskTarget,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    boot_order: Option<u32>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DiskTarget {
-    bus: Bus,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Bus {
-    Virtio,
-    Sata,
-    Scsi,
-    Usb,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Interface {
-    name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    bridge: Option<Empty>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    masquerade: Option<Empty>,
-    mac_address: String,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Empty {}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Network {
-    name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pod: Option<Empty>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    multus: Option<Multus>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Multus {
-    network_name: String,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Volume {
-    name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    data_volume: Option<NameRef>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    cloud_init_config_drive: Option<ConfigDrive>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NameRef {
-    name: String,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct ConfigDrive {
-    secret_ref: NameRef,
-}
-
-/// Multus' NetworkAttachmentDefinition (k8snetworkplumbingwg
-/// network-attachment-definition-client `pkg/apis/k8s.cni.cncf.io/v1/types.go`).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct NetworkAttachmentDefinition {
-    api_version: String,
-    kind: String,
-    metadata: ObjectMeta,
-    spec: NadSpec,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NadSpec {
-    config: String,
-}
+const FIXTURES: [&str; 3] = ["pod.yaml", "multus.yaml", "ipi.yaml"];
 
 fn objects(file: &str) -> Vec<Object> {
     let dir = common::repo().join("tests/fixtures/kubevirt");
@@ -271,6 +55,19 @@ fn objects(file: &str) -> Vec<Object> {
     .unwrap()
 }
 
+fn extract() -> Value {
+    schema::extract(&common::repo())
+}
+
+/// The definition an object of a custom kind is checked against.
+fn definition(kind: Kind) -> Option<&'static str> {
+    match kind {
+        Kind::VirtualMachine => Some("v1.VirtualMachine"),
+        Kind::NetworkAttachmentDefinition => Some("NetworkAttachmentDefinition"),
+        _ => None,
+    }
+}
+
 /// Through `T` and back: the same JSON, or a field `T` does not know.
 fn round_trip<T: DeserializeOwned + Serialize>(o: &Object) {
     let typed: T =
@@ -280,21 +77,33 @@ fn round_trip<T: DeserializeOwned + Serialize>(o: &Object) {
 }
 
 #[test]
-fn rendered_objects_round_trip_through_the_api_types() {
+fn rendered_objects_validate_against_the_schemas() {
+    let doc = extract();
     let mut seen = std::collections::BTreeSet::new();
-    for file in ["pod.yaml", "multus.yaml", "ipi.yaml"] {
+    for file in FIXTURES {
         for o in objects(file) {
             seen.insert(o.kind);
             match o.kind {
                 Kind::Namespace => round_trip::<Namespace>(&o),
                 Kind::Secret => round_trip::<Secret>(&o),
                 Kind::Service => round_trip::<Service>(&o),
-                Kind::VirtualMachine => round_trip::<VirtualMachine>(&o),
-                Kind::NetworkAttachmentDefinition => {
-                    round_trip::<NetworkAttachmentDefinition>(&o);
-                    let cfg: Value =
-                        serde_json::from_str(o.body["spec"]["config"].as_str().unwrap()).unwrap();
-                    assert!(cfg["cniVersion"].is_string() && cfg["type"] == "bridge");
+                Kind::ConfigMap => round_trip::<ConfigMap>(&o),
+                Kind::Deployment => round_trip::<Deployment>(&o),
+                Kind::VirtualMachine | Kind::NetworkAttachmentDefinition => {
+                    let v = validator(&doc, "$defs", definition(o.kind).unwrap());
+                    let bad = violations(&v, &o.body);
+                    assert!(
+                        bad.is_empty(),
+                        "{file} {}:\n{}",
+                        o.reference(),
+                        bad.join("\n")
+                    );
+                    if o.kind == Kind::NetworkAttachmentDefinition {
+                        let cfg: Value =
+                            serde_json::from_str(o.body["spec"]["config"].as_str().unwrap())
+                                .unwrap();
+                        assert!(cfg["cniVersion"].is_string() && cfg["type"] == "bridge");
+                    }
                 }
             }
         }
@@ -302,15 +111,263 @@ fn rendered_objects_round_trip_through_the_api_types() {
     assert_eq!(seen.len(), Kind::ALL.len(), "every kind is checked");
 }
 
-#[test]
-fn the_check_catches_a_field_kubevirt_does_not_have() {
-    let mut vm = objects("pod.yaml")
+fn first_vm(file: &str) -> Value {
+    objects(file)
         .into_iter()
         .find(|o| o.kind == Kind::VirtualMachine)
+        .unwrap()
+        .body
+}
+
+#[test]
+fn the_check_bites_on_a_mutated_object() {
+    let doc = extract();
+    let v = validator(&doc, "$defs", "v1.VirtualMachine");
+    let vm = first_vm("pod.yaml");
+    assert!(violations(&v, &vm).is_empty());
+    type Mutation = (&'static str, fn(&mut Value));
+    let mutations: &[Mutation] = &[
+        ("an unknown field", |vm| {
+            vm.pointer_mut("/spec/template/spec/domain/devices/disks/0")
+                .unwrap()["bootOrdr"] = json!(1)
+        }),
+        ("a wrong type", |vm| {
+            vm.pointer_mut("/spec/template/spec/domain/cpu").unwrap()["cores"] = json!("4")
+        }),
+        ("a run strategy KubeVirt does not have", |vm| {
+            vm["spec"]["runStrategy"] = json!("Sometimes")
+        }),
+        ("a missing required field", |vm| {
+            vm["spec"].as_object_mut().unwrap().remove("template");
+        }),
+        ("a quantity Kubernetes cannot parse", |vm| {
+            vm.pointer_mut("/spec/template/spec/domain/memory").unwrap()["guest"] = json!("16 GiB")
+        }),
+        ("two sources on one volume", |vm| {
+            vm.pointer_mut("/spec/template/spec/volumes/0").unwrap()["cloudInitConfigDrive"] =
+                json!({"secretRef": {"name": "x"}})
+        }),
+        ("two sources on one DataVolume", |vm| {
+            vm.pointer_mut("/spec/dataVolumeTemplates/0/spec/source")
+                .unwrap()["blank"] = json!({})
+        }),
+        ("a disk bus that does not exist", |vm| {
+            vm.pointer_mut("/spec/template/spec/domain/devices/disks/0/disk")
+                .unwrap()["bus"] = json!("ide")
+        }),
+        ("the wrong apiVersion", |vm| {
+            vm["apiVersion"] = json!("kubevirt.io/v1alpha3")
+        }),
+    ];
+    for (what, mutate) in mutations {
+        let mut bad = vm.clone();
+        mutate(&mut bad);
+        assert!(
+            !violations(&v, &bad).is_empty(),
+            "{what} passed the schema check"
+        );
+    }
+    // The attachment: a config that is not a string.
+    let nad = objects("multus.yaml")
+        .into_iter()
+        .find(|o| o.kind == Kind::NetworkAttachmentDefinition)
+        .unwrap()
+        .body;
+    let v = validator(&doc, "$defs", "NetworkAttachmentDefinition");
+    let mut bad = nad.clone();
+    bad["spec"]["config"] = json!({"type": "bridge"});
+    assert!(!violations(&v, &bad).is_empty());
+    let mut bad = nad;
+    bad["spec"]["ipam"] = json!({});
+    assert!(!violations(&v, &bad).is_empty());
+}
+
+#[test]
+fn the_core_round_trip_bites_on_an_unknown_field() {
+    let mut svc = objects("pod.yaml")
+        .into_iter()
+        .find(|o| o.kind == Kind::Service)
         .unwrap();
-    vm.body["spec"]["template"]["spec"]["domain"]["devices"]["disks"][0]["bootOrdr"] =
-        serde_json::json!(1);
-    assert!(serde_json::from_value::<VirtualMachine>(vm.body.clone()).is_err());
-    vm.body = serde_json::json!({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {}, "spec": {"runStrategy": "Sometimes", "template": {}}});
-    assert!(serde_json::from_value::<VirtualMachine>(vm.body).is_err());
+    svc.body["spec"]["loadBalancerClas"] = json!("metallb");
+    let r = std::panic::catch_unwind(|| round_trip::<Service>(&svc));
+    assert!(r.is_err(), "an unknown Service field passed the round trip");
+}
+
+// ---- the extract against the upstream files (ignored: needs them) ----
+
+fn load_env(var: &str) -> Value {
+    let path = std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var}: give the upstream file (tests/fixtures/kubevirt-schema/README.md)")
+    });
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    if path.ends_with(".json") {
+        serde_json::from_str(&text).unwrap()
+    } else {
+        yaml_serde::from_str(&text).unwrap()
+    }
+}
+
+/// Unknown fields refused throughout, as the renders are checked: every
+/// object schema that lists properties (or is an empty struct) gets
+/// `additionalProperties: false`.
+fn closed(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            let is_object = m.get("type") == Some(&json!("object"));
+            let open = m.contains_key("additionalProperties")
+                || m.contains_key("x-kubernetes-preserve-unknown-fields");
+            if is_object && !open {
+                m.insert("additionalProperties".into(), json!(false));
+            }
+            m.values_mut().for_each(closed);
+        }
+        Value::Array(a) => a.iter_mut().for_each(closed),
+        _ => {}
+    }
+}
+
+/// The last name of a `$ref` (`v1.Disk`), or of its last dotted part when
+/// names differ between publishers (CDI's `v1.VolumeResourceRequirements` is
+/// KubeVirt's `k8s.io.api.core.v1.VolumeResourceRequirements`).
+fn ref_name(r: &str, exact: bool) -> String {
+    let name = r.rsplit('/').next().unwrap();
+    if exact {
+        name.to_string()
+    } else {
+        name.rsplit('.').next().unwrap().to_string()
+    }
+}
+
+/// A property's shape, comparable between the extract and upstream.
+fn shape(p: &Value, exact: bool) -> String {
+    if let Some(r) = p.get("$ref").and_then(Value::as_str) {
+        return format!("ref {}", ref_name(r, exact));
+    }
+    if p.get("const").is_some_and(Value::is_string) {
+        return "string".into();
+    }
+    match p.get("type").and_then(Value::as_str) {
+        Some("array") => format!("array of {}", shape(&p["items"], exact)),
+        Some("object") if p["additionalProperties"].is_object() => {
+            format!("map of {}", shape(&p["additionalProperties"], exact))
+        }
+        Some(t) => t.to_string(),
+        None => format!("{p}"),
+    }
+}
+
+/// How the extract's definition `name` differs from upstream's `up`: a
+/// property upstream does not have or of another shape, or a required field
+/// the extract does not require.
+fn disagreements(name: &str, mine: &Value, up: &Value, exact: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let props = mine["properties"].as_object().cloned().unwrap_or_default();
+    for (p, s) in &props {
+        match up["properties"].get(p) {
+            None => out.push(format!("{name}.{p}: not upstream")),
+            Some(u) if shape(s, exact) != shape(u, exact) => out.push(format!(
+                "{name}.{p}: {} here, {} upstream",
+                shape(s, exact),
+                shape(u, exact)
+            )),
+            Some(_) => {}
+        }
+    }
+    let required = |v: &Value| -> Vec<String> {
+        v["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.as_str().map(String::from))
+            .collect()
+    };
+    let mine_req = required(mine);
+    for r in required(up) {
+        if !mine_req.contains(&r) {
+            out.push(format!("{name}: upstream requires {r}"));
+        }
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs the upstream schema files: see tests/fixtures/kubevirt-schema/README.md"]
+fn the_extract_agrees_with_upstream_and_the_renders_pass_upstream() {
+    let doc = extract();
+    let mut kubevirt = load_env("KUBEVIRT_OPENAPI");
+    let mut cdi = load_env("CDI_OPENAPI");
+    let nad_crd = load_env("NAD_CRD");
+    let mut problems = Vec::new();
+
+    // (a) the extract, definition by definition.
+    let kv_defs = kubevirt["definitions"].clone();
+    let cdi_defs = cdi["definitions"].clone();
+    let nad_schema = nad_crd["spec"]["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "v1")
+        .unwrap()["schema"]["openAPIV3Schema"]
+        .clone();
+    for (name, mine) in doc["$defs"].as_object().unwrap() {
+        if name == "NetworkAttachmentDefinition" {
+            problems.extend(disagreements(
+                "NAD.spec",
+                &mine["properties"]["spec"],
+                &nad_schema["properties"]["spec"],
+                true,
+            ));
+            continue;
+        }
+        match kv_defs.get(name) {
+            Some(up) => problems.extend(disagreements(name, mine, up, true)),
+            None => problems.push(format!("{name}: not a definition of KubeVirt's OpenAPI")),
+        }
+        if name.starts_with("v1beta1.") {
+            match cdi_defs.get(name) {
+                Some(up) => problems.extend(disagreements(&format!("CDI {name}"), mine, up, false)),
+                None => problems.push(format!("{name}: not a definition of CDI's OpenAPI")),
+            }
+        }
+    }
+
+    // (b) the renders against the whole upstream schemas, unknown fields refused.
+    closed(&mut kubevirt);
+    closed(&mut cdi);
+    let mut nad = nad_schema;
+    nad["properties"]["apiVersion"] = json!({"type": "string"});
+    nad["properties"]["kind"] = json!({"type": "string"});
+    nad["properties"]["metadata"] =
+        json!({"$ref": "#/definitions/k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"});
+    closed(&mut nad);
+    let mut with_nad = kubevirt.clone();
+    with_nad["definitions"]["NetworkAttachmentDefinition"] = nad;
+    let vm = validator(&kubevirt, "definitions", "v1.VirtualMachine");
+    let dv = validator(&cdi, "definitions", "v1beta1.DataVolumeSpec");
+    let nad = validator(&with_nad, "definitions", "NetworkAttachmentDefinition");
+    for file in FIXTURES {
+        for o in objects(file) {
+            let found = match o.kind {
+                Kind::VirtualMachine => {
+                    let mut bad = violations(&vm, &o.body);
+                    for t in o.body["spec"]["dataVolumeTemplates"].as_array().unwrap() {
+                        bad.extend(violations(&dv, &t["spec"]));
+                    }
+                    bad
+                }
+                Kind::NetworkAttachmentDefinition => violations(&nad, &o.body),
+                _ => continue,
+            };
+            problems.extend(
+                found
+                    .into_iter()
+                    .map(|b| format!("{file} {}: {b}", o.reference())),
+            );
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // And the upstream check bites too.
+    let mut bad = first_vm("pod.yaml");
+    bad["spec"]["template"]["spec"]["domain"]["devices"]["disks"][0]["bootOrdr"] = json!(1);
+    assert!(!violations(&vm, &bad).is_empty());
 }

@@ -113,6 +113,33 @@ fn load_balancer_backends_follow_the_topology() {
     assert!(ipi.nodes.iter().all(|n| n.role != Role::Bootstrap));
 }
 
+/// The installer's bootstrap VM joins the network's own bridge by default, or the
+/// veth-linked bridge the cluster file asks for (named `baremetal` unless named).
+#[test]
+fn ipi_external_bridge_choices() {
+    let own = plan::derive(&spec_of("cluster: i\nmethod: ipi\n"));
+    assert!(own.network.veth.is_none());
+    assert_eq!(own.network.external_bridge(), own.network.bridge);
+    let veth = plan::derive(&spec_of(
+        "cluster: i\nmethod: ipi\nnetwork:\n  external_bridge: veth\n",
+    ));
+    let v = veth.network.veth.as_ref().unwrap();
+    assert_eq!(v.bridge, "baremetal");
+    assert_eq!(v.nat, veth.network.bridge);
+    assert_eq!(veth.network.external_bridge(), "baremetal");
+    let named = plan::derive(&spec_of(
+        "cluster: i\nmethod: ipi\nnetwork:\n  external_bridge: veth\n  external_bridge_name: bm-i\n",
+    ));
+    assert_eq!(named.network.external_bridge(), "bm-i");
+    assert!(
+        plan::render_table(&named).contains("installer's bootstrap VM on bm-i (made by shiftlab")
+    );
+    // A plan with it reads back (plan.json), one without stays as it was.
+    let back: plan::Plan = serde_json::from_str(&serde_json::to_string(&named).unwrap()).unwrap();
+    assert_eq!(back, named);
+    assert!(!serde_json::to_string(&own).unwrap().contains("veth"));
+}
+
 #[test]
 fn secrets_never_reach_the_plan() {
     let s = spec_of("cluster: i\nmethod: ipi\nbmc:\n  password: hunter2-very-secret\n");

@@ -105,6 +105,7 @@ fn stop_then_start_brings_the_nodes_back_with_their_csrs_approved() {
         &kubeconfig,
         &NodeIdentity::from_plan(&p),
         &wanted,
+        None,
         Duration::from_secs(30),
         Duration::from_millis(200),
     )

@@ -199,10 +199,23 @@ fn gets_come_from_memory_kept_true_by_libvirt_events() {
     assert!(m.events_live(), "the test driver delivers lifecycle events");
     let before = m.system(TEST_UUID).unwrap();
     assert_eq!(before.power, PowerState::On);
+    // what a GET from memory (no libvirt call) sees: the same, and the same
+    // Arc while nothing changes
+    let peeked = m.peek(TEST_UUID).expect("read once, now in memory");
+    assert_eq!(*peeked, before);
+    assert!(Arc::ptr_eq(&peeked, &m.peek(TEST_UUID).unwrap()));
+    assert!(
+        m.peek(&TEST_UUID.to_ascii_uppercase()).is_none(),
+        "only the canonical UUID is answered from memory"
+    );
     // behind the BMC's back: virsh destroy / start / edit on another connection
     let conn = virt::connect::Connect::open(Some("test:///default")).unwrap();
     let dom = conn.lookup_domain_by_uuid_string(TEST_UUID).unwrap();
     dom.destroy().unwrap();
+    eventually("power Off from memory after an outside destroy", || {
+        m.peek(TEST_UUID)
+            .is_some_and(|i| i.power == PowerState::Off)
+    });
     eventually("power Off after an outside destroy", || {
         m.system(TEST_UUID).unwrap().power == PowerState::Off
     });
@@ -219,9 +232,12 @@ fn gets_come_from_memory_kept_true_by_libvirt_events() {
     let more = before.cpus + 1;
     let edited = format!("{}{more}{}", &xml[..open_end], &xml[end..]);
     conn.define_domain_xml(&edited).unwrap();
+    // a definition drops the entry: memory no longer answers until a read
     eventually("the edited definition", || {
-        m.system(TEST_UUID).unwrap().cpus == more
+        m.peek(TEST_UUID).is_none_or(|i| i.cpus == more)
+            && m.system(TEST_UUID).unwrap().cpus == more
     });
+    assert_eq!(m.peek(TEST_UUID).unwrap().cpus, more);
     // changes made through the BMC are seen by the very next GET
     m.set_boot(
         TEST_UUID,
@@ -233,7 +249,12 @@ fn gets_come_from_memory_kept_true_by_libvirt_events() {
     )
     .unwrap();
     assert_eq!(m.system(TEST_UUID).unwrap().boot.target, BootTarget::Pxe);
+    assert_eq!(m.peek(TEST_UUID).unwrap().boot.target, BootTarget::Pxe);
     m.reset(TEST_UUID, ResetType::ForceOff).unwrap();
+    assert!(
+        m.peek(TEST_UUID).is_none_or(|i| i.power == PowerState::Off),
+        "a change made through the BMC is never answered stale from memory"
+    );
     assert_eq!(m.system(TEST_UUID).unwrap().power, PowerState::Off);
     m.reset(TEST_UUID, ResetType::On).unwrap();
     assert_eq!(m.system(TEST_UUID).unwrap().power, PowerState::On);

@@ -35,22 +35,6 @@ fi
 # ---- inside the sandbox
 work=$(mktemp -d)
 on_exit 'rm -rf "$work"'
-cat >"$work/dom.xml" <<'EOF'
-<domain type='qemu'>
-  <name>bench-bmc-0</name>
-  <memory unit='MiB'>128</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='q35'>hvm</type><boot dev='hd'/></os>
-  <features><acpi/></features>
-  <devices>
-    <disk type='file' device='cdrom'>
-      <driver name='qemu' type='raw'/>
-      <target dev='sda' bus='sata'/>
-      <readonly/>
-    </disk>
-  </devices>
-</domain>
-EOF
-virsh -q define "$work/dom.xml" >/dev/null
+tiny_domain bench-bmc-0 # lib.sh: 128 MiB, TCG, an empty CD-ROM
 "$venv/bin/python" "$here/bench.py" --shiftlab "$bin" --limit "$limit" --sushy "$venv/bin/sushy-emulator" \
   --work "$work/run" --domain bench-bmc-0

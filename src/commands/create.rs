@@ -1,4 +1,7 @@
-//! `create <target>`: every target reached through `install::reach`.
+//! `create <target>`: every target reached through `install::reach`. A rerun on a
+//! cluster whose recorded plan differs from the file's in the worker count alone
+//! first scales it (`scale`'s add/drain/delete path), for any target at or after
+//! infra; any other change is refused by the install driver, each field named.
 
 use anyhow::Result;
 
@@ -14,6 +17,7 @@ pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
             &a.file,
             Options {
                 start_workers: a.start_workers,
+                ..Options::default()
             },
         ),
         CreateCommand::Cluster(a) => (&a.file, Options::default()),
@@ -25,6 +29,13 @@ pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
     let loaded = super::load_spec(file)?;
     let plan = crate::plan::derive(&loaded.spec);
     let ctx = Ctx::new(&loaded.spec, &plan, state, options);
+    let goal = match cmd {
+        CreateCommand::InstallConfig(_) => Target::InstallConfig,
+        CreateCommand::Infra(_) => Target::Infra,
+        CreateCommand::Cluster(_) => ctx.flow.end(ctx.spec)?,
+        other => other.target().expect("a target").0,
+    };
+    rescale_first(&ctx, goal)?;
     match cmd {
         CreateCommand::InstallConfig(InstallConfigArgs { dir: Some(dir), .. }) => {
             for p in install::export_install_config(&ctx, dir)? {
@@ -32,9 +43,38 @@ pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
             }
             Ok(())
         }
-        CreateCommand::InstallConfig(_) => install::reach(&ctx, Target::InstallConfig),
-        CreateCommand::Infra(_) => install::reach(&ctx, Target::Infra),
-        CreateCommand::Cluster(_) => install::reach_end(&ctx),
-        other => install::reach(&ctx, other.target().expect("a target").0),
+        _ => install::reach(&ctx, goal),
     }
+}
+
+/// When the cluster's recorded plan (its VMs) has another worker count than the
+/// file and nothing else differs, scale to the file's count before `goal`.
+fn rescale_first(ctx: &Ctx, goal: Target) -> Result<()> {
+    let Ok(recorded) = ctx.cluster.read_plan() else {
+        return Ok(());
+    };
+    let after_infra = ctx
+        .flow
+        .path_to(goal)
+        .is_ok_and(|p| p.iter().any(|s| s.target == Target::Infra));
+    let (was, will) = (
+        crate::plan::diff::workers(&recorded),
+        crate::plan::diff::workers(ctx.plan),
+    );
+    if !after_infra
+        || was == will
+        || !crate::plan::diff::beyond_workers(&recorded, ctx.plan).is_empty()
+    {
+        return Ok(());
+    }
+    eprintln!(
+        "==> scale: {} has {was} worker(s), the cluster file {will}",
+        ctx.spec.cluster
+    );
+    super::scale::apply(
+        ctx.spec,
+        ctx.state,
+        &super::scale::Request::defaults(ctx.spec.workers),
+        &mut std::io::stderr(),
+    )
 }

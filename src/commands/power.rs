@@ -70,7 +70,19 @@ pub fn stop(args: &StopArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
 
 pub fn start(args: &StartArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
     let (cluster, _lock, plan, host) = open(state, &args.name, args.connect.uri.as_deref())?;
+    // The heartbeat a powered-on node's Ready must be newer than (whole seconds,
+    // as the API writes times).
+    let since = k8s_openapi::chrono::DateTime::from_timestamp(power::now() as i64, 0)
+        .unwrap_or_else(k8s_openapi::chrono::Utc::now);
     let nodes = power::start(&host, &plan)?;
+    let fresh = crate::kube::ready::Fresh {
+        since,
+        nodes: nodes
+            .iter()
+            .filter(|n| n.action == "started")
+            .map(|n| n.node.clone())
+            .collect(),
+    };
     let kubeconfig = args
         .kubeconfig
         .clone()
@@ -95,6 +107,7 @@ pub fn start(args: &StartArgs, state: &StateDir, out: &mut dyn Write) -> Result<
             &kubeconfig,
             &NodeIdentity::from_plan(&plan),
             &wanted,
+            Some(&fresh),
             Duration::from_secs(args.timeout),
             Duration::from_secs(args.interval),
         );

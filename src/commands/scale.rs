@@ -8,6 +8,7 @@ use crate::cli::scale::ScaleArgs;
 use crate::cluster::scale;
 use crate::install::target::Target;
 use crate::install::{self, Ctx, Options};
+use crate::kube::baremetal;
 use crate::kube::drain::Drained;
 use crate::libvirt::Host;
 use crate::output::emit;
@@ -22,6 +23,8 @@ struct Outcome {
     added: Vec<String>,
     removed: Vec<String>,
     drained: Vec<Drained>,
+    /// IPI: the Kubernetes objects applied, annotated or deleted.
+    objects: Vec<String>,
     /// libvirt objects removed (domains, volumes, network entries).
     libvirt_removed: Vec<String>,
     api: Option<crate::kube::ready::BringBack>,
@@ -52,6 +55,9 @@ impl Outcome {
                 }
             ));
         }
+        for o in &self.objects {
+            s.push_str(&format!("api: {o}\n"));
+        }
         for r in &self.libvirt_removed {
             s.push_str(&format!("removed {r}\n"));
         }
@@ -70,6 +76,13 @@ impl Outcome {
         }
         s
     }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
 }
 
 /// fd 1 pointed at fd 2 until dropped.
@@ -100,6 +113,29 @@ impl Drop for StdoutToStderr {
     }
 }
 
+/// What a scale is asked to do, from `scale`'s flags or `create`'s rerun.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub workers: u32,
+    pub drain_timeout: u64,
+    pub timeout: u64,
+    pub kubeconfig: Option<std::path::PathBuf>,
+    pub output: crate::cli::OutputFormat,
+}
+
+impl Request {
+    /// `create`'s rerun: `scale`'s defaults.
+    pub fn defaults(workers: u32) -> Self {
+        Request {
+            workers,
+            drain_timeout: 600,
+            timeout: 1800,
+            kubeconfig: None,
+            output: crate::cli::OutputFormat::Table,
+        }
+    }
+}
+
 pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
     let loaded = super::load_spec(&args.file)?;
     if loaded.spec.cluster != args.name.as_str() {
@@ -110,28 +146,52 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
             args.name
         );
     }
-    if matches!(
-        loaded.spec.method,
-        Method::Sno | Method::Agent | Method::Ipi
-    ) {
+    let req = Request {
+        workers: args.workers,
+        drain_timeout: args.drain_timeout,
+        timeout: args.timeout,
+        kubeconfig: args.kubeconfig.clone(),
+        output: args.output,
+    };
+    apply(&loaded.spec, state, &req, out)
+}
+
+/// Scale the cluster of `spec` to `req.workers` workers (the rest of `spec` must
+/// be the cluster's as recorded): the add/drain/delete path of `scale`.
+pub fn apply(
+    spec: &crate::spec::ClusterSpec,
+    state: &StateDir,
+    req: &Request,
+    out: &mut dyn Write,
+) -> Result<()> {
+    if matches!(spec.method, Method::Sno | Method::Agent) {
         bail!(
-            "scale supports UPI clusters (their workers are shiftlab's VMs); {} is method {:?}",
-            args.name,
-            loaded.spec.method
+            "scale supports UPI and IPI clusters (their workers are shiftlab's VMs); {} is method {:?}",
+            spec.cluster,
+            spec.method
         );
     }
-    let cluster = state.cluster(&args.name);
+    // IPI: a worker is a BareMetalHost the machine API provisions (kube::baremetal).
+    let ipi = spec.method == Method::Ipi;
+    let cluster = state.cluster(&spec.cluster);
     let old = cluster
         .read_plan()
         .context("was the cluster's infrastructure created with shiftlab create infra?")?;
-    let mut spec = loaded.spec.clone();
-    spec.workers = args.workers;
+    let mut spec = spec.clone();
+    spec.workers = req.workers;
     let new = crate::plan::derive(&spec);
-    let kubeconfig = args
+    let kubeconfig = req
         .kubeconfig
         .clone()
         .unwrap_or_else(|| cluster.assets().kubeconfig());
     let api = kubeconfig.is_file();
+    if ipi && !api {
+        bail!(
+            "{} is an IPI cluster: its workers are Machines provisioned from BareMetalHosts, which scale applies through the API; no kubeconfig at {} (nothing was changed)",
+            spec.cluster,
+            kubeconfig.display()
+        );
+    }
     // Everything checked before anything changes: the API answers, the change is allowed.
     let replicas = if api {
         crate::kube::drain::ingress_replicas_blocking(&kubeconfig)
@@ -141,12 +201,13 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
     };
     let change = scale::change(&old, &new, replicas)?;
     let mut outcome = Outcome {
-        cluster: args.name.to_string(),
+        cluster: spec.cluster.clone(),
         workers_before: old.nodes.iter().filter(|n| n.role == crate::spec::Role::Worker).count(),
-        workers: args.workers,
+        workers: req.workers,
         added: change.add.iter().map(|n| n.name.clone()).collect(),
         removed: change.remove.iter().map(|n| n.name.clone()).collect(),
         drained: Vec::new(),
+        objects: Vec::new(),
         libvirt_removed: Vec::new(),
         api: None,
         note: (!api).then(|| {
@@ -161,13 +222,35 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
         let _lock = cluster.lock()?;
         let uri = crate::cluster::recorded_uri(&cluster)?.unwrap_or(old.libvirt.uri.clone());
         let host = Host::open(&uri)?;
+        if ipi {
+            // The machine controller drains and deletes each Node before its Machine goes.
+            let names: Vec<&str> = change.remove.iter().map(|n| n.name.as_str()).collect();
+            let deleted = runtime()?.block_on(async {
+                let client = crate::kube::approve::client_from_kubeconfig(&kubeconfig).await?;
+                let machines = baremetal::scale_down_begin(&client, &names, req.workers).await?;
+                outcome.objects.extend(
+                    machines
+                        .values()
+                        .flatten()
+                        .map(|m| format!("Machine/{m} annotated {}", baremetal::DELETE_MACHINE)),
+                );
+                baremetal::scale_down_finish(
+                    &client,
+                    &machines,
+                    Duration::from_secs(req.drain_timeout),
+                    Duration::from_secs(2),
+                )
+                .await
+            })?;
+            outcome.objects.extend(deleted);
+        }
         for node in &change.remove {
-            if api {
+            if api && !ipi {
                 if let Some(d) = crate::kube::drain::drain_blocking(
                     &kubeconfig,
                     &node.name,
                     &node.fqdn,
-                    Duration::from_secs(args.drain_timeout),
+                    Duration::from_secs(req.drain_timeout),
                     Duration::from_secs(2),
                 )? {
                     outcome.drained.push(d);
@@ -195,19 +278,48 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
         state,
         Options {
             start_workers: true,
+            worker_change: true,
         },
     );
     {
         // The infra target reports its progress on stdout; under -o json/yaml that
         // goes to stderr so that stdout holds the one document.
-        let _to_stderr = (args.output != crate::cli::OutputFormat::Table).then(StdoutToStderr::new);
+        let _to_stderr = (req.output != crate::cli::OutputFormat::Table).then(StdoutToStderr::new);
         install::reach(&ctx, Target::Infra)?;
     }
     if ctx.cluster.read_plan().ok().as_ref() != Some(&new) {
         ctx.cluster.write_plan(&new)?;
         let _ = crate::serve::notify(state, Some(&new.cluster));
     }
-    if api && !change.add.is_empty() {
+    if ipi && !change.add.is_empty() {
+        // The new VMs are off and on the lab BMC (serve's BMC serves the cluster's
+        // domains); the machine API provisions them from their BareMetalHosts.
+        let password = cluster.lab_bmc_password(spec.bmc.password.as_deref())?;
+        let inputs = baremetal::HostInputs {
+            cluster: &spec.cluster,
+            username: &spec.bmc.username,
+            password: &password,
+            verify_certificate: spec.bmc.verify_certificate,
+            boot_mode: match spec.libvirt.firmware {
+                crate::spec::Firmware::Uefi => "UEFI",
+                crate::spec::Firmware::Bios => "legacy",
+            },
+            device_name: &spec.installation_disk,
+        };
+        let objects = change
+            .add
+            .iter()
+            .map(|n| baremetal::render(n, &inputs))
+            .collect::<Result<Vec<_>>>()?;
+        let applied = runtime()?.block_on(async {
+            let client = crate::kube::approve::client_from_kubeconfig(&kubeconfig).await?;
+            baremetal::scale_up(&client, &objects, req.workers).await
+        })?;
+        outcome.objects.extend(applied);
+        outcome.note = Some(
+            "IPI: the machine API provisions the new hosts and the machine approver their CSRs; watch `oc -n openshift-machine-api get bmh,machines`".into(),
+        );
+    } else if api && !change.add.is_empty() {
         let wanted: Vec<(String, String)> = change
             .add
             .iter()
@@ -217,19 +329,20 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
             &kubeconfig,
             &crate::kube::csr::NodeIdentity::from_plan(&new),
             &wanted,
-            Duration::from_secs(args.timeout),
+            None,
+            Duration::from_secs(req.timeout),
             Duration::from_secs(10),
         )?;
         let not_ready = r.not_ready.clone();
         outcome.api = Some(r);
         if !not_ready.is_empty() {
-            emit(out, args.output, &outcome, || outcome.table())?;
+            emit(out, req.output, &outcome, || outcome.table())?;
             bail!(
                 "not Ready within {}s: {}",
-                args.timeout,
+                req.timeout,
                 not_ready.join(", ")
             );
         }
     }
-    emit(out, args.output, &outcome, || outcome.table())
+    emit(out, req.output, &outcome, || outcome.table())
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::facts::HostFacts;
 use super::Severity;
 use crate::host::{firewall, security};
-use crate::plan::{Boot, Plan};
+use crate::plan::{Boot, Node, Plan};
 use crate::spec::{Method, NetworkMode, Role};
 
 /// One finding.
@@ -279,6 +279,14 @@ fn libvirt_interface(name: &str, plan: Option<&Plan>) -> bool {
         || name.starts_with("vnet")
         || name.starts_with("veth")
         || plan.is_some_and(|p| p.network.mode == NetworkMode::Nat && p.network.bridge == name)
+        || plan.is_some_and(|p| {
+            // The veth-linked bridge of an IPI cluster (src/host/veth.rs).
+            p.network.veth.as_ref().is_some_and(|v| {
+                [&v.bridge, &v.bridge_end, &v.nat_end]
+                    .iter()
+                    .any(|l| l.as_str() == name)
+            })
+        })
 }
 
 fn network_manager(f: &HostFacts, plan: Option<&Plan>) -> Check {
@@ -312,6 +320,11 @@ fn network_manager(f: &HostFacts, plan: Option<&Plan>) -> Check {
     .collect::<Vec<_>>();
     if let Some(p) = plan.filter(|p| p.network.mode == NetworkMode::Nat) {
         specs.push(format!("interface-name:{}", p.network.bridge));
+        if let Some(v) = &p.network.veth {
+            specs.extend(
+                [&v.bridge, &v.bridge_end, &v.nat_end].map(|l| format!("interface-name:{l}")),
+            );
+        }
     }
     check(
         "network-manager",
@@ -529,88 +542,131 @@ fn memory(f: &HostFacts, p: &Plan) -> Check {
         )
         .fix("give the nodes less memory (memory: in the cluster file) or use a bigger host");
     }
-    let mut below = Vec::new();
-    if !p.rehearsal {
-        for n in &p.nodes {
-            let (_, min, _) = role_min(p, n.role);
-            if n.memory_mib < min {
-                below.push(format!("{} {} < {}", n.name, gib(n.memory_mib), gib(min)));
-            }
-        }
-    }
-    let mut notes = vec![format!(
-        "the nodes want {} together; the host has {} ({} available)",
-        gib(need),
-        gib(total),
-        gib(f.memory_available_mib)
-    )];
-    let mut severity = Severity::Ok;
-    let mut fix = None;
+    let mut c = Capacity::new(
+        "memory",
+        format!(
+            "the nodes want {} together; the host has {} ({} available)",
+            gib(need),
+            gib(total),
+            gib(f.memory_available_mib)
+        ),
+    );
     if need > f.memory_available_mib {
-        severity = Severity::Warn;
-        notes.push(
-            "overcommitted: KVM lets guests share memory, but OpenShift nodes use what they are given; expect swapping or the OOM killer"
-                .into(),
+        c.note(
+            Severity::Warn,
+            "overcommitted: KVM lets guests share memory, but OpenShift nodes use what they are given; expect swapping or the OOM killer",
+            Some("fewer or smaller nodes, or free memory on the host"),
         );
-        fix = Some("fewer or smaller nodes, or free memory on the host".to_string());
     }
-    if !below.is_empty() {
-        severity = severity.max(Severity::Warn);
-        notes.push(format!(
-            "below the documented minimums: {}",
-            below.join(", ")
-        ));
-        fix.get_or_insert_with(|| "labs run smaller than the minimums at their own risk; raise memory: if the install stalls".into());
-    }
-    Check {
-        id: "memory",
-        severity,
-        verdict: notes.join("; "),
-        fix,
-    }
+    c.below_minimums(
+        p,
+        |n| n.memory_mib,
+        |(_, mib, _)| mib,
+        gib,
+        "labs run smaller than the minimums at their own risk; raise memory: if the install stalls",
+    );
+    c.check()
 }
 
 fn cpu(f: &HostFacts, p: &Plan) -> Check {
     let need: u32 = p.nodes.iter().map(|n| n.vcpus).sum();
     let biggest = p.nodes.iter().map(|n| n.vcpus).max().unwrap_or(0);
     let cpus = f.cpus.max(1);
-    let mut severity = Severity::Ok;
-    let mut notes = vec![format!(
-        "the nodes want {need} vCPUs; the host has {cpus} CPU threads"
-    )];
-    let mut fix = None;
+    let mut c = Capacity::new(
+        "cpu",
+        format!("the nodes want {need} vCPUs; the host has {cpus} CPU threads"),
+    );
     if biggest > cpus {
-        severity = Severity::Warn;
-        notes.push(format!("a node has {biggest} vCPUs, more than the host's threads: it will be slower than with fewer"));
-        fix = Some("give no node more vCPUs than the host has threads (numcpus:)".to_string());
+        c.note(
+            Severity::Warn,
+            format!("a node has {biggest} vCPUs, more than the host's threads: it will be slower than with fewer"),
+            Some("give no node more vCPUs than the host has threads (numcpus:)"),
+        );
     } else if need > cpus {
-        severity = Severity::Info;
-        notes.push(format!(
-            "overcommitted {:.1}:1; fine for a lab while the nodes are idle, slow during the install",
-            need as f64 / cpus as f64
-        ));
+        c.note(
+            Severity::Info,
+            format!(
+                "overcommitted {:.1}:1; fine for a lab while the nodes are idle, slow during the install",
+                need as f64 / cpus as f64
+            ),
+            None,
+        );
     }
-    if !p.rehearsal {
+    c.below_minimums(
+        p,
+        |n| n.vcpus as u64,
+        |(vcpus, _, _)| vcpus,
+        |v| v.to_string(),
+        "raise numcpus: if the install stalls",
+    );
+    c.check()
+}
+
+/// A capacity check (memory, cpu) built note by note: the worst severity of its
+/// notes, and the first fix one of them offered.
+struct Capacity {
+    id: &'static str,
+    severity: Severity,
+    notes: Vec<String>,
+    fix: Option<String>,
+}
+
+impl Capacity {
+    fn new(id: &'static str, first: String) -> Self {
+        Capacity {
+            id,
+            severity: Severity::Ok,
+            notes: vec![first],
+            fix: None,
+        }
+    }
+
+    fn note(&mut self, severity: Severity, note: impl Into<String>, fix: Option<&str>) {
+        self.severity = self.severity.max(severity);
+        self.notes.push(note.into());
+        if let Some(fix) = fix {
+            self.fix.get_or_insert_with(|| fix.into());
+        }
+    }
+
+    /// A warning naming the nodes whose `amount` is below their role's
+    /// documented minimum (`minimum` picks it from `spec::documented_minimum`);
+    /// a rehearsal's nodes are small on purpose.
+    fn below_minimums(
+        &mut self,
+        p: &Plan,
+        amount: impl Fn(&Node) -> u64,
+        minimum: impl Fn((u64, u64, u64)) -> u64,
+        show: impl Fn(u64) -> String,
+        fix: &str,
+    ) {
+        if p.rehearsal {
+            return;
+        }
         let below: Vec<String> = p
             .nodes
             .iter()
-            .filter(|n| (n.vcpus as u64) < role_min(p, n.role).0)
-            .map(|n| format!("{} {} < {}", n.name, n.vcpus, role_min(p, n.role).0))
+            .filter_map(|n| {
+                let (have, min) = (amount(n), minimum(role_min(p, n.role)));
+                (have < min).then(|| format!("{} {} < {}", n.name, show(have), show(min)))
+            })
             .collect();
         if !below.is_empty() {
-            severity = severity.max(Severity::Warn);
-            notes.push(format!(
-                "below the documented minimums: {}",
-                below.join(", ")
-            ));
-            fix.get_or_insert_with(|| "raise numcpus: if the install stalls".into());
+            self.note(
+                Severity::Warn,
+                format!("below the documented minimums: {}", below.join(", ")),
+                Some(fix),
+            );
         }
     }
-    Check {
-        id: "cpu",
-        severity,
-        verdict: notes.join("; "),
-        fix,
+
+    fn check(self) -> Check {
+        Check {
+            id: self.id,
+            severity: self.severity,
+            verdict: self.notes.join("; "),
+            fix: self.fix,
+        }
     }
 }
 

@@ -3,13 +3,15 @@
 //! the cluster's state files, the installer's logs, libvirt's domain and network
 //! XML, each node's serial console and QEMU log, the host services' status
 //! (HAProxy's backends and stats), serve's journal, doctor's checks, and
-//! `openshift-install gather bootstrap`'s bundle while the bootstrap exists.
+//! `openshift-install gather bootstrap`'s bundle while the bootstrap exists,
+//! unpacked and redacted entry by entry (`bundle`).
 //!
 //! What never goes in: `auth/` (kubeconfig, kubeadmin password), Ignition
 //! configs, the installer's state file (it holds every generated key), the BMC
 //! password and TLS material, the HTTP token and private artifacts. Every text
 //! that goes in is passed through [`redact::Redactor`] first.
 
+pub mod bundle;
 pub mod hints;
 pub mod redact;
 
@@ -316,13 +318,24 @@ pub fn gather(state: &StateDir, cluster: &ClusterDir, opts: &Options) -> Result<
         match bootstrap_bundle(host, cluster, p) {
             Ok(Some((bundle, log))) => {
                 tar.add("bootstrap-gather/gather.log", r.redact(&log).as_bytes())?;
-                let bytes = std::fs::read(&bundle)
-                    .with_context(|| format!("reading {}", bundle.display()))?;
-                let name = bundle
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                tar.add(&format!("bootstrap-gather/{name}"), &bytes)?;
+                // Unpacked and redacted entry by entry; what cannot be, left out.
+                match bundle::redact_bundle(&bundle, &r) {
+                    Ok(b) => {
+                        for (path, bytes) in &b.entries {
+                            tar.add(&format!("bootstrap-gather/{path}"), bytes)?;
+                        }
+                        let mut text = String::new();
+                        for l in &b.left_out {
+                            text.push_str(l);
+                            text.push('\n');
+                        }
+                        tar.add("bootstrap-gather/LEFT-OUT.txt", r.redact(&text).as_bytes())?;
+                    }
+                    Err(e) => missing.push(format!(
+                        "the installer's log bundle {} (left out): {e:#}",
+                        bundle.display()
+                    )),
+                }
             }
             Ok(None) => {}
             Err(e) => missing.push(format!("openshift-install gather bootstrap: {e:#}")),

@@ -6,6 +6,7 @@ pub mod fips;
 pub mod firewall;
 pub mod kvm;
 pub mod security;
+pub mod veth;
 
 use std::net::Ipv4Addr;
 

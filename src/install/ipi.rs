@@ -28,15 +28,15 @@ pub enum ExternalBridge {
     /// The cluster network's own bridge: the bootstrap VM shares L2 (and so the
     /// network's dnsmasq, DHCP and DNS) with the nodes.
     Own(String),
-    /// A Linux bridge `baremetal` with one end of a veth pair, the other end in
-    /// the libvirt NAT bridge (the founding notes' layout), needed when the
-    /// installer would not accept the network's own bridge.
-    VethLinked { bridge: &'static str, nat: String },
+    /// A Linux bridge (`baremetal` by default) with one end of a veth pair, the
+    /// other end in the libvirt NAT bridge (the founding notes' layout), made by
+    /// the infra target (`network.external_bridge: veth`, src/host/veth.rs).
+    VethLinked { bridge: String, nat: String },
+    /// The installer would not accept the network's own bridge (remote libvirt,
+    /// network not named like its bridge), and a veth-linked bridge, made on this
+    /// host, would not be on libvirt's.
+    Unusable { nat: String },
 }
-
-/// The name of the veth-linked bridge (the installer's default `externalBridge`,
-/// pkg/types/baremetal/defaults/platform.go).
-pub const VETH_BRIDGE: &str = "baremetal";
 
 /// Which bridge the installer gets as `externalBridge`. The installer accepts an
 /// interface that is up on the host it runs on, or a libvirt network named like
@@ -46,20 +46,26 @@ pub const VETH_BRIDGE: &str = "baremetal";
 /// - `mode: nat` on the local libvirt: the network's bridge is a host interface,
 ///   up once the infra target started the network;
 /// - `mode: nat` on a remote libvirt: only a network named like its bridge passes
-///   the check made on this host; otherwise the veth-linked bridge.
+///   the check made on this host;
+/// - `external_bridge: veth` (`veth`: its name): the veth-linked bridge, on the
+///   local libvirt only (the links are made on this host).
 pub fn external_bridge(
     mode: NetworkMode,
     network: &str,
     bridge: &str,
+    veth: Option<&str>,
     local_libvirt: bool,
 ) -> ExternalBridge {
-    match mode {
-        NetworkMode::Bridge => ExternalBridge::Own(bridge.to_string()),
-        NetworkMode::Nat if local_libvirt || network == bridge => {
+    match (mode, veth) {
+        (NetworkMode::Nat, Some(v)) if local_libvirt => ExternalBridge::VethLinked {
+            bridge: v.to_string(),
+            nat: bridge.to_string(),
+        },
+        (NetworkMode::Bridge, _) => ExternalBridge::Own(bridge.to_string()),
+        (NetworkMode::Nat, None) if local_libvirt || network == bridge => {
             ExternalBridge::Own(bridge.to_string())
         }
-        NetworkMode::Nat => ExternalBridge::VethLinked {
-            bridge: VETH_BRIDGE,
+        (NetworkMode::Nat, _) => ExternalBridge::Unusable {
             nat: bridge.to_string(),
         },
     }
@@ -293,15 +299,25 @@ fn ensure_bmc(ctx: &Ctx) -> Result<()> {
 /// cluster`, or after a stop, the rest of it ([`progress`]).
 pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<()> {
     let host = Host::open(&ctx.plan.libvirt.uri)?;
-    if let ExternalBridge::VethLinked { bridge, nat } = external_bridge(
-        ctx.plan.network.mode,
-        &ctx.plan.network.name,
-        &ctx.plan.network.bridge,
+    let net = &ctx.plan.network;
+    match external_bridge(
+        net.mode,
+        &net.name,
+        &net.bridge,
+        net.veth.as_ref().map(|v| v.bridge.as_str()),
         host.is_local(),
     ) {
-        bail!(
-            "the installer on this host would not accept {nat} as externalBridge (libvirt is remote and its network is not named like its bridge), and shiftlab does not build the veth-linked {bridge} bridge yet: name the network like its bridge (network.name: {nat})"
-        );
+        ExternalBridge::Own(_) => {}
+        ExternalBridge::VethLinked { .. } => {
+            // The infra target made it; a rerun completes what a kill left.
+            let v = net.veth.as_ref().context("the plan has no veth-linked bridge")?;
+            for made in crate::host::veth::ensure(&ctx.spec.cluster, ctx.cluster.path(), v)? {
+                eprintln!("    made {made}");
+            }
+        }
+        ExternalBridge::Unusable { nat } => bail!(
+            "the installer on this host would not accept {nat} as externalBridge (libvirt is remote and its network is not named like its bridge), and a veth-linked bridge made here would not be on libvirt's host: name the network like its bridge (network.name: {nat})"
+        ),
     }
     ensure_bmc(ctx)?;
     let assets = ctx.cluster.assets();
@@ -349,21 +365,50 @@ mod tests {
     #[test]
     fn the_network_s_own_bridge_when_the_installer_takes_it() {
         assert_eq!(
-            external_bridge(NetworkMode::Nat, "shiftlab-lab1", "sl-lab1", true),
+            external_bridge(NetworkMode::Nat, "shiftlab-lab1", "sl-lab1", None, true),
             ExternalBridge::Own("sl-lab1".into())
         );
         assert_eq!(
-            external_bridge(NetworkMode::Nat, "sl-lab1", "sl-lab1", false),
+            external_bridge(NetworkMode::Nat, "sl-lab1", "sl-lab1", None, false),
             ExternalBridge::Own("sl-lab1".into())
         );
         assert_eq!(
-            external_bridge(NetworkMode::Bridge, "lab", "br0", false),
+            external_bridge(NetworkMode::Bridge, "lab", "br0", None, false),
             ExternalBridge::Own("br0".into())
         );
         assert_eq!(
-            external_bridge(NetworkMode::Nat, "shiftlab-lab1", "sl-lab1", false),
+            external_bridge(NetworkMode::Nat, "shiftlab-lab1", "sl-lab1", None, false),
+            ExternalBridge::Unusable {
+                nat: "sl-lab1".into()
+            }
+        );
+    }
+
+    #[test]
+    fn the_veth_linked_bridge_when_asked_for_and_local() {
+        assert_eq!(
+            external_bridge(
+                NetworkMode::Nat,
+                "shiftlab-lab1",
+                "sl-lab1",
+                Some("baremetal"),
+                true
+            ),
             ExternalBridge::VethLinked {
-                bridge: "baremetal",
+                bridge: "baremetal".into(),
+                nat: "sl-lab1".into()
+            }
+        );
+        // Made on this host, it would not be on a remote libvirt's.
+        assert_eq!(
+            external_bridge(
+                NetworkMode::Nat,
+                "shiftlab-lab1",
+                "sl-lab1",
+                Some("baremetal"),
+                false
+            ),
+            ExternalBridge::Unusable {
                 nat: "sl-lab1".into()
             }
         );

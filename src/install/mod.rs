@@ -35,6 +35,10 @@ pub struct Options {
     /// `create infra --start-workers`: infra also starts the nodes planned to
     /// start after bootstrap.
     pub start_workers: bool,
+    /// `scale` (or `create` rerun with another worker count): the plan may
+    /// differ from the recorded one in its workers, and the infra target runs
+    /// again on an installed cluster to converge libvirt on them.
+    pub worker_change: bool,
 }
 
 /// Everything a target needs: the spec loaded once and the plan derived once.
@@ -86,13 +90,14 @@ fn reach_locked(ctx: &Ctx, goal: Target) -> Result<Locked> {
     // Checks first, writes after: a refused run leaves the state as it was (a
     // changed plan explains more than a target the new flow lacks: said first).
     locked.check_flow(ctx.flow)?;
-    locked.verify_plan(ctx.flow, ctx.plan)?;
+    locked.verify_plan_with(ctx.flow, ctx.plan, ctx.options.worker_change)?;
     let path = path?;
     locked.enter(ctx.flow)?;
     locked.record_plan(ctx.plan)?;
     for step in path {
         let target = step.target;
-        if locked.is_done(target) && step.kind != Kind::Converge {
+        let again = ctx.options.worker_change && target == Target::Infra;
+        if locked.is_done(target) && step.kind != Kind::Converge && !again {
             if target == goal {
                 eprintln!("{goal} is done already (shiftlab status shows what each target did)");
             }

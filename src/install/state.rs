@@ -250,6 +250,18 @@ impl Locked {
     /// from, with what changed, so shiftlab never builds a cluster other than the
     /// one the installer's assets describe. Changes nothing.
     pub fn verify_plan(&self, flow: Flow, plan: &Plan) -> Result<()> {
+        self.verify_plan_with(flow, plan, false)
+    }
+
+    /// [`Self::verify_plan`], letting the worker count change when
+    /// `workers_may_change` (`scale`, or `create` rerun with another `workers:`);
+    /// anything else still refused, each field named.
+    pub fn verify_plan_with(
+        &self,
+        flow: Flow,
+        plan: &Plan,
+        workers_may_change: bool,
+    ) -> Result<()> {
         let fp = crate::plan::diff::fingerprint(plan);
         if self.state.plan_fingerprint.as_deref() == Some(fp.as_str()) {
             return Ok(());
@@ -259,8 +271,26 @@ impl Locked {
             return Ok(());
         }
         let recorded_path = self.cluster.install_plan();
-        let changes = crate::state::read_plan_file(&recorded_path)
-            .ok()
+        let recorded = crate::state::read_plan_file(&recorded_path).ok();
+        if let Some(old) = &recorded {
+            let beyond = crate::plan::diff::beyond_workers(old, plan);
+            if beyond.is_empty() && workers_may_change {
+                return Ok(());
+            }
+            if !beyond.is_empty()
+                && crate::plan::diff::workers(old) != crate::plan::diff::workers(plan)
+            {
+                bail!(
+                    "the cluster file of {} changes more than the workers after {} {} done; only `workers` may change on an installed cluster, and these may not:\n  - {}\nrestore them in the cluster file (the recorded plan is {})",
+                    self.state.cluster,
+                    done.join(", "),
+                    if done.len() == 1 { "was" } else { "were" },
+                    beyond.join("\n  - "),
+                    recorded_path.display()
+                );
+            }
+        }
+        let changes = recorded
             .map(|old| crate::plan::diff::diff(&old, plan))
             .unwrap_or_else(|| {
                 vec![format!(
@@ -514,6 +544,33 @@ mod tests {
         let mut l = lock(&c).unwrap();
         assert!(l.check_plan(Flow::Upi, &plan(3)).is_err());
         l.check_plan(Flow::Upi, &plan(2)).unwrap();
+    }
+
+    #[test]
+    fn an_installed_cluster_takes_another_worker_count_and_nothing_else() {
+        let (_d, c) = dir();
+        let mut l = upi(&c);
+        l.check_plan(Flow::Upi, &plan(2)).unwrap();
+        l.start(Flow::Upi, Target::InstallConfig, None).unwrap();
+        l.done(Target::InstallConfig, None).unwrap();
+        // scale (or create rerun with another workers:) may change the workers.
+        l.verify_plan_with(Flow::Upi, &plan(3), true).unwrap();
+        l.record_plan(&plan(3)).unwrap();
+        l.verify_plan_with(Flow::Upi, &plan(1), true).unwrap();
+        // More than the workers: refused, the other field named, the workers not.
+        let text = "cluster: lab1\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\nworkers: 1\nctlplane: {memory: 20000}\n";
+        let other = crate::plan::derive(
+            &crate::spec::from_str(text, "t.yaml", &crate::spec::Env::default())
+                .unwrap()
+                .spec,
+        );
+        let e = format!(
+            "{:#}",
+            l.verify_plan_with(Flow::Upi, &other, true).unwrap_err()
+        );
+        assert!(e.contains("only `workers` may change"), "{e}");
+        assert!(e.contains("nodes[lab1-ctlplane-0].memory_mib"), "{e}");
+        assert!(!e.contains("lab1-worker-2"), "{e}");
     }
 
     #[test]

@@ -113,6 +113,14 @@ pub struct Memory {
     pub approved: BTreeSet<(String, CsrKind)>,
     /// Refusals already logged at warn level (repeats go to debug).
     refused_logged: BTreeSet<String>,
+    /// Plan nodes a start brings back (see [`ClusterFacts::rejoining`]).
+    pub rejoining: BTreeSet<String>,
+    /// Rejoining nodes whose client CSR was approved in this watch.
+    pub(crate) rejoined: BTreeSet<String>,
+    /// Of those, the ones whose serving CSR was approved after it.
+    pub(crate) served_again: BTreeSet<String>,
+    /// The nodes a start powered on, Ready only on a heartbeat since then.
+    pub fresh: Option<super::ready::Fresh>,
 }
 
 /// One pass over the plan's nodes' CSRs: approve what the rules allow, report the rest.
@@ -127,7 +135,7 @@ pub async fn approve_pending_for(client: &Client, nodes: &[NodeIdentity]) -> Res
 }
 
 /// The Nodes that exist, with their addresses.
-async fn api_nodes(client: &Client) -> Result<Vec<ApiNode>> {
+async fn api_nodes(client: &Client, fresh: Option<&super::ready::Fresh>) -> Result<Vec<ApiNode>> {
     let list = Api::<Node>::all(client.clone())
         .list(&ListParams::default())
         .await
@@ -136,6 +144,7 @@ async fn api_nodes(client: &Client) -> Result<Vec<ApiNode>> {
         .items
         .into_iter()
         .map(|n| ApiNode {
+            ready: !super::ready::ready_names_fresh(std::slice::from_ref(&n), fresh).is_empty(),
             name: n.metadata.name.unwrap_or_default(),
             addresses: n
                 .status
@@ -160,8 +169,10 @@ pub async fn reconcile(
         .await
         .context("listing certificate signing requests")?;
     let mut cluster = ClusterFacts {
-        nodes: api_nodes(client).await?,
+        nodes: api_nodes(client, memory.fresh.as_ref()).await?,
         clients_approved: Default::default(),
+        rejoining: memory.rejoining.clone(),
+        rejoined: memory.rejoined.clone(),
     };
     // Certificates already approved (by anyone) count before any decision, whatever
     // the order of the list.
@@ -194,6 +205,12 @@ pub async fn reconcile(
                     memory.approved.insert((node.clone(), kind));
                     if kind == CsrKind::Client {
                         cluster.clients_approved.insert(node.clone());
+                        if cluster.rejoining.contains(&node) {
+                            cluster.rejoined.insert(node.clone());
+                            memory.rejoined.insert(node.clone());
+                        }
+                    } else if memory.rejoined.contains(&node) {
+                        memory.served_again.insert(node.clone());
                     }
                     report.approved.push(Entry {
                         csr: facts.name,

@@ -28,6 +28,15 @@
 //! - a client CSR is refused when a Node of that name already exists (a kubelet
 //!   that joined renews with its own credentials, never the bootstrapper's), and
 //!   when a client CSR for that node was already approved (one identity per node);
+//!   except while `shiftlab start` brings nodes back ([`ClusterFacts::rejoining`]):
+//!   a kubelet whose client certificate expired while the cluster was off falls
+//!   back to its bootstrap kubeconfig and asks again through the node-bootstrapper
+//!   for the Node it already is. OpenShift's "Restarting the cluster gracefully"
+//!   (openshift/openshift-docs, modules/graceful-restart.adoc) has the admin approve
+//!   exactly those pending node-bootstrapper CSRs; the machine approver leaves them
+//!   alone. Such a CSR is approved only for a node that start powered on, whose
+//!   Node is not `Ready` (its kubelet cannot post status), and at most once per
+//!   bring-back;
 //! - a serving CSR is approved only for an existing Node, and only when every DNS
 //!   SAN is one of its `Hostname`/`InternalDNS`/`ExternalDNS` addresses and every IP
 //!   SAN one of its `InternalIP`/`ExternalIP` addresses.
@@ -131,6 +140,8 @@ pub struct CsrFacts {
 pub struct ApiNode {
     pub name: String,
     pub addresses: Vec<(String, String)>,
+    /// Its `Ready` condition is `True`.
+    pub ready: bool,
 }
 
 /// What the cluster says besides the CSR itself.
@@ -141,6 +152,11 @@ pub struct ClusterFacts {
     /// Plan nodes whose client CSR is approved already (seen approved in the API,
     /// or approved earlier in this pass or watch).
     pub clients_approved: std::collections::BTreeSet<String>,
+    /// Plan nodes being brought back by `shiftlab start`: their existing, not
+    /// Ready Node may be re-bootstrapped by one client CSR.
+    pub rejoining: std::collections::BTreeSet<String>,
+    /// Of those, the ones whose client CSR this bring-back approved already.
+    pub rejoined: std::collections::BTreeSet<String>,
 }
 
 impl ClusterFacts {
@@ -521,15 +537,30 @@ fn check_cluster<'n>(
         .unwrap_or_else(|| node.name.clone());
     match kind {
         CsrKind::Client => {
-            if let Some(n) = cluster
+            let existing = cluster
                 .nodes
                 .iter()
-                .find(|n| node.answers_to(&n.name) || n.name == asked)
-            {
+                .find(|n| node.answers_to(&n.name) || n.name == asked);
+            if cluster.rejoining.contains(&node.name) {
+                if let Some(n) = existing.filter(|n| !n.ready) {
+                    if cluster.rejoined.contains(&node.name) {
+                        return Err((
+                            named,
+                            format!(
+                                "a client CSR for {} was approved already in this start: a second one would give the node a second identity",
+                                node.name
+                            ),
+                        ));
+                    }
+                    tracing::debug!(node = %n.name, "rejoining: its Node is not Ready");
+                    return Ok(node);
+                }
+            }
+            if let Some(n) = existing {
                 return Err((
                     named,
                     format!(
-                        "Node {} already exists: a joined kubelet renews its client certificate with its own credentials, not the node bootstrapper's",
+                        "Node {} already exists: a joined kubelet renews its client certificate with its own credentials, not the node bootstrapper's (after a stop, `shiftlab start` approves one such CSR for a node it powered on whose Node is not Ready)",
                         n.name
                     ),
                 ));

@@ -3,6 +3,7 @@
 //! responses.
 
 pub mod approve;
+pub mod baremetal;
 pub mod csr;
 pub mod drain;
 pub mod ready;

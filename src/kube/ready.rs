@@ -43,6 +43,49 @@ pub fn ready_names(nodes: &[Node]) -> Vec<String> {
         .collect()
 }
 
+/// Nodes powered on at `since`: their Node counts as Ready only with a `Ready`
+/// condition whose `lastHeartbeatTime` is not older than `since`. The Node
+/// objects come back from etcd as they were when the cluster stopped (`Ready`
+/// `True`); the node lifecycle controller marks them `Unknown` only after its
+/// grace period (Kubernetes docs, "Nodes" > "Node controller":
+/// `--node-monitor-grace-period`), and a restarted kubelet posts its status
+/// at once, which sets the heartbeat.
+#[derive(Debug, Clone)]
+pub struct Fresh {
+    pub since: k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc>,
+    pub nodes: Vec<String>,
+}
+
+/// [`ready_names`], with the nodes of `fresh` Ready only on a heartbeat since.
+pub fn ready_names_fresh(nodes: &[Node], fresh: Option<&Fresh>) -> Vec<String> {
+    nodes
+        .iter()
+        .filter(|n| {
+            let name = n.metadata.name.as_deref().unwrap_or_default();
+            let since = fresh
+                .filter(|f| {
+                    f.nodes
+                        .iter()
+                        .any(|x| x == name || name.starts_with(&format!("{x}.")))
+                })
+                .map(|f| f.since);
+            n.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|c| {
+                    c.iter().any(|c| {
+                        c.type_ == "Ready"
+                            && c.status == "True"
+                            && since.is_none_or(|t| {
+                                c.last_heartbeat_time.as_ref().is_some_and(|h| h.0 >= t)
+                            })
+                    })
+                })
+        })
+        .filter_map(|n| n.metadata.name.clone())
+        .collect()
+}
+
 /// Which of `wanted` (plan nodes: name and FQDN) are among `ready` (Node names,
 /// short or fully qualified, as kubelets register).
 pub fn missing(wanted: &[(String, String)], ready: &[String]) -> Vec<String> {
@@ -72,6 +115,7 @@ pub async fn bring_back(
     client: &Client,
     identities: &[NodeIdentity],
     wanted: &[(String, String)],
+    fresh: Option<&Fresh>,
     timeout: Duration,
     interval: Duration,
 ) -> Result<BringBack> {
@@ -82,7 +126,12 @@ pub async fn bring_back(
         api_after_secs: start.elapsed().as_secs(),
         ..BringBack::default()
     };
+    // The nodes powered on may re-bootstrap their existing, not Ready Node
+    // (their client certificates may have expired while they were off).
     let mut memory = Memory::default();
+    memory.rejoining = fresh
+        .map(|f| f.nodes.iter().cloned().collect())
+        .unwrap_or_default();
     let nodes: Api<Node> = Api::all(client.clone());
     loop {
         let report = super::approve::reconcile(client, identities, &mut memory).await?;
@@ -92,15 +141,36 @@ pub async fn bring_back(
             .list(&ListParams::default())
             .await
             .context("listing nodes")?;
-        let ready = ready_names(&list.items);
-        let missing = missing(wanted, &ready);
+        let ready = ready_names_fresh(&list.items, fresh);
+        let mut missing = missing(wanted, &ready);
+        // A re-bootstrapped kubelet asks for its serving certificate right after
+        // its client one: without it `oc logs`/`exec` to the node fail.
+        let unserved: Vec<String> = memory
+            .rejoined
+            .difference(&memory.served_again)
+            .filter(|n| !missing.contains(n))
+            .cloned()
+            .collect();
+        missing.extend(unserved);
         if missing.is_empty() || Instant::now() + interval >= deadline {
             out.ready = wanted
                 .iter()
                 .filter(|(n, _)| !missing.contains(n))
                 .map(|(n, _)| n.clone())
                 .collect();
-            out.not_ready = missing;
+            out.not_ready = missing
+                .into_iter()
+                .map(|n| {
+                    if ready
+                        .iter()
+                        .any(|r| *r == n || r.starts_with(&format!("{n}.")))
+                    {
+                        format!("{n} (serving CSR not approved)")
+                    } else {
+                        n
+                    }
+                })
+                .collect();
             return Ok(out);
         }
         tokio::time::sleep(interval).await;
@@ -112,6 +182,7 @@ pub fn bring_back_blocking(
     kubeconfig: &Path,
     identities: &[NodeIdentity],
     wanted: &[(String, String)],
+    fresh: Option<&Fresh>,
     timeout: Duration,
     interval: Duration,
 ) -> Result<BringBack> {
@@ -121,7 +192,7 @@ pub fn bring_back_blocking(
         .context("starting the async runtime")?
         .block_on(async {
             let client = client_from_kubeconfig(kubeconfig).await?;
-            bring_back(&client, identities, wanted, timeout, interval).await
+            bring_back(&client, identities, wanted, fresh, timeout, interval).await
         })
 }
 
@@ -155,5 +226,35 @@ mod tests {
             ),
             ["lab1-worker-1"]
         );
+    }
+
+    #[test]
+    fn a_node_powered_on_counts_ready_only_on_a_heartbeat_since() {
+        let t = |s: &str| {
+            s.parse::<k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc>>()
+                .unwrap()
+        };
+        let node = |name: &str, beat: &str| -> Node {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name},
+                "status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": beat}]}
+            }))
+            .unwrap()
+        };
+        let nodes = [
+            node("lab1-worker-0", "2026-11-23T10:00:00Z"),
+            node("lab1-worker-1.lab1.example.com", "2026-11-23T12:00:00Z"),
+            node("lab1-ctlplane-0", "2026-11-23T09:00:00Z"),
+        ];
+        let fresh = Fresh {
+            since: t("2026-11-23T11:00:00Z"),
+            nodes: vec!["lab1-worker-0".into(), "lab1-worker-1".into()],
+        };
+        // worker-0's Ready is from before the start: stale; ctlplane-0 was not powered on.
+        assert_eq!(
+            ready_names_fresh(&nodes, Some(&fresh)),
+            ["lab1-worker-1.lab1.example.com", "lab1-ctlplane-0"]
+        );
+        assert_eq!(ready_names_fresh(&nodes, None).len(), 3);
     }
 }

@@ -96,9 +96,16 @@ pub async fn client(kubeconfig: &Path, context: Option<&str>) -> Result<Client> 
     Client::try_from(config).context("building the API client")
 }
 
-/// Before anything is created: the API answers, and serves KubeVirt (and
-/// Multus' NetworkAttachmentDefinition when the objects include one).
-pub async fn preflight(client: &Client, needs_multus: bool) -> Result<()> {
+/// Before anything is created: the API answers, serves KubeVirt (and
+/// Multus' NetworkAttachmentDefinition when the objects include one), and has
+/// the StorageClass the cluster file names (a missing one would leave every
+/// DataVolume pending). A user who may not read StorageClasses gets a warning
+/// instead of the last check.
+pub async fn preflight(
+    client: &Client,
+    needs_multus: bool,
+    storage_class: Option<&str>,
+) -> Result<()> {
     client
         .apiserver_version()
         .await
@@ -125,7 +132,53 @@ pub async fn preflight(client: &Client, needs_multus: bool) -> Result<()> {
             );
         }
     }
+    if let Some(sc) = storage_class {
+        check_storage_class(client, sc).await?;
+    }
     Ok(())
+}
+
+async fn check_storage_class(client: &Client, name: &str) -> Result<()> {
+    let classes: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource {
+            group: "storage.k8s.io".into(),
+            version: "v1".into(),
+            api_version: "storage.k8s.io/v1".into(),
+            kind: "StorageClass".into(),
+            plural: "storageclasses".into(),
+        },
+    );
+    match classes.get_opt(name).await {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => {
+            let known: Vec<String> = classes
+                .list(&ListParams::default())
+                .await
+                .map(|l| {
+                    l.items
+                        .into_iter()
+                        .filter_map(|c| c.metadata.name)
+                        .collect()
+                })
+                .unwrap_or_default();
+            bail!(
+                "kubevirt.storage_class: StorageClass {name} does not exist on the cluster (it has: {}); nothing was created",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )
+        }
+        Err(kube::Error::Api(e)) if e.code == 403 => {
+            tracing::warn!(
+                "cannot read StorageClasses (forbidden): kubevirt.storage_class {name} is not checked"
+            );
+            Ok(())
+        }
+        Err(e) => Err(e).with_context(|| format!("reading StorageClass {name}")),
+    }
 }
 
 fn has_owner(obj: &DynamicObject, cluster: &str) -> bool {
@@ -157,7 +210,16 @@ pub async fn apply(
     let needs_multus = objects
         .iter()
         .any(|o| o.kind == Kind::NetworkAttachmentDefinition);
-    preflight(client, needs_multus).await?;
+    // The StorageClass the VMs' DataVolumes ask for (one per cluster file).
+    let storage_class = objects
+        .iter()
+        .filter(|o| o.kind == Kind::VirtualMachine)
+        .find_map(|o| {
+            o.body
+                .pointer("/spec/dataVolumeTemplates/0/spec/storage/storageClassName")
+                .and_then(Value::as_str)
+        });
+    preflight(client, needs_multus, storage_class).await?;
     let mut report = Report::default();
     let pp = PatchParams::apply(FIELD_MANAGER).force();
     // Check every existing object first: one that is someone else's stops the
@@ -231,6 +293,23 @@ pub async fn set_run_strategy(client: &Client, ns: &str, vm: &str, strategy: &st
     Ok(())
 }
 
+/// A Service's addresses (cluster IP, load-balancer address, node ports);
+/// `None` when it does not exist.
+pub async fn service_address(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> Result<Option<super::dns::ServiceAddress>> {
+    let cur = api(client, Kind::Service, ns)
+        .get_opt(name)
+        .await
+        .with_context(|| format!("reading Service/{name}"))?;
+    Ok(cur.map(|c| {
+        let v = serde_json::to_value(&c).unwrap_or_default();
+        super::dns::ServiceAddress::of(&v)
+    }))
+}
+
 /// A VM's `spec.runStrategy`, `None` when the VM does not exist.
 pub async fn run_strategy(client: &Client, ns: &str, vm: &str) -> Result<Option<String>> {
     let cur = api(client, Kind::VirtualMachine, ns)
@@ -272,7 +351,8 @@ pub async fn delete_owned(
 }
 
 /// Remove everything of `cluster` that carries the owner label: VMs (their
-/// DataVolumes go with them, owned by the VM), Services, Secrets, the network
+/// DataVolumes go with them, owned by the VM), Services, the in-cluster
+/// HAProxy's Deployment and ConfigMap, Secrets, the network
 /// attachment, then the namespace if shiftlab created it. Returns what went.
 pub async fn destroy(client: &Client, cluster: &str, ledger: &Ledger) -> Result<Vec<String>> {
     client
@@ -285,6 +365,8 @@ pub async fn destroy(client: &Client, cluster: &str, ledger: &Ledger) -> Result<
     for kind in [
         Kind::VirtualMachine,
         Kind::Service,
+        Kind::Deployment,
+        Kind::ConfigMap,
         Kind::Secret,
         Kind::NetworkAttachmentDefinition,
     ] {

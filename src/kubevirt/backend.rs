@@ -80,6 +80,31 @@ fn connect(kp: &KubevirtPlan) -> Result<(tokio::runtime::Runtime, kube::Client)>
     Ok((rt, client))
 }
 
+/// Pod mode: the DNS records the user adds, with the Services' addresses as
+/// the cluster has them now (docs/kubevirt.md, "DNS you must add").
+fn print_dns_records(
+    rt: &tokio::runtime::Runtime,
+    client: &kube::Client,
+    plan: &crate::plan::Plan,
+    kp: &KubevirtPlan,
+) -> Result<()> {
+    let [api, ingress] = render::service_names(plan);
+    let read = |name: &str| -> Result<super::dns::ServiceAddress> {
+        Ok(rt
+            .block_on(apply::service_address(client, &kp.namespace, name))?
+            .unwrap_or_else(|| super::dns::ServiceAddress {
+                name: name.to_string(),
+                ..Default::default()
+            }))
+    };
+    let (api, ingress) = (read(&api)?, read(&ingress)?);
+    println!("add to your DNS (docs/kubevirt.md, \"DNS you must add\"):");
+    for r in super::dns::records(plan, kp.service_type, &api, &ingress) {
+        println!("  {r}");
+    }
+    Ok(())
+}
+
 impl Backend for Kubevirt {
     fn name(&self) -> &'static str {
         "kubevirt"
@@ -94,6 +119,7 @@ impl Backend for Kubevirt {
         rt.block_on(apply::preflight(
             &client,
             kp.network == crate::spec::PodNetwork::Multus,
+            kp.storage_class.as_deref(),
         ))?;
         let image = node_image(kp, locked)?;
         let userdata = userdata(ctx, kp)?;
@@ -136,6 +162,9 @@ impl Backend for Kubevirt {
         }
         for c in &report.used_as_is {
             println!("using {c} as it is (not shiftlab's: left in place on destroy)");
+        }
+        if kp.network == crate::spec::PodNetwork::Pod {
+            print_dns_records(&rt, &client, plan, kp)?;
         }
         Ok(Some(format!(
             "{} created, {} applied unchanged or updated in namespace {}",

@@ -3,6 +3,8 @@
 //! disks and Multus or the pod network for networking.
 //!
 //! - [`render`]: pure renderers, plan in, Kubernetes objects out (golden-tested);
+//! - [`haproxy`]: `network: pod`'s in-cluster HAProxy in front of the nodes;
+//! - [`dns`]: `network: pod`'s DNS records for the Services, for the user;
 //! - [`apply`]: server-side apply through kube-rs, ownership, destroy, inspect;
 //! - [`backend`]: the [`crate::backend::Backend`] implementation the install
 //!   pipeline reaches;
@@ -12,14 +14,14 @@
 
 pub mod apply;
 pub mod backend;
+pub mod dns;
+pub mod haproxy;
 pub mod render;
-
-use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::plan::Plan;
-use crate::spec::{KubevirtSpec, PodNetwork, ServiceType};
+use crate::spec::{KubevirtSpec, PodNetwork};
 
 /// The owner label: every object shiftlab creates carries it with the cluster
 /// name, and destroy removes exactly what carries it.
@@ -33,24 +35,26 @@ pub const FIELD_MANAGER: &str = "shiftlab";
 pub const NODE_LABEL: &str = "shiftlab.io/node";
 pub const ROLE_LABEL: &str = "shiftlab.io/role";
 
-/// The KubeVirt part of a plan: the cluster file's `kubevirt:` resolved, and
-/// the objects it makes, by kind and name.
+/// The KubeVirt part of a plan: the cluster file's `kubevirt:` as resolved
+/// (with `http_url` filled in where the plan decides it), and the objects it
+/// makes, by kind and name. Its fields read through to the spec's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KubevirtPlan {
-    pub kubeconfig: PathBuf,
-    pub context: Option<String>,
-    pub namespace: String,
-    pub storage_class: Option<String>,
-    pub network: PodNetwork,
-    pub bridge: String,
-    pub vlan: Option<u16>,
-    pub service_type: ServiceType,
-    pub image: Option<String>,
-    /// Where the VMs fetch their Ignition: `kubevirt.http_url`, or on a Multus
-    /// network shiftlab's HTTP server on the lab's host address.
-    pub http_url: Option<String>,
+    /// `http_url` here is where the VMs fetch their Ignition:
+    /// `kubevirt.http_url`, or on a Multus network shiftlab's HTTP server on
+    /// the lab's host address.
+    #[serde(flatten)]
+    pub spec: KubevirtSpec,
     /// `Kind/name` of every object, in the order they are applied.
     pub objects: Vec<String>,
+}
+
+impl std::ops::Deref for KubevirtPlan {
+    type Target = KubevirtSpec;
+
+    fn deref(&self) -> &KubevirtSpec {
+        &self.spec
+    }
 }
 
 impl KubevirtPlan {
@@ -62,16 +66,10 @@ impl KubevirtPlan {
                 .map(|a| format!("http://{a}:{}", crate::serve::DEFAULT_HTTP_PORT))
         });
         let mut kp = KubevirtPlan {
-            kubeconfig: k.kubeconfig.clone(),
-            context: k.context.clone(),
-            namespace: k.namespace.clone(),
-            storage_class: k.storage_class.clone(),
-            network: k.network,
-            bridge: k.bridge.clone(),
-            vlan: k.vlan,
-            service_type: k.service_type,
-            image: k.image.clone(),
-            http_url,
+            spec: KubevirtSpec {
+                http_url,
+                ..k.clone()
+            },
             objects: Vec::new(),
         };
         kp.objects = render::object_refs(plan, &kp);

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 use serde_json::{json, Map, Value};
 
-use super::{KubevirtPlan, MANAGED_BY, NODE_LABEL, OWNER_LABEL, ROLE_LABEL};
+use super::{haproxy, KubevirtPlan, MANAGED_BY, NODE_LABEL, OWNER_LABEL, ROLE_LABEL};
 use crate::plan::{Boot, DiskKind, Node, Plan, Start};
 use crate::spec::{PodNetwork, Role};
 
@@ -36,15 +36,19 @@ pub enum Kind {
     NetworkAttachmentDefinition,
     Secret,
     Service,
+    ConfigMap,
+    Deployment,
     VirtualMachine,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Namespace,
         Kind::NetworkAttachmentDefinition,
         Kind::Secret,
         Kind::Service,
+        Kind::ConfigMap,
+        Kind::Deployment,
         Kind::VirtualMachine,
     ];
 
@@ -54,6 +58,8 @@ impl Kind {
             Kind::NetworkAttachmentDefinition => "NetworkAttachmentDefinition",
             Kind::Secret => "Secret",
             Kind::Service => "Service",
+            Kind::ConfigMap => "ConfigMap",
+            Kind::Deployment => "Deployment",
             Kind::VirtualMachine => "VirtualMachine",
         }
     }
@@ -61,7 +67,8 @@ impl Kind {
     /// API group ("" for the core group).
     pub fn group(self) -> &'static str {
         match self {
-            Kind::Namespace | Kind::Secret | Kind::Service => "",
+            Kind::Namespace | Kind::Secret | Kind::Service | Kind::ConfigMap => "",
+            Kind::Deployment => "apps",
             Kind::NetworkAttachmentDefinition => "k8s.cni.cncf.io",
             Kind::VirtualMachine => "kubevirt.io",
         }
@@ -84,6 +91,8 @@ impl Kind {
             Kind::NetworkAttachmentDefinition => "network-attachment-definitions",
             Kind::Secret => "secrets",
             Kind::Service => "services",
+            Kind::ConfigMap => "configmaps",
+            Kind::Deployment => "deployments",
             Kind::VirtualMachine => "virtualmachines",
         }
     }
@@ -149,6 +158,10 @@ pub fn object_refs(plan: &Plan, kp: &KubevirtPlan) -> Vec<String> {
         out.push(format!("Secret/{}", secret_name(n)));
     }
     if kp.network == PodNetwork::Pod {
+        let lb = haproxy::name(plan);
+        out.push(format!("Service/{}", haproxy::nodes_service_name(plan)));
+        out.push(format!("ConfigMap/{lb}"));
+        out.push(format!("Deployment/{lb}"));
         for s in service_names(plan) {
             out.push(format!("Service/{s}"));
         }
@@ -207,6 +220,22 @@ pub fn render(plan: &Plan, inputs: &Inputs) -> Result<Vec<Object>> {
         out.push(secret(plan, ns, node, userdata));
     }
     if kp.network == PodNetwork::Pod {
+        let lb = haproxy::name(plan);
+        out.push(Object {
+            kind: Kind::Service,
+            name: haproxy::nodes_service_name(plan),
+            body: haproxy::nodes_service(plan, kp, &labels),
+        });
+        out.push(Object {
+            kind: Kind::ConfigMap,
+            name: lb.clone(),
+            body: haproxy::config_map(plan, kp, &labels),
+        });
+        out.push(Object {
+            kind: Kind::Deployment,
+            name: lb,
+            body: haproxy::deployment(plan, kp, &labels),
+        });
         out.extend(services(plan, kp));
     }
     for node in &plan.nodes {
@@ -264,45 +293,36 @@ fn secret(plan: &Plan, ns: &str, node: &Node, userdata: &str) -> Object {
     }
 }
 
-/// The role whose nodes run the routers: workers, or the control planes of a
-/// compact cluster (as the plan's load balancer has it).
-fn router_role(plan: &Plan) -> Role {
-    if plan.nodes.iter().any(|n| n.role == Role::Worker) {
-        Role::Worker
-    } else {
-        Role::Ctlplane
-    }
-}
-
-const API_LABEL: &str = "shiftlab.io/api";
-const INGRESS_LABEL: &str = "shiftlab.io/ingress";
-
+/// The API and ingress Services of pod mode, in front of the in-cluster
+/// HAProxy ([`haproxy`]).
 fn services(plan: &Plan, kp: &KubevirtPlan) -> Vec<Object> {
-    let [api, ingress] = service_names(plan);
-    let svc = |name: &str, label: &str, ports: &[(&str, u16)]| {
-        let ports: Vec<Value> = ports
-            .iter()
-            .map(|(n, p)| json!({"name": n, "protocol": "TCP", "port": p, "targetPort": p}))
-            .collect();
-        Object {
-            kind: Kind::Service,
-            name: name.to_string(),
-            body: json!({
-                "apiVersion": "v1",
-                "kind": "Service",
-                "metadata": metadata(name, Some(&kp.namespace), owner_labels(&plan.cluster)),
-                "spec": {
-                    "type": kp.service_type.as_str(),
-                    "selector": {OWNER_LABEL: plan.cluster, label: "true"},
-                    "ports": ports,
-                },
-            }),
-        }
-    };
-    vec![
-        svc(&api, API_LABEL, &[("api", 6443), ("machine-config", 22623)]),
-        svc(&ingress, INGRESS_LABEL, &[("http", 80), ("https", 443)]),
-    ]
+    service_names(plan)
+        .into_iter()
+        .zip(["api", "ingress"])
+        .map(|(name, which)| {
+            let ports: Vec<Value> = haproxy::service_ports()
+                .iter()
+                .filter(|(s, ..)| *s == which)
+                .map(|(_, n, port, target)| {
+                    json!({"name": n, "protocol": "TCP", "port": port, "targetPort": target})
+                })
+                .collect();
+            Object {
+                kind: Kind::Service,
+                name: name.clone(),
+                body: json!({
+                    "apiVersion": "v1",
+                    "kind": "Service",
+                    "metadata": metadata(&name, Some(&kp.namespace), owner_labels(&plan.cluster)),
+                    "spec": {
+                        "type": kp.service_type.as_str(),
+                        "selector": {OWNER_LABEL: plan.cluster, haproxy::HAPROXY_LABEL: "true"},
+                        "ports": ports,
+                    },
+                }),
+            }
+        })
+        .collect()
 }
 
 fn quantity_gb(gb: u64) -> String {
@@ -321,17 +341,9 @@ fn volume_name(i: usize) -> String {
 fn virtual_machine(plan: &Plan, kp: &KubevirtPlan, node: &Node, image: &str) -> Result<Object> {
     let ns = kp.namespace.as_str();
     let mut labels = owner_labels(&plan.cluster);
-    let mut pod_labels = labels.clone();
-    pod_labels.insert(NODE_LABEL.into(), json!(node.name));
-    pod_labels.insert(ROLE_LABEL.into(), json!(node.role.as_str()));
-    if matches!(node.role, Role::Bootstrap | Role::Ctlplane) {
-        pod_labels.insert(API_LABEL.into(), json!("true"));
-    }
-    if node.role == router_role(plan) {
-        pod_labels.insert(INGRESS_LABEL.into(), json!("true"));
-    }
     labels.insert(NODE_LABEL.into(), json!(node.name));
     labels.insert(ROLE_LABEL.into(), json!(node.role.as_str()));
+    let pod_labels = labels.clone();
 
     let source = if node.boot == Boot::VirtualMedia {
         // Ironic writes the image onto the disk: it starts blank.
@@ -402,6 +414,11 @@ fn virtual_machine(plan: &Plan, kp: &KubevirtPlan, node: &Node, image: &str) -> 
         "networks": [network],
         "volumes": volumes,
     });
+    if kp.network == PodNetwork::Pod {
+        // `<node>.<cluster>-nodes.<namespace>.svc.<domain>`: how the in-cluster
+        // HAProxy finds it.
+        spec["subdomain"] = json!(haproxy::nodes_service_name(plan));
+    }
     if node.role == Role::Ctlplane {
         // Control planes spread across hosts where there are enough of them
         // (preferred, so a small cluster still schedules them all).

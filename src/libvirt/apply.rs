@@ -721,6 +721,13 @@ pub fn apply(
         ledger::save(cluster_dir, &ledger)?;
     }
     let _net = ensure_network(host, plan, &mut report)?;
+    // Bare-metal IPI with external_bridge: veth: the bridge the installer's
+    // bootstrap VM joins, linked to the network's bridge, now that it is up.
+    if let Some(v) = &plan.network.veth {
+        let made = crate::host::veth::ensure(&plan.cluster, cluster_dir.path(), v)
+            .context("making the veth-linked bridge")?;
+        report.created.extend(made);
+    }
 
     // Volumes and domains per node, in parallel, bounded below libvirtd's
     // max_client_requests (see libvirt::parallel).

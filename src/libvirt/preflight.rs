@@ -102,16 +102,34 @@ pub fn check(
             ));
         }
     }
-    if net.mode == NetworkMode::Bridge
-        && host.is_local()
-        && !Path::new("/sys/class/net")
-            .join(&net.bridge)
-            .join("bridge")
-            .exists()
-    {
+    // mode bridge: the user's bridge, there and up (shiftlab never creates or
+    // deletes it). The veth-linked bridge of an IPI cluster: made on this host,
+    // under a name nobody else uses.
+    if (net.mode == NetworkMode::Bridge || net.veth.is_some()) && host.is_local() {
+        match crate::host::veth::observe() {
+            Ok(links) => {
+                if net.mode == NetworkMode::Bridge {
+                    problems.extend(crate::host::veth::check_host_bridge(
+                        &net.bridge,
+                        links.get(&net.bridge),
+                    ));
+                }
+                if let Some(v) = &net.veth {
+                    // The NAT bridge appears with the network: judge the rest.
+                    let mut seen = links.clone();
+                    seen.entry(v.nat.clone()).or_default();
+                    if let Err(e) = crate::host::veth::ensure_actions(cluster, v, &seen) {
+                        problems.push(format!("network.external_bridge: {e}"));
+                    }
+                }
+            }
+            Err(e) => problems.push(format!("listing the host's links: {e:#}")),
+        }
+    }
+    if net.veth.is_some() && !host.is_local() {
         problems.push(format!(
-            "network.bridge {}: no such bridge on the host (mode bridge uses an existing bridge)",
-            net.bridge
+            "network.external_bridge veth: shiftlab makes the veth-linked bridge on this host, but libvirt ({}) is remote; use external_bridge: own and name the network like its bridge (network.name: {})",
+            host.uri, net.bridge
         ));
     }
 

@@ -87,6 +87,56 @@ fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// The workers' count of a plan.
+pub fn workers(plan: &Plan) -> usize {
+    plan.nodes
+        .iter()
+        .filter(|n| n.role == crate::spec::Role::Worker)
+        .count()
+}
+
+/// The differences from `old` to `new` besides the workers themselves: both plans
+/// without their worker nodes and every list entry naming one (DHCP reservations,
+/// load-balancer backends, DNS records, BMC systems, …). Empty when only the
+/// worker count changed, which an installed cluster can take (`scale`); anything
+/// else it cannot.
+pub fn beyond_workers(old: &Plan, new: &Plan) -> Vec<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for n in old.nodes.iter().chain(&new.nodes) {
+        if n.role == crate::spec::Role::Worker {
+            names.insert(n.name.clone());
+            names.insert(n.fqdn.clone());
+        }
+    }
+    let strip = |p: &Plan| {
+        let mut v = serde_json::to_value(p).expect("a plan serialises");
+        drop_naming(&mut v, &names);
+        v
+    };
+    let mut out = Vec::new();
+    walk("", &strip(old), &strip(new), &mut out);
+    out
+}
+
+/// Remove, in every array under `v`, the objects whose `name`, `node`,
+/// `hostname` or `value` (a PTR record's target) is one of `names`.
+fn drop_naming(v: &mut Value, names: &std::collections::BTreeSet<String>) {
+    match v {
+        Value::Array(items) => {
+            items.retain(|i| {
+                !["name", "node", "hostname", "value"].iter().any(|k| {
+                    i.get(k)
+                        .and_then(Value::as_str)
+                        .is_some_and(|s| names.contains(s))
+                })
+            });
+            items.iter_mut().for_each(|i| drop_naming(i, names));
+        }
+        Value::Object(map) => map.values_mut().for_each(|i| drop_naming(i, names)),
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +183,25 @@ mod tests {
         );
         assert!(
             d.contains(&"network.cidr: 192.168.126.0/24 → 192.168.127.0/24".to_string()),
+            "{d:#?}"
+        );
+    }
+
+    #[test]
+    fn only_the_workers_changing_is_nothing_beyond_them() {
+        let (one, three) = (plan("workers: 1\n"), plan("workers: 3\n"));
+        assert!(!diff(&one, &three).is_empty());
+        assert_eq!(beyond_workers(&one, &three), Vec::<String>::new());
+        assert_eq!(beyond_workers(&three, &one), Vec::<String>::new());
+        assert_eq!((workers(&one), workers(&three)), (1, 3));
+        // Anything else is named, the worker change itself not.
+        let d = beyond_workers(&one, &plan("workers: 3\nctlplane: {memory: 20000}\n"));
+        assert!(d.iter().all(|l| l.contains("ctlplane")), "{d:#?}");
+        assert!(!d.is_empty());
+        // From compact to workers: the routers leave the control planes.
+        let d = beyond_workers(&plan("workers: 0\n"), &one);
+        assert!(
+            d.iter().any(|l| l.starts_with("load_balancer.frontends")),
             "{d:#?}"
         );
     }

@@ -57,6 +57,19 @@ pub struct NetworkPlan {
     pub domain: String,
     pub dhcp: DhcpRange,
     pub reservations: Vec<Reservation>,
+    /// Bare-metal IPI with `external_bridge: veth`: the bridge the installer's
+    /// bootstrap VM joins, veth-linked to this network's bridge, made and removed
+    /// by shiftlab (src/host/veth.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub veth: Option<crate::host::veth::VethBridge>,
+}
+
+impl NetworkPlan {
+    /// The installer's `externalBridge`: the veth-linked bridge, else the
+    /// network's own.
+    pub fn external_bridge(&self) -> &str {
+        self.veth.as_ref().map_or(&self.bridge, |v| &v.bridge)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -486,6 +499,10 @@ pub fn derive(spec: &ClusterSpec) -> Plan {
                     hostname: n.name.clone(),
                 })
                 .collect(),
+            veth: net
+                .veth_bridge
+                .as_ref()
+                .map(|b| crate::host::veth::VethBridge::new(&spec.cluster, b, &net.bridge)),
         },
         vips: Vips {
             api: net.api_ip,

@@ -69,6 +69,13 @@ pub fn render_table(plan: &Plan) -> String {
         n.dhcp.start,
         n.dhcp.end
     );
+    if let Some(v) = &n.veth {
+        let _ = writeln!(
+            out,
+            "installer's bootstrap VM on {} (made by shiftlab, veth {}/{} to {})",
+            v.bridge, v.bridge_end, v.nat_end, v.nat
+        );
+    }
     let _ = writeln!(
         out,
         "api {}  ingress {}  libvirt {} pool {}\n",

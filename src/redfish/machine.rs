@@ -3,7 +3,7 @@
 //! tests and demos.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::model::{
     BootEnabled, BootMode, BootOverride, BootPatch, BootTarget, Disk, InsertRequest, MediaSlot,
@@ -53,6 +53,16 @@ pub trait Machine: Send + Sync + 'static {
         request: &InsertRequest,
     ) -> Result<(), MachineError>;
     fn eject_media(&self, uuid: &str, slot: MediaSlot) -> Result<(), MachineError>;
+
+    /// A system as [`Machine::system`] would report it, from memory only:
+    /// never blocks, never calls the backend. `None` when only the backend
+    /// could tell (the caller then calls `system` off its event loop), and
+    /// for any `uuid` other than the canonical one `resolve` returns. The
+    /// same `Arc` comes back for as long as the system is unchanged, so a
+    /// caller may keep what it derives from it (a rendered body) by identity.
+    fn peek(&self, _uuid: &str) -> Option<Arc<SystemInfo>> {
+        None
+    }
 }
 
 /// Boot override as the BMC keeps it: the requested target and mode of
@@ -194,12 +204,16 @@ impl MemorySystem {
 #[derive(Debug, Default)]
 pub struct MemoryMachine {
     systems: Mutex<BTreeMap<String, MemorySystem>>,
+    /// What [`Machine::peek`] last handed out, per system: the same `Arc`
+    /// while the system is unchanged.
+    peeked: Mutex<BTreeMap<String, Arc<SystemInfo>>>,
 }
 
 impl MemoryMachine {
     pub fn new(systems: impl IntoIterator<Item = MemorySystem>) -> Self {
         MemoryMachine {
             systems: Mutex::new(systems.into_iter().map(|s| (s.uuid.clone(), s)).collect()),
+            peeked: Mutex::default(),
         }
     }
 
@@ -302,6 +316,19 @@ impl Machine for MemoryMachine {
             s.media = None;
             Ok(())
         })
+    }
+
+    fn peek(&self, uuid: &str) -> Option<Arc<SystemInfo>> {
+        let info = self.lock().get(uuid)?.info();
+        let mut peeked = self.peeked.lock().unwrap_or_else(|e| e.into_inner());
+        match peeked.get(uuid) {
+            Some(last) if **last == info => Some(last.clone()),
+            _ => {
+                let info = Arc::new(info);
+                peeked.insert(uuid.to_string(), info.clone());
+                Some(info)
+            }
+        }
     }
 }
 

@@ -73,6 +73,21 @@ fn uuid_of(vm: &DynamicObject) -> Option<String> {
         .map(str::to_lowercase)
 }
 
+/// The VM's array at `pointer` (its disks, volumes or DataVolume templates)
+/// without the CD-ROM entry and the medium's DataVolume template `dv`.
+fn without_cdrom(vm: &DynamicObject, pointer: &str, dv: &str) -> Vec<Value> {
+    vm.data
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| {
+            v["name"] != CDROM && v.pointer("/metadata/name").and_then(Value::as_str) != Some(dv)
+        })
+        .cloned()
+        .collect()
+}
+
 /// `Cd/Once/Hdd/Continuous`: target, enabled, then what a `Once` returns to.
 fn boot_text(b: &BootState) -> String {
     let mut s = format!("{}/{}", b.target, b.enabled);
@@ -436,17 +451,7 @@ impl Machine for KubevirtMachine {
         }
         let name = vm.metadata.name.clone().unwrap_or_default();
         let dv = format!("{name}-{CDROM}");
-        let arr = |ptr: &str| -> Vec<Value> {
-            vm.data
-                .pointer(ptr)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|v| v["name"] != CDROM && v.pointer("/metadata/name") != Some(&json!(dv)))
-                .collect()
-        };
-        let mut templates = arr("/spec/dataVolumeTemplates");
+        let mut templates = without_cdrom(&vm, "/spec/dataVolumeTemplates", &dv);
         templates.push(json!({
             "metadata": {"name": dv, "labels": crate::kubevirt::render::owner_labels(&self.cluster)},
             "spec": {
@@ -454,9 +459,9 @@ impl Machine for KubevirtMachine {
                 "storage": {"resources": {"requests": {"storage": CDROM_SIZE}}},
             },
         }));
-        let mut disks = arr("/spec/template/spec/domain/devices/disks");
+        let mut disks = without_cdrom(&vm, "/spec/template/spec/domain/devices/disks", &dv);
         disks.push(json!({"name": CDROM, "cdrom": {"bus": "sata", "readonly": true}}));
-        let mut volumes = arr("/spec/template/spec/volumes");
+        let mut volumes = without_cdrom(&vm, "/spec/template/spec/volumes", &dv);
         volumes.push(json!({"name": CDROM, "dataVolume": {"name": dv}}));
         self.patch(
             &vm,
@@ -479,25 +484,15 @@ impl Machine for KubevirtMachine {
         let vm = self.vm(uuid)?;
         let name = vm.metadata.name.clone().unwrap_or_default();
         let dv = format!("{name}-{CDROM}");
-        let keep = |ptr: &str| -> Vec<Value> {
-            vm.data
-                .pointer(ptr)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|v| v["name"] != CDROM && v.pointer("/metadata/name") != Some(&json!(dv)))
-                .collect()
-        };
         self.patch(
             &vm,
             json!({
                 "metadata": {"annotations": {MEDIA_ANNOTATION: null}},
                 "spec": {
-                    "dataVolumeTemplates": keep("/spec/dataVolumeTemplates"),
+                    "dataVolumeTemplates": without_cdrom(&vm, "/spec/dataVolumeTemplates", &dv),
                     "template": {"spec": {
-                        "domain": {"devices": {"disks": keep("/spec/template/spec/domain/devices/disks")}},
-                        "volumes": keep("/spec/template/spec/volumes"),
+                        "domain": {"devices": {"disks": without_cdrom(&vm, "/spec/template/spec/domain/devices/disks", &dv)}},
+                        "volumes": without_cdrom(&vm, "/spec/template/spec/volumes", &dv),
                     }},
                 },
             }),

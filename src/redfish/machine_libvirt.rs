@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use anyhow::{Context as _, Result};
 use virt::domain::Domain;
@@ -135,6 +135,69 @@ struct Snapshot {
     def: Definition,
     disks: Vec<Disk>,
     active: AtomicBool,
+    /// What [`Machine::peek`] hands out, built at first use: Off, then On.
+    /// Immutable like the definition, so a body rendered from one stays true
+    /// while this snapshot is the cache's entry and the power state matches.
+    shared: [OnceLock<Arc<SystemInfo>>; 2],
+}
+
+impl Snapshot {
+    /// The system as a GET reports it, with this power state.
+    fn info(&self, uuid: &str, active: bool) -> SystemInfo {
+        let power = if active {
+            PowerState::On
+        } else {
+            PowerState::Off
+        };
+        let view = &self.def.view;
+        let boot = self.def.boot_state();
+        let media = match view.cdroms.iter().find(|c| c.inserted()) {
+            Some(cd) => {
+                let image = match (&cd.volume, &self.def.meta.media) {
+                    (Some((p, v)), Some(m)) if *p == m.pool && *v == m.volume => {
+                        Some(m.image.clone())
+                    }
+                    (Some((p, v)), _) => Some(format!("{p}/{v}")),
+                    (None, _) => cd.file.clone(),
+                };
+                MediaState {
+                    slot: MediaSlot::Cd,
+                    inserted: true,
+                    image,
+                    write_protected: true,
+                }
+            }
+            None => MediaState {
+                slot: MediaSlot::Cd,
+                inserted: false,
+                image: None,
+                write_protected: true,
+            },
+        };
+        let disks = self.disks.clone();
+        SystemInfo {
+            uuid: uuid.to_string(),
+            name: view.name.clone(),
+            power,
+            boot: BootOverride {
+                target: boot.target,
+                enabled: boot.enabled,
+                mode: mode(view.firmware),
+            },
+            cpus: view.vcpus,
+            memory_mib: view.memory_kib / 1024,
+            nics: view
+                .macs
+                .iter()
+                .map(|m| Nic {
+                    id: m.replace(':', ""),
+                    mac: m.clone(),
+                })
+                .collect(),
+            disks,
+            media: vec![media],
+        }
+    }
 }
 
 /// The in-memory state and what keeps it true; shared with the event callback.
@@ -369,6 +432,7 @@ impl LibvirtMachine {
             def,
             disks,
             active: AtomicBool::new(active),
+            shared: Default::default(),
         });
         if self.events_live() {
             let mut entries = self.cache.entries();
@@ -562,59 +626,26 @@ impl Machine for LibvirtMachine {
 
     fn system(&self, uuid: &str) -> Result<SystemInfo, MachineError> {
         let snap = self.snapshot(uuid)?;
-        let power = if snap.active.load(Ordering::SeqCst) {
-            PowerState::On
-        } else {
-            PowerState::Off
-        };
-        let view = &snap.def.view;
-        let boot = snap.def.boot_state();
-        let media = match view.cdroms.iter().find(|c| c.inserted()) {
-            Some(cd) => {
-                let image = match (&cd.volume, &snap.def.meta.media) {
-                    (Some((p, v)), Some(m)) if *p == m.pool && *v == m.volume => {
-                        Some(m.image.clone())
-                    }
-                    (Some((p, v)), _) => Some(format!("{p}/{v}")),
-                    (None, _) => cd.file.clone(),
-                };
-                MediaState {
-                    slot: MediaSlot::Cd,
-                    inserted: true,
-                    image,
-                    write_protected: true,
-                }
-            }
-            None => MediaState {
-                slot: MediaSlot::Cd,
-                inserted: false,
-                image: None,
-                write_protected: true,
-            },
-        };
-        let disks = snap.disks.clone();
-        Ok(SystemInfo {
-            uuid: uuid.to_string(),
-            name: view.name.clone(),
-            power,
-            boot: BootOverride {
-                target: boot.target,
-                enabled: boot.enabled,
-                mode: mode(view.firmware),
-            },
-            cpus: view.vcpus,
-            memory_mib: view.memory_kib / 1024,
-            nics: view
-                .macs
-                .iter()
-                .map(|m| Nic {
-                    id: m.replace(':', ""),
-                    mac: m.clone(),
-                })
-                .collect(),
-            disks,
-            media: vec![media],
-        })
+        Ok(snap.info(uuid, snap.active.load(Ordering::SeqCst)))
+    }
+
+    fn peek(&self, uuid: &str) -> Option<Arc<SystemInfo>> {
+        if !self.events_live() || self.cache.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        // A reconnect holds the write lock across libvirt calls: never wait for it.
+        let link = self.link.try_read().ok()?.clone();
+        if !events::is_alive(&link.host.conn) {
+            return None;
+        }
+        // Only the canonical (lower-case, as libvirt prints it) UUID: any
+        // other spelling is reported as requested, by `system`.
+        let snap = self.cache.entries().get(uuid)?.clone();
+        let active = snap.active.load(Ordering::SeqCst);
+        let shared = snap.shared[usize::from(active)]
+            .get_or_init(|| Arc::new(snap.info(uuid, active)))
+            .clone();
+        Some(shared)
     }
 
     fn reset(&self, uuid: &str, reset: ResetType) -> Result<(), MachineError> {

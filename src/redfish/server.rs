@@ -1,7 +1,8 @@
 //! HTTP/1.1 over TCP or TLS for a [`Service`] (the listener is
-//! [`crate::httpd`]'s), with a request body limit; requests are executed on
-//! the blocking pool, so a slow machine call (an image download) never holds
-//! up other requests.
+//! [`crate::httpd`]'s), with a request body limit. A request the service can
+//! answer from memory (a GET of a cached system) is answered on the event
+//! loop; every other one runs on the blocking pool, so a slow machine call
+//! (an image download) never holds up other requests.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -105,9 +106,13 @@ async fn handle<M: Machine + ?Sized>(
         }
     };
     r.body = body.to_vec();
+    let started = std::time::Instant::now();
+    if let Some(resp) = service.handle_in_memory(&r) {
+        tracing::debug!(method = %r.method, target = %r.target, status = resp.status, elapsed_us = started.elapsed().as_micros() as u64, "request from memory");
+        return to_http(resp, false);
+    }
     let method = r.method.clone();
     let target = r.target.clone();
-    let started = std::time::Instant::now();
     let resp = match tokio::task::spawn_blocking(move || service.handle(&r)).await {
         Ok(resp) => resp,
         Err(e) => {
@@ -128,12 +133,12 @@ fn error_response(e: &RedfishError) -> Response {
     Response {
         status: e.status,
         headers,
-        body: serde_json::to_vec(&e.body()).unwrap_or_default(),
+        body: serde_json::to_vec(&e.body()).unwrap_or_default().into(),
     }
 }
 
 fn to_http(resp: Response, close: bool) -> HttpResponse<Full<Bytes>> {
-    let mut out = HttpResponse::new(Full::new(Bytes::from(resp.body)));
+    let mut out = HttpResponse::new(Full::new(resp.body));
     *out.status_mut() =
         StatusCode::from_u16(resp.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let h = out.headers_mut();

@@ -1,8 +1,17 @@
 //! The Redfish service: routes, authenticates and executes a request over a
 //! [`Machine`]. Independent of the HTTP library; `server` adapts it.
+//!
+//! A request is served one of two ways. [`Service::handle_in_memory`] answers
+//! whatever needs no backend call (the fixed resources, and GETs of a system
+//! the machine holds in memory, see [`Machine::peek`]) without blocking, so the
+//! HTTP layer can answer it on its event loop; a System body is rendered once
+//! per state of the system and then served as shared bytes. Everything else
+//! goes to [`Service::handle`], which may block on the machine.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use serde_json::Value;
 
 use super::auth::{Auth, Principal};
@@ -29,15 +38,19 @@ pub struct Request {
 pub struct Response {
     pub status: u16,
     pub headers: Vec<(&'static str, String)>,
-    pub body: Vec<u8>,
+    pub body: Bytes,
 }
 
 impl Response {
     fn json(status: u16, v: &Value) -> Response {
+        Response::json_bytes(status, serde_json::to_vec(v).unwrap_or_default().into())
+    }
+
+    fn json_bytes(status: u16, body: Bytes) -> Response {
         Response {
             status,
             headers: vec![("Content-Type", "application/json; charset=utf-8".into())],
-            body: serde_json::to_vec(v).unwrap_or_default(),
+            body,
         }
     }
 
@@ -45,7 +58,7 @@ impl Response {
         Response {
             status,
             headers: vec![],
-            body: vec![],
+            body: Bytes::new(),
         }
     }
 
@@ -63,12 +76,38 @@ impl Response {
     }
 }
 
+/// How a request may reach the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// Any call, blocking included.
+    Backend,
+    /// Memory only ([`Machine::peek`]): anything else is [`Stop::Blocks`].
+    Memory,
+}
+
+/// Why a request got no answer.
+enum Stop {
+    /// The answer is this error.
+    Error(RedfishError),
+    /// Only a blocking machine call can answer ([`Reach::Memory`]).
+    Blocks,
+}
+
+impl From<RedfishError> for Stop {
+    fn from(e: RedfishError) -> Self {
+        Stop::Error(e)
+    }
+}
+
 /// The service: a machine, credentials and a few constants.
 pub struct Service<M: Machine + ?Sized> {
     machine: Arc<M>,
     auth: Auth,
     uuid: String,
     version: String,
+    /// System bodies rendered from what [`Machine::peek`] handed out, by
+    /// UUID; served while the machine hands out the same `Arc`.
+    rendered: Mutex<HashMap<String, (Arc<SystemInfo>, Bytes)>>,
 }
 
 impl<M: Machine + ?Sized> Service<M> {
@@ -79,6 +118,7 @@ impl<M: Machine + ?Sized> Service<M> {
             auth,
             uuid: uuid.to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
+            rendered: Mutex::default(),
         }
     }
 
@@ -86,21 +126,41 @@ impl<M: Machine + ?Sized> Service<M> {
         &self.machine
     }
 
-    /// Serves one request. Never panics on client input.
+    /// Serves one request. Never panics on client input. May block on the
+    /// machine: call it off an async event loop.
     pub fn handle(&self, req: &Request) -> Response {
-        let mut resp = match self.try_handle(req) {
+        self.finish(req, self.try_handle(req, Reach::Backend))
+            .unwrap_or_else(|| {
+                // Reach::Backend never stops for Blocks
+                Response::error(&RedfishError::internal())
+            })
+    }
+
+    /// Serves the request if that takes no blocking machine call (the same
+    /// answer [`Service::handle`] would give); `None` otherwise, then call
+    /// `handle`. Never blocks: safe on an async event loop.
+    pub fn handle_in_memory(&self, req: &Request) -> Option<Response> {
+        if req.method != "GET" && req.method != "HEAD" {
+            return None;
+        }
+        self.finish(req, self.try_handle(req, Reach::Memory))
+    }
+
+    fn finish(&self, req: &Request, outcome: Result<Response, Stop>) -> Option<Response> {
+        let mut resp = match outcome {
             Ok(r) => r,
-            Err(e) => Response::error(&e),
+            Err(Stop::Error(e)) => Response::error(&e),
+            Err(Stop::Blocks) => return None,
         };
         resp.headers.push(("OData-Version", "4.0".into()));
         resp.headers.push(("Cache-Control", "no-store".into()));
         if req.method == "HEAD" {
             resp.body.clear();
         }
-        resp
+        Some(resp)
     }
 
-    fn try_handle(&self, req: &Request) -> Result<Response, RedfishError> {
+    fn try_handle(&self, req: &Request, reach: Reach) -> Result<Response, Stop> {
         let path = req.target.split(['?', '#']).next().unwrap_or("");
         let resource = request::route(&req.method, path)?;
         let principal = if resource.requires_auth(&req.method) {
@@ -119,18 +179,25 @@ impl<M: Machine + ?Sized> Service<M> {
         )?;
         // A system named rather than addressed by UUID: redirect to its UUID URL.
         if let Some(id) = action_system(&action) {
-            let sys = self
-                .machine
-                .resolve(id)
-                .map_err(|e| machine_error(e, path))?;
-            if sys.uuid != id {
-                let location = redirect_target(&req.target, id, &sys.uuid);
-                let mut r = Response::empty(307);
-                r.headers.push(("Location", location));
-                return Ok(r);
+            if reach == Reach::Memory {
+                // peek answers for the canonical UUID only: no redirect.
+                if self.machine.peek(id).is_none() {
+                    return Err(Stop::Blocks);
+                }
+            } else {
+                let sys = self
+                    .machine
+                    .resolve(id)
+                    .map_err(|e| machine_error(e, path))?;
+                if sys.uuid != id {
+                    let location = redirect_target(&req.target, id, &sys.uuid);
+                    let mut r = Response::empty(307);
+                    r.headers.push(("Location", location));
+                    return Ok(r);
+                }
             }
         }
-        self.execute(action, path, principal)
+        self.execute(action, path, principal, reach)
     }
 
     fn execute(
@@ -138,15 +205,24 @@ impl<M: Machine + ?Sized> Service<M> {
         action: Action,
         path: &str,
         principal: Option<Principal>,
-    ) -> Result<Response, RedfishError> {
+        reach: Reach,
+    ) -> Result<Response, Stop> {
+        let m = |e| Stop::Error(machine_error(e, path));
         // Who asked, for the log lines of the actions that change a machine (a
         // BMC's audit trail): the Basic user or the session's.
         let user = match &principal {
             Some(Principal::Basic { user }) | Some(Principal::Session { user, .. }) => user.clone(),
             None => "-".to_string(),
         };
-        let m = |e| machine_error(e, path);
         let ok = |v: Value| Ok(Response::json(200, &v));
+        let not_found = || Err(Stop::Error(RedfishError::not_found(path)));
+        let backend = || {
+            if reach == Reach::Memory {
+                Err(Stop::Blocks)
+            } else {
+                Ok(())
+            }
+        };
         match action {
             Action::Get(resource) => match resource {
                 Resource::Redfish => ok(res::redfish()),
@@ -154,11 +230,17 @@ impl<M: Machine + ?Sized> Service<M> {
                 Resource::Metadata => Ok(Response {
                     status: 200,
                     headers: vec![("Content-Type", "application/xml".into())],
-                    body: res::metadata().into_bytes(),
+                    body: res::metadata().into(),
                 }),
                 Resource::OData => ok(res::odata()),
-                Resource::Systems => ok(res::systems(&self.machine.list().map_err(m)?)),
-                Resource::Managers => ok(res::managers(&self.machine.list().map_err(m)?)),
+                Resource::Systems => {
+                    backend()?;
+                    ok(res::systems(&self.machine.list().map_err(m)?))
+                }
+                Resource::Managers => {
+                    backend()?;
+                    ok(res::managers(&self.machine.list().map_err(m)?))
+                }
                 Resource::SessionService => {
                     ok(res::session_service(self.auth.idle_timeout().as_secs()))
                 }
@@ -168,39 +250,45 @@ impl<M: Machine + ?Sized> Service<M> {
                 }
                 Resource::Session(id) => match self.auth.session_user(&id) {
                     Some(user) => ok(res::session(&id, &user)),
-                    None => Err(RedfishError::not_found(path)),
+                    None => not_found(),
                 },
-                Resource::System(id) => ok(res::system(&self.info(&id, path)?)),
-                Resource::Manager(id) => ok(res::manager(&self.info(&id, path)?, &self.version)),
+                Resource::System(id) => self.system_body(&id, path, reach),
+                Resource::Manager(id) => {
+                    ok(res::manager(&*self.info(&id, path, reach)?, &self.version))
+                }
                 Resource::EthernetInterfaces(id) => {
-                    ok(res::ethernet_interfaces(&self.info(&id, path)?))
+                    ok(res::ethernet_interfaces(&*self.info(&id, path, reach)?))
                 }
                 Resource::EthernetInterface(id, nic) => {
-                    res::ethernet_interface(&self.info(&id, path)?, &nic)
-                        .map_or_else(|| Err(RedfishError::not_found(path)), ok)
+                    res::ethernet_interface(&*self.info(&id, path, reach)?, &nic)
+                        .map_or_else(not_found, ok)
                 }
-                Resource::SimpleStorages(id) => ok(res::simple_storages(&self.info(&id, path)?)),
-                Resource::SimpleStorage(id, n) => res::simple_storage(&self.info(&id, path)?, &n)
-                    .map_or_else(|| Err(RedfishError::not_found(path)), ok),
-                Resource::VirtualMediaCollection(owner, id) => {
-                    ok(res::virtual_media_collection(owner, &self.info(&id, path)?))
+                Resource::SimpleStorages(id) => {
+                    ok(res::simple_storages(&*self.info(&id, path, reach)?))
                 }
+                Resource::SimpleStorage(id, n) => {
+                    res::simple_storage(&*self.info(&id, path, reach)?, &n)
+                        .map_or_else(not_found, ok)
+                }
+                Resource::VirtualMediaCollection(owner, id) => ok(res::virtual_media_collection(
+                    owner,
+                    &*self.info(&id, path, reach)?,
+                )),
                 Resource::VirtualMedia(owner, id, slot) => {
-                    let info = self.info(&id, path)?;
+                    let info = self.info(&id, path, reach)?;
                     let media = info.media.iter().find(|x| x.slot.as_str() == slot);
-                    media.map_or_else(
-                        || Err(RedfishError::not_found(path)),
-                        |x| ok(res::virtual_media(owner, &info, x)),
-                    )
+                    media.map_or_else(not_found, |x| ok(res::virtual_media(owner, &info, x)))
                 }
                 Resource::Reset(_) | Resource::InsertMedia(..) | Resource::EjectMedia(..) => {
-                    Err(RedfishError::not_found(path))
+                    not_found()
                 }
             },
+            // Writes always reach the backend.
+            _ if reach == Reach::Memory => Err(Stop::Blocks),
             Action::PatchBoot { system, patch } => {
                 self.machine.set_boot(&system, patch).map_err(m)?;
                 tracing::info!(system = %system, %user, "boot patched");
-                ok(res::system(&self.info(&system, path)?))
+                ok(res::system(&*self.info(&system, path, reach)?))
             }
             Action::Reset { system, reset } => {
                 self.machine.reset(&system, reset).map_err(m)?;
@@ -237,16 +325,42 @@ impl<M: Machine + ?Sized> Service<M> {
                     tracing::info!(session = %id, by = ?principal.map(|p| matches!(p, Principal::Session { .. })), "session deleted");
                     Ok(Response::empty(204))
                 } else {
-                    Err(RedfishError::not_found(path))
+                    not_found()
                 }
             }
         }
     }
 
-    fn info(&self, uuid: &str, path: &str) -> Result<SystemInfo, RedfishError> {
-        self.machine
-            .system(uuid)
-            .map_err(|e| machine_error(e, path))
+    fn info(&self, uuid: &str, path: &str, reach: Reach) -> Result<Arc<SystemInfo>, Stop> {
+        match reach {
+            Reach::Memory => self.machine.peek(uuid).ok_or(Stop::Blocks),
+            Reach::Backend => self
+                .machine
+                .system(uuid)
+                .map(Arc::new)
+                .map_err(|e| Stop::Error(machine_error(e, path))),
+        }
+    }
+
+    /// A System's body: from memory, rendered once per state of the system;
+    /// else read and rendered.
+    fn system_body(&self, uuid: &str, path: &str, reach: Reach) -> Result<Response, Stop> {
+        let info = self.info(uuid, path, reach)?;
+        if reach == Reach::Backend {
+            return Ok(Response::json(200, &res::system(&info)));
+        }
+        let mut rendered = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((seen, body)) = rendered.get(uuid) {
+            if Arc::ptr_eq(seen, &info) {
+                return Ok(Response::json_bytes(200, body.clone()));
+            }
+        }
+        let body = Bytes::from(serde_json::to_vec(&res::system(&info)).unwrap_or_default());
+        // Forget bodies of states the machine no longer hands out (it holds
+        // its current ones), so this map stays as small as the machine's.
+        rendered.retain(|_, (seen, _)| Arc::strong_count(seen) > 1);
+        rendered.insert(uuid.to_string(), (info, body.clone()));
+        Ok(Response::json_bytes(200, body))
     }
 }
 
@@ -495,5 +609,109 @@ mod tests {
         let resp = s.handle(&req("HEAD", "/redfish/v1/Systems", ""));
         assert_eq!(resp.status, 200);
         assert!(resp.body.is_empty());
+    }
+
+    #[test]
+    fn gets_of_a_system_in_memory_are_answered_without_the_backend() {
+        let s = service();
+        let sys = format!("/redfish/v1/Systems/{UUID}");
+        let first = s.handle_in_memory(&req("GET", &sys, "")).unwrap();
+        assert_eq!(first.status, 200);
+        assert_eq!(first.header("OData-Version"), Some("4.0"));
+        assert_eq!(first.body, s.handle(&req("GET", &sys, "")).body);
+        assert_eq!(json(&first)["PowerState"], "Off");
+        // rendered once while the system is unchanged: the same bytes
+        let again = s.handle_in_memory(&req("GET", &sys, "")).unwrap();
+        assert_eq!(again.body.as_ptr(), first.body.as_ptr());
+        // a change shows in the next answer from memory
+        let reset = format!("{sys}/Actions/ComputerSystem.Reset");
+        assert!(s
+            .handle_in_memory(&req("POST", &reset, r#"{"ResetType":"On"}"#))
+            .is_none());
+        assert_eq!(
+            s.handle(&req("POST", &reset, r#"{"ResetType":"On"}"#))
+                .status,
+            204
+        );
+        let on = s.handle_in_memory(&req("GET", &sys, "")).unwrap();
+        assert_eq!(json(&on)["PowerState"], "On");
+        assert_eq!(
+            s.rendered.lock().unwrap().len(),
+            1,
+            "old bodies are dropped"
+        );
+        // sub-resources, HEAD and refusals from memory too
+        let media = s
+            .handle_in_memory(&req("GET", &format!("{sys}/VirtualMedia/Cd"), ""))
+            .unwrap();
+        assert_eq!(json(&media)["Inserted"], false);
+        let head = s.handle_in_memory(&req("HEAD", &sys, "")).unwrap();
+        assert_eq!((head.status, head.body.len()), (200, 0));
+        let mut anonymous = req("GET", &sys, "");
+        anonymous.authorization = None;
+        assert_eq!(s.handle_in_memory(&anonymous).unwrap().status, 401);
+        assert_eq!(
+            s.handle_in_memory(&req("GET", "/redfish/v1/nope", ""))
+                .unwrap()
+                .status,
+            404
+        );
+    }
+
+    #[test]
+    fn what_needs_the_backend_is_left_to_handle() {
+        let s = service();
+        // a collection lists the backend; a name resolves through it (307)
+        for target in ["/redfish/v1/Systems", "/redfish/v1/Systems/lab1-master-0"] {
+            assert!(s.handle_in_memory(&req("GET", target, "")).is_none());
+        }
+        assert!(s
+            .handle_in_memory(&req("GET", "/redfish/v1/Systems/nope", ""))
+            .is_none());
+        // a machine that keeps nothing in memory
+        struct NoMemory(MemoryMachine);
+        impl Machine for NoMemory {
+            fn list(&self) -> Result<Vec<SystemRef>, MachineError> {
+                self.0.list()
+            }
+            fn resolve(&self, id: &str) -> Result<SystemRef, MachineError> {
+                self.0.resolve(id)
+            }
+            fn system(&self, uuid: &str) -> Result<SystemInfo, MachineError> {
+                self.0.system(uuid)
+            }
+            fn reset(&self, uuid: &str, r: ResetType) -> Result<(), MachineError> {
+                self.0.reset(uuid, r)
+            }
+            fn set_boot(&self, uuid: &str, p: BootPatch) -> Result<(), MachineError> {
+                self.0.set_boot(uuid, p)
+            }
+            fn insert_media(
+                &self,
+                uuid: &str,
+                slot: MediaSlot,
+                r: &InsertRequest,
+            ) -> Result<(), MachineError> {
+                self.0.insert_media(uuid, slot, r)
+            }
+            fn eject_media(&self, uuid: &str, slot: MediaSlot) -> Result<(), MachineError> {
+                self.0.eject_media(uuid, slot)
+            }
+        }
+        let s = Service::new(
+            Arc::new(NoMemory(MemoryMachine::new([MemorySystem::new(UUID, "n")]))),
+            Auth::new("admin", "pw", Duration::from_secs(60)),
+            "svc-uuid",
+        );
+        let sys = format!("/redfish/v1/Systems/{UUID}");
+        assert!(s.handle_in_memory(&req("GET", &sys, "")).is_none());
+        assert_eq!(s.handle(&req("GET", &sys, "")).status, 200);
+        // the fixed resources need no machine at all
+        assert_eq!(
+            s.handle_in_memory(&req("GET", "/redfish/v1/", ""))
+                .unwrap()
+                .status,
+            200
+        );
     }
 }

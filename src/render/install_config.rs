@@ -197,7 +197,7 @@ pub fn install_config(
                 api_vips: vec![plan.vips.api.to_string()],
                 ingress_vips: vec![plan.vips.ingress.to_string()],
                 provisioning_network: "Disabled",
-                external_bridge: plan.network.bridge.clone(),
+                external_bridge: plan.network.external_bridge().to_string(),
                 bmc_verify_ca: if spec.bmc.verify_certificate {
                     secrets
                         .bmc_ca

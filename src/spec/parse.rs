@@ -55,6 +55,8 @@ pub struct RawNetwork {
     pub dhcp_start: Option<Src<Ipv4Addr>>,
     pub dhcp_end: Option<Src<Ipv4Addr>>,
     pub mac_prefix: Option<Src<String>>,
+    pub external_bridge: Option<Src<String>>,
+    pub external_bridge_name: Option<Src<String>>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -78,6 +80,8 @@ pub struct RawKubevirt {
     pub service_type: Option<Src<String>>,
     pub image: Option<Src<String>>,
     pub http_url: Option<Src<String>>,
+    pub haproxy_image: Option<Src<String>>,
+    pub cluster_dns_domain: Option<Src<String>>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -194,6 +198,8 @@ const NETWORK_KEYS: &[&str] = &[
     "dhcp_start",
     "dhcp_end",
     "mac_prefix",
+    "external_bridge",
+    "external_bridge_name",
 ];
 const LIBVIRT_KEYS: &[&str] = &["uri", "pool", "pool_path", "domain_type", "firmware"];
 const BMC_KEYS: &[&str] = &[
@@ -214,6 +220,8 @@ const KUBEVIRT_KEYS: &[&str] = &[
     "service_type",
     "image",
     "http_url",
+    "haproxy_image",
+    "cluster_dns_domain",
 ];
 const PROXY_KEYS: &[&str] = &["http_proxy", "https_proxy", "no_proxy"];
 const CAPABILITY_KEYS: &[&str] = &["baseline_capability_set", "additional_enabled_capabilities"];
@@ -889,6 +897,8 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
                 ("service_type", &mut k.service_type),
                 ("image", &mut k.image),
                 ("http_url", &mut k.http_url),
+                ("haproxy_image", &mut k.haproxy_image),
+                ("cluster_dns_domain", &mut k.cluster_dns_domain),
             ] {
                 if let Some((f, v)) = obj.take(key) {
                     *slot = string(&f, v, d);
@@ -941,6 +951,12 @@ fn network(mut obj: Obj, into: &mut RawNetwork, d: &mut Diagnostics) {
     }
     if let Some((f, v)) = obj.take("mac_prefix") {
         into.mac_prefix = string(&f, v, d);
+    }
+    if let Some((f, v)) = obj.take("external_bridge") {
+        into.external_bridge = string(&f, v, d);
+    }
+    if let Some((f, v)) = obj.take("external_bridge_name") {
+        into.external_bridge_name = string(&f, v, d);
     }
     obj.finish(NETWORK_KEYS, d);
 }

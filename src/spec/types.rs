@@ -163,6 +163,11 @@ pub struct NetworkSpec {
     pub dhcp_end: Ipv4Addr,
     #[serde(serialize_with = "mac_prefix_text")]
     pub mac_prefix: [u8; 3],
+    /// Bare-metal IPI, `external_bridge: veth`: the veth-linked bridge the
+    /// installer's bootstrap VM joins (src/host/veth.rs); `None`: the network's
+    /// own bridge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub veth_bridge: Option<String>,
 }
 
 fn mac_prefix_text<S: serde::Serializer>(p: &[u8; 3], s: S) -> Result<S::Ok, S::Error> {
@@ -269,7 +274,7 @@ impl ServiceType {
 }
 
 /// `kubevirt:`: where and how the VMs of a `backend: kubevirt` cluster run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KubevirtSpec {
     /// The kubeconfig file (checked to exist when the file is loaded).
     pub kubeconfig: PathBuf,
@@ -292,6 +297,11 @@ pub struct KubevirtSpec {
     /// The base URL at which VMs reach shiftlab's HTTP server (the pointer
     /// Ignition merges the node's config from there).
     pub http_url: Option<String>,
+    /// `pod`: the image of the in-cluster HAProxy in front of the nodes.
+    pub haproxy_image: String,
+    /// `pod`: the Kubernetes cluster's DNS domain, under which HAProxy finds
+    /// the node VMs (`<node>.<subdomain>.<namespace>.svc.<domain>`).
+    pub cluster_dns_domain: String,
 }
 
 /// An SSH public key and where it came from (a path, or `literal`).

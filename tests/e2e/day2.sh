@@ -8,7 +8,9 @@
 # each) built by create infra; env and ssh; the serial console over libvirt's
 # stream, attached while stop shuts the nodes down (workers first, ACPI, the
 # stand-in's power-button message seen on the console); start (control planes
-# first, no API in a lab: said so); gather with no secret of the state in it.
+# first, no API in a lab: said so); stop and start again with a stand-in API whose
+# kubelets ask for new certificates on boot (tests/e2e/kube-standin.py), approved
+# by start; gather with no secret of the state in it.
 set -euo pipefail
 
 NAME=day2
@@ -84,6 +86,42 @@ for n in "${NODES[@]}"; do
 done
 "$bin" start e2ed -o json | jq -e '[.nodes[].action] | all(. == "already-running")' >/dev/null ||
 	fail "a second start was not a no-op"
+
+step "stop and start again, the kubelets asking through a stand-in API"
+# tests/e2e/kube-standin.py: every member has a Ready Node; a node's next boot
+# (its console's next report line) is a kubelet whose client certificate expired
+# while it was off: its Node turns NotReady and it asks again through the node
+# bootstrapper. Start must approve those client CSRs and the serving CSRs that
+# follow, and wait until the Nodes are Ready again.
+for n in "${NODES[@]}"; do
+	wait_for "$TIMEOUT" "$n's second boot to finish" \
+		bash -c "(( \$(grep -ac 'SHIFTLAB-STANDIN-REPORT ' /var/log/libvirt/qemu/$n-console.log) >= 2 ))"
+done
+/usr/bin/python3 "$repo/tests/e2e/kube-standin.py" "$work/plan.json" /var/log/libvirt/qemu \
+	"$work/api.port" "$work/api.events" >"$work/api.log" 2>&1 &
+api=$!
+on_exit 'stop_pid "$api"'
+wait_for 20 "the stand-in API" test -s "$work/api.port"
+printf '%s\n' "apiVersion: v1" "kind: Config" "clusters:" "- name: e2ed" "  cluster:" \
+	"    server: http://127.0.0.1:$(cat "$work/api.port")" "contexts:" "- name: admin" \
+	"  context: {cluster: e2ed, user: admin}" "current-context: admin" "users:" "- name: admin" \
+	"  user: {token: e2e-token}" >"$work/kubeconfig"
+"$bin" stop e2ed --timeout 90 -o json >"$work/stop2.json"
+jq -e '[.nodes[].action] | all(. == "acpi-shutdown" or . == "forced-off" or . == "absent")' "$work/stop2.json" >/dev/null ||
+	fail "second stop: $(jq -c '[.nodes[] | [.node, .action]]' "$work/stop2.json")"
+[[ ! -s $work/api.events ]] || fail "the stand-in saw events before the start: $(cat "$work/api.events")"
+"$bin" start e2ed --kubeconfig "$work/kubeconfig" --interval 2 --timeout $((TIMEOUT * 2)) -o json >"$work/start2.json" ||
+	fail "start with the API: $(cat "$work/start2.json"; tail -20 "$work/api.log")"
+members=$(jq -c '[.nodes[] | select(.role != "bootstrap") | .name] | sort' "$work/plan.json")
+jq -e --argjson m "$members" '(.api.ready | sort) == $m and .api.not_ready == [] and (.api.approved | length) == 2 * ($m | length)' \
+	"$work/start2.json" >/dev/null || fail "start's API side: $(jq -c .api "$work/start2.json")"
+# Per member, in order: its boot, its client CSR, approved; then its serving CSR, approved.
+for n in $(jq -r '.[]' <<<"$members"); do
+	got=$(jq -r --arg n "$n" 'select(.node == $n) | .event + ":" + (.kind // "")' "$work/api.events" | paste -sd' ')
+	[[ $got == "boot: csr:client approved:client csr:serving approved:serving" ]] ||
+		fail "$n's kubelet: '$got' ($(cat "$work/api.events"))"
+done
+jq -e '.api.approved | length > 0' "$SHIFTLAB_HOME/clusters/e2ed/power.json" >/dev/null || fail "power.json has no approvals"
 
 step "gather"
 token=$(cat "$SHIFTLAB_HOME/clusters/e2ed/http-token" 2>/dev/null || true)

@@ -26,11 +26,8 @@ set -euo pipefail
 NAME=install
 . "$(dirname "$0")/lib.sh"
 e2e_sandbox "$@"
-fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
 e2e_workdir install
 export SHIFTLAB_CACHE=$work/cache
-mirror_pid=""
-on_exit 'stop_pid "$mirror_pid"'
 on_exit 'pkill -f "$fake"; pkill -f "$work/cache"'
 destroy_on_exit inst1 inst2 inst3 inst4
 serve=""
@@ -39,47 +36,16 @@ on_exit 'stop_pid "$serve"'
 on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME"/clusters/*/openshift-install.log "$work/serve.log"; do [[ -f $l ]] && echo "--- $l" && tail -25 "$l"; done'
 on_exit '[[ $rc == 0 ]] || grep -h "standin: role" /var/log/libvirt/qemu/*-console.log'
 
-# A release mirror on loopback (inside the sandbox's own network namespace), laid
-# out as OKD's release assets: <base>/<version>/{release.txt,sha256sum.txt,tarballs}.
-V=4.17.0-okd-scos.0
-port=$((20000 + RANDOM % 20000))
-base=http://127.0.0.1:$port
-make_release() { # version [corrupt]
-	local v=$1 d=$work/mirror/$1 t=$work/tar-$1
-	mkdir -p "$d" "$t/i" "$t/c"
-	cp "$fake" "$t/i/openshift-install"
-	# Each release's installer differs (else the cache, keyed by digest, serves it).
-	echo "# release $v" >>"$t/i/openshift-install"
-	printf '#!/bin/sh\necho "Client Version: %s"\n' "$v" >"$t/c/oc"
-	chmod +x "$t/c/oc"
-	tar -C "$t/i" -czf "$d/openshift-install-linux-$v.tar.gz" openshift-install
-	tar -C "$t/c" -czf "$d/openshift-client-linux-$v.tar.gz" oc
-	printf 'Name:      %s\n\nPull From: quay.io/okd/scos-release:%s\n\nRelease Metadata:\n  Version:  %s\n' "$v" "$v" "$v" >"$d/release.txt"
-	(cd "$d" && sha256sum openshift-*.tar.gz >sha256sum.txt)
-	if [[ ${2:-} == corrupt ]]; then echo garbage >>"$d/openshift-install-linux-$v.tar.gz"; fi
-}
-make_release "$V"
-make_release 4.17.0-okd-scos.1 corrupt
-gzip -c "$IMAGE" >"$work/mirror/coreos-qemu.x86_64.qcow2.gz"
-jq -n --arg loc "$base/coreos-qemu.x86_64.qcow2.gz" \
-	--arg gz "$(sha256sum <"$work/mirror/coreos-qemu.x86_64.qcow2.gz" | cut -d' ' -f1)" \
-	--arg raw "$(sha256sum <"$IMAGE" | cut -d' ' -f1)" \
-	'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{qemu:{formats:{"qcow2.gz":{disk:{location:$loc,sha256:$gz,"uncompressed-sha256":$raw}}}}}}}}' \
-	>"$work/stream.json"
-export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
+# The release mirror on loopback (lib.sh): release $V, a corrupted one, the
+# stand-in as the stream's CoreOS image.
+release_mirror
+mirror_release 4.17.0-okd-scos.1 corrupt
+mirror_qcow2_stream "$IMAGE"
 # The fake's waits (default 300 s) under a loaded machine's TCG boots.
 export FAKE_INSTALL_TIMEOUT=600
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$work/mirror.log" 2>&1 &
-mirror_pid=$!
-for _ in $(seq 50); do curl -fs "$base/$V/release.txt" >/dev/null && break; sleep 0.2; done
-downloads() { grep -c "GET /$1" "$work/mirror.log" || true; }
 
 install_file() { # name cidr [version] [workers]
-	cluster_file "$1" "$2" "version: ${3:-$V}" "mirror: $base" "method: upi" "ctlplanes: 3" "workers: ${4:-1}"
-}
-
-target_status() { # cluster target
-	jq -r --arg t "$2" '.targets[$t].status // "none"' "$SHIFTLAB_HOME/clusters/$1/install-state.json" 2>/dev/null || echo none
+	cluster_file "$1" "$2" "version: ${3:-$V}" "mirror: $mirror_url" "method: upi" "ctlplanes: 3" "workers: ${4:-1}"
 }
 
 check_finished() { # cluster [workers]
@@ -167,8 +133,8 @@ jq -r '.ignition.config.merge[0].source' "$ign" | sed 's/^data:[^,]*,//' | base6
 [[ $(stat -c %a "$SHIFTLAB_HOME/clusters/inst1/install-config.backup.yaml") == 600 ]] || fail "the backup is not 0600"
 grep -q 'Install complete' "$SHIFTLAB_HOME/clusters/inst1/openshift-install.log" || fail "the installer log is not kept"
 
-[[ $(downloads "$V/openshift-install-linux") == 1 ]] || fail "the installer was not downloaded exactly once"
-[[ $(downloads coreos-qemu) == 1 ]] || fail "the CoreOS image was not downloaded exactly once"
+[[ $(mirror_downloads "$V/openshift-install-linux") == 1 ]] || fail "the installer was not downloaded exactly once"
+[[ $(mirror_downloads coreos-qemu) == 1 ]] || fail "the CoreOS image was not downloaded exactly once"
 cat "$work/noserve.out" "$work/run1.out" | contains "release $V (quay.io/okd/scos-release:$V)" || fail "the release is not named"
 [[ $(virsh vol-list shiftlab | grep -c 'shiftlab-base-[0-9a-f]*\.qcow2 ') == 1 ]] || fail "the base image is not the mirror's"
 
@@ -203,42 +169,17 @@ want=$(awk '/openshift-install/ {print $1}' "$work/mirror/4.17.0-okd-scos.1/sha2
 
 step "kill -9 during infra, then during the bootstrap-complete wait; reruns complete"
 f2=$(install_file inst2 192.168.181.0/24)
-kill_during() { # target
-	"$bin" create cluster -f "$f2" >"$work/killed-$1.out" 2>&1 &
-	local pid=$! deadline=$((SECONDS + 900))
-	until [[ $(target_status inst2 "$1") == started ]]; do
-		kill -0 "$pid" 2>/dev/null || fail "shiftlab ended before reaching $1: $(tail -5 "$work/killed-$1.out")"
-		((SECONDS < deadline)) || fail "never reached $1"
-		sleep 0.2
-	done
-	if [[ $1 == bootstrap-complete ]]; then
-		# Kill shiftlab while its openshift-install child runs: the child must not
-		# outlive it (it would race the rerun over the asset directory).
-		until pgrep -f "$work/cache/.*openshift-install wait-for bootstrap-complete" >/dev/null; do
-			((SECONDS < deadline)) || fail "the installer never started its wait"
-			sleep 0.2
-		done
-	fi
-	kill -9 "$pid"
-	wait "$pid" 2>/dev/null || true
-	echo "killed during $1"
-	local gone=$((SECONDS + 15))
-	while pgrep -f "$work/cache/.*openshift-install wait-for" >/dev/null; do
-		((SECONDS < gone)) || fail "openshift-install outlived the shiftlab that ran it"
-		sleep 0.2
-	done
-}
-kill_during infra
+kill_during "$f2" inst2 infra
 "$bin" create cluster -f "$f2" 2>&1 | tail -3
 check_finished inst2
 "$bin" destroy cluster inst2 >/dev/null
-kill_during bootstrap-complete
+kill_during "$f2" inst2 bootstrap-complete "$work/cache/.*openshift-install wait-for bootstrap-complete"
 [[ $(target_status inst2 infra) == done ]] || fail "infra was not done before bootstrap-complete"
 "$bin" create cluster -f "$f2" 2>&1 | tee "$work/resume.out" | tail -3
 check_finished inst2
 if grep -q '^==> infra' "$work/resume.out"; then fail "the rerun repeated infra"; fi
 # Three installs from one mirror: every artifact was downloaded once, then cached.
-[[ $(downloads "$V/openshift-install-linux") == 1 ]] || fail "the installer was downloaded again"
-[[ $(downloads coreos-qemu) == 1 ]] || fail "the CoreOS image was downloaded again"
+[[ $(mirror_downloads "$V/openshift-install-linux") == 1 ]] || fail "the installer was downloaded again"
+[[ $(mirror_downloads coreos-qemu) == 1 ]] || fail "the CoreOS image was downloaded again"
 
 echo "PASS $NAME"

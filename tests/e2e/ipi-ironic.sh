@@ -12,50 +12,17 @@ NAME=ipi-ironic
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-if [ "${1:-}" != __inside ]; then
-  bmc_venv
-  (cd "$repo" && cargo build -q --bin shiftlab)
-  exec timeout -k 30 170 "$repo/scripts/sandbox" run -- "$0" __inside
-fi
+bmc_suite 170 "$@"
 
 e2e_workdir ipi-ironic
-pids=()
-on_exit 'for p in "${pids[@]}"; do stop_pid "$p"; done'
+bmc_pids
 on_exit '[ "$rc" -eq 0 ] || tail -n 30 "$work/bmc.log" "$work/ironic.log"'
 
-virsh -q pool-define-as default dir --target /var/lib/libvirt/images >/dev/null
-virsh -q pool-start default >/dev/null
+tiny_domains ipi-ironic-a ipi-ironic-b
 for d in a b; do
-  virsh -q vol-create-as default "ipi-$d.qcow2" 16M --format qcow2 >/dev/null
-  cat >"$work/$d.xml" <<EOF
-<domain type='qemu'>
-  <name>ipi-ironic-$d</name>
-  <memory unit='MiB'>128</memory>
-  <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='q35'>hvm</type><boot dev='hd'/></os>
-  <devices>
-    <disk type='volume' device='disk'>
-      <driver name='qemu' type='qcow2'/>
-      <source pool='default' volume='ipi-$d.qcow2'/>
-      <target dev='vda' bus='virtio'/>
-    </disk>
-    <disk type='file' device='cdrom'>
-      <driver name='qemu' type='raw'/>
-      <target dev='sda' bus='sata'/>
-      <readonly/>
-    </disk>
-  </devices>
-</domain>
-EOF
-  virsh -q define "$work/$d.xml" >/dev/null
   virsh -q start "ipi-ironic-$d" >/dev/null # Ironic must power it off first
 done
-
-mkdir -p "$work/iso" "$work/www"
-echo "shiftlab ipi ironic test" >"$work/iso/README"
-genisoimage -quiet -o "$work/www/live.iso" -V SHIFTLAB -r -J "$work/iso"
-python3 -m http.server --bind 127.0.0.1 --directory "$work/www" 18081 >"$work/http.log" 2>&1 &
-pids+=($!)
+iso_server 18081 live.iso
 # The report double: /<domain> says disk once the domain runs.
 cat >"$work/report.py" <<'EOF'
 import http.server, json, subprocess
@@ -72,12 +39,8 @@ EOF
 python3 "$work/report.py" &
 pids+=($!)
 port=18444
-"$bin" -v bmc --connect qemu:///system --allow ipi-ironic-a --allow ipi-ironic-b --pool default \
-  --listen "127.0.0.1:$port" --bmc-dir "$work/bmc" >"$work/bmc.log" 2>&1 &
-pids+=($!)
-wait_for 10 "the ISO server" curl -s "http://127.0.0.1:18081/"
+bmc_start "$port" ipi-ironic-a ipi-ironic-b
 wait_for 10 "the report double" curl -s "http://127.0.0.1:18082/ipi-ironic-a"
-wait_for 10 "the BMC" curl -sk "https://127.0.0.1:$port/redfish/v1/"
 
 password=$(cat "$work/bmc/password")
 config() { # password

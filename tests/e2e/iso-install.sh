@@ -22,15 +22,12 @@ set -euo pipefail
 NAME=iso-install
 . "$(dirname "$0")/lib.sh"
 e2e_sandbox "$@"
-fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
 real_ci=$(command -v coreos-installer || true)
 [[ -n $real_ci ]] || fail "coreos-installer not found (scripts/setup installs it)"
 e2e_workdir iso-install
 export SHIFTLAB_CACHE=$work/cache XDG_CACHE_HOME=$work/xdg
 export LIBVIRT_DEFAULT_URI=${LIBVIRT_DEFAULT_URI:-qemu:///system}
 export FAKE_INSTALL_TIMEOUT=${FAKE_INSTALL_TIMEOUT:-420}
-mirror_pid=""
-on_exit 'stop_pid "$mirror_pid"'
 on_exit 'pkill -f "$work/cache/.*openshift-install"'
 destroy_on_exit sno1 ag1 bad1 bad2 bad3
 
@@ -40,25 +37,14 @@ printf '#!/bin/sh\nsleep "${SHIM_DELAY:-0}"\nexec %s "$@"\n' "$real_ci" >"$work/
 chmod +x "$work/shim/coreos-installer"
 export PATH=$work/shim:$PATH
 
-# The mirror: one OKD release (as in install.sh), the stand-in live ISO as the
-# stream's metal ISO, and a corrupt copy for the bad-input case.
-V=4.17.0-okd-scos.0
-port=$((20000 + RANDOM % 20000))
-base=http://127.0.0.1:$port
-d=$work/mirror/$V t=$work/tar
-mkdir -p "$d" "$t/i" "$t/c"
-cp "$fake" "$t/i/openshift-install"
-printf '#!/bin/sh\necho "Client Version: %s"\n' "$V" >"$t/c/oc"
-chmod +x "$t/c/oc"
-tar -C "$t/i" -czf "$d/openshift-install-linux-$V.tar.gz" openshift-install
-tar -C "$t/c" -czf "$d/openshift-client-linux-$V.tar.gz" oc
-printf 'Name:      %s\n\nPull From: quay.io/okd/scos-release:%s\n\nRelease Metadata:\n  Version:  %s\n' "$V" "$V" "$V" >"$d/release.txt"
-(cd "$d" && sha256sum openshift-*.tar.gz >sha256sum.txt)
+# The mirror (lib.sh): one OKD release, the stand-in live ISO as the stream's
+# metal ISO, and a corrupt copy for the bad-input case.
+release_mirror
 "$bin" image standin --iso --out "$work/mirror/coreos-live.x86_64.iso" >/dev/null
 cp "$work/mirror/coreos-live.x86_64.iso" "$work/mirror/corrupt-live.x86_64.iso"
 echo garbage >>"$work/mirror/corrupt-live.x86_64.iso"
 stream() { # iso-file-name sha256
-	jq -n --arg loc "$base/$1" --arg sum "$2" \
+	jq -n --arg loc "$mirror_url/$1" --arg sum "$2" \
 		'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{metal:{formats:{iso:{disk:{location:$loc,sha256:$sum}}}}}}}}'
 }
 good_sum=$(sha256sum <"$work/mirror/coreos-live.x86_64.iso" | cut -d' ' -f1)
@@ -66,10 +52,6 @@ stream coreos-live.x86_64.iso "$good_sum" >"$work/stream.json"
 stream corrupt-live.x86_64.iso "$good_sum" >"$work/stream-corrupt.json"
 stream missing-live.x86_64.iso "$good_sum" >"$work/stream-missing.json"
 export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$work/mirror.log" 2>&1 &
-mirror_pid=$!
-for _ in $(seq 50); do curl -fs "$base/$V/release.txt" >/dev/null && break; sleep 0.2; done
-downloads() { grep -c "GET /$1" "$work/mirror.log" || true; }
 
 # shiftlab serve runs the agent cluster's load balancer, as on a real host (the
 # driver refuses to wait without it: src/serve/ready.rs); a single node has none.
@@ -82,10 +64,7 @@ wait_for 20 "serve's control socket" test -S "$SHIFTLAB_HOME/serve.sock"
 iso_file() { # name cidr method-lines...
 	local n=$1 c=$2
 	shift 2
-	cluster_file "$n" "$c" "version: $V" "mirror: $base" "$@"
-}
-target_status() { # cluster target
-	jq -r --arg t "$2" '.targets[$t].status // "none"' "$SHIFTLAB_HOME/clusters/$1/install-state.json" 2>/dev/null || echo none
+	cluster_file "$n" "$c" "version: $V" "mirror: $mirror_url" "$@"
 }
 # Each disk of a domain's definition: device, boot order, whether it has a source.
 disks() {
@@ -127,28 +106,6 @@ check_finished() { # cluster targets nodes...
 	done
 }
 
-# kill_during CLUSTER-FILE CLUSTER TARGET PROCESS-PATTERN: start create cluster,
-# kill -9 it once TARGET has started and PROCESS-PATTERN runs (the child doing the
-# work), and see that the child does not outlive it.
-kill_during() {
-	local f=$1 c=$2 target=$3 pattern=$4 pid deadline=$((SECONDS + 600))
-	SHIM_DELAY=4 "$bin" create cluster -f "$f" >"$work/killed-$c-$target.out" 2>&1 &
-	pid=$!
-	until [[ $(target_status "$c" "$target") == started ]] && pgrep -f "$pattern" >/dev/null; do
-		kill -0 "$pid" 2>/dev/null || fail "shiftlab ended before $target ran: $(tail -5 "$work/killed-$c-$target.out")"
-		((SECONDS < deadline)) || fail "$c never reached $target"
-		sleep 0.2
-	done
-	kill -9 "$pid"
-	wait "$pid" 2>/dev/null || true
-	echo "killed $c during $target"
-	local gone=$((SECONDS + 15))
-	while pgrep -f "$pattern" >/dev/null; do
-		((SECONDS < gone)) || fail "$pattern outlived the shiftlab that ran it"
-		sleep 0.2
-	done
-}
-
 sno_targets="release install-config single-node-ignition iso infra bootstrap-complete install-complete eject-iso"
 agent_targets="release install-config iso infra bootstrap-complete install-complete eject-iso"
 
@@ -156,7 +113,7 @@ step "bad input is refused before anything is created"
 f=$(iso_file bad1 192.168.187.0/24 "method: sno" "workers: 1")
 if "$bin" create cluster -f "$f" >"$work/bad1.out" 2>&1; then fail "SNO with a worker was accepted"; fi
 grep -q 'a single-node cluster (method sno) has no workers' "$work/bad1.out" || fail "SNO with workers: $(cat "$work/bad1.out")"
-f=$(cluster_file bad2 192.168.188.0/24 "version: $V" "mirror: $base" "method: agent" "workers: 2" "disk_size: 40")
+f=$(cluster_file bad2 192.168.188.0/24 "version: $V" "mirror: $mirror_url" "method: agent" "workers: 2" "disk_size: 40")
 sed -i '/^rehearsal:/d' "$f"
 if "$bin" create cluster -f "$f" >"$work/bad2.out" 2>&1; then fail "a 40 GB agent disk was accepted"; fi
 grep -q '40 GB is below the documented minimum of 100 GB' "$work/bad2.out" || fail "small disk: $(cat "$work/bad2.out")"
@@ -179,9 +136,9 @@ step "sno: kill -9 during the ISO build, rerun, kill -9 during the wait, rerun t
 f=$(iso_file sno1 192.168.185.0/24 "method: sno")
 "$bin" plan -f "$f" | tee "$work/sno-plan.txt" | contains 'sno1-ctlplane-0 .* iso, then disk' ||
 	fail "plan does not show the boot path: $(cat "$work/sno-plan.txt")"
-kill_during "$f" sno1 iso "$work/shim/coreos-installer iso ignition embed"
+SHIM_DELAY=4 kill_during "$f" sno1 iso "$work/shim/coreos-installer iso ignition embed"
 [[ ! -e $SHIFTLAB_HOME/clusters/sno1/sno-live.x86_64.iso ]] || fail "a killed build left an ISO in place"
-kill_during "$f" sno1 bootstrap-complete "$work/cache/.*openshift-install wait-for bootstrap-complete"
+SHIM_DELAY=4 kill_during "$f" sno1 bootstrap-complete "$work/cache/.*openshift-install wait-for bootstrap-complete"
 [[ $(target_status sno1 iso) == done ]] || fail "the iso target was not done before the wait"
 "$bin" create cluster -f "$f" 2>&1 | tee "$work/sno.out" | tail -5
 if grep -q '^==> infra' "$work/sno.out"; then fail "the rerun repeated infra"; fi
@@ -196,9 +153,9 @@ grep -q 'create single-node-ignition-config' "$SHIFTLAB_HOME/clusters/sno1/opens
 
 step "agent 3+2: kill -9 during agent create image, rerun, kill -9 during the wait, rerun to install complete"
 f=$(iso_file ag1 192.168.186.0/24 "method: agent" "ctlplanes: 3" "workers: 2")
-kill_during "$f" ag1 iso "$work/shim/coreos-installer iso ignition embed"
+SHIM_DELAY=4 kill_during "$f" ag1 iso "$work/shim/coreos-installer iso ignition embed"
 [[ ! -e $SHIFTLAB_HOME/clusters/ag1/assets/agent.x86_64.iso ]] || fail "a killed build left an agent ISO in place"
-kill_during "$f" ag1 bootstrap-complete "$work/cache/.*openshift-install agent wait-for bootstrap-complete"
+SHIM_DELAY=4 kill_during "$f" ag1 bootstrap-complete "$work/cache/.*openshift-install agent wait-for bootstrap-complete"
 "$bin" create cluster -f "$f" 2>&1 | tee "$work/agent.out" | tail -5
 if grep -q '^==> infra' "$work/agent.out"; then fail "the rerun repeated infra"; fi
 nodes=(ag1-ctlplane-0 ag1-ctlplane-1 ag1-ctlplane-2 ag1-worker-0 ag1-worker-1)
@@ -211,6 +168,6 @@ for n in ag1-worker-0 ag1-worker-1; do
 done
 "$bin" status ag1 -o json | jq -e '.install.flow == "agent"' >/dev/null || fail "status does not show the agent flow"
 # One download of the ISO per fetcher: shiftlab's cache and the installer's.
-[[ $(downloads coreos-live) -le 2 ]] || fail "the live ISO was downloaded $(downloads coreos-live) times"
+[[ $(mirror_downloads coreos-live) -le 2 ]] || fail "the live ISO was downloaded $(mirror_downloads coreos-live) times"
 
 echo "PASS $NAME"

@@ -8,6 +8,8 @@
 #   destroy_on_exit c1 c2         # the suite's clusters go, whatever happens
 #   on_exit 'stop_pid "$serve"'   # anything else to undo (evaluated at exit)
 #   f=$(cluster_file c1 192.168.160.0/24 "method: upi" "workers: 2")
+#   release_mirror                # the install suites' release mirror at $mirror_url
+#   kill_during "$f" c1 infra     # create cluster, killed -9 during a target
 #
 # A suite may define its own fail() after sourcing (to print a log first). It must
 # not set its own EXIT trap: on_exit is the one place for cleanups.
@@ -48,12 +50,14 @@ _run_on_exit() {
 }
 trap _run_on_exit EXIT
 
-# stop_pid PID: stop a process this suite started (no-op when PID is empty).
+# stop_pid PID: stop a process this suite started (no-op when PID is empty). PID
+# must be the process itself: `"$bin" serve &`, not a shell function run in the
+# background (its $! is a subshell, and killing that leaves the process running).
+# The process's exit status (143 after the TERM) does not end the suite.
 stop_pid() {
 	[[ -n ${1:-} ]] || return 0
-	kill "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-	return 0
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
 }
 
 # destroy_on_exit CLUSTER...: destroy these clusters (and their images) at exit.
@@ -114,4 +118,184 @@ venv=${BMC_VENV:-${TMPDIR:-/tmp}/shiftlab-bmc-venv}
 bmc_venv() {
 	py_venv "$venv" 'ssl, sushy, requests, redfish_service_validator' \
 		sushy==5.5.0 redfish-service-validator==3.1.8 requests
+}
+
+# The loopback release mirror of the install suites (inside the sandbox's own
+# network namespace), laid out as OKD's release assets:
+# <mirror_url>/<version>/{release.txt,sha256sum.txt,openshift-*-linux-<version>.tar.gz},
+# the installer being the fake openshift-install. Needs $work (e2e_workdir).
+#
+#   release_mirror                  serve $work/mirror at $mirror_url, release $V in it
+#   mirror_release 4.17.0-okd-scos.1 corrupt     another release, its installer tarball damaged
+#   mirror_qcow2_stream "$IMAGE"    IMAGE as the stream's CoreOS qcow2 (the fake's stream)
+#   mirror_downloads PATTERN        how many GETs of /PATTERN the mirror served
+V=4.17.0-okd-scos.0
+fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
+mirror_pid=""
+release_mirror() {
+	local port=$((20000 + RANDOM % 20000))
+	mirror_url=http://127.0.0.1:$port
+	mirror_release "$V"
+	python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$work/mirror.log" 2>&1 &
+	mirror_pid=$!
+	on_exit 'stop_pid "$mirror_pid"'
+	wait_for 10 "the release mirror" curl -fs "$mirror_url/$V/release.txt"
+}
+
+# mirror_release VERSION [corrupt]: release VERSION in the mirror, as OKD publishes it.
+mirror_release() {
+	local v=$1 d=$work/mirror/$1 t=$work/tar-$1
+	mkdir -p "$d" "$t/i" "$t/c"
+	cp "$fake" "$t/i/openshift-install"
+	# Each release's installer differs (else the cache, keyed by digest, serves it).
+	echo "# release $v" >>"$t/i/openshift-install"
+	printf '#!/bin/sh\necho "Client Version: %s"\n' "$v" >"$t/c/oc"
+	chmod +x "$t/c/oc"
+	tar -C "$t/i" -czf "$d/openshift-install-linux-$v.tar.gz" openshift-install
+	tar -C "$t/c" -czf "$d/openshift-client-linux-$v.tar.gz" oc
+	printf 'Name:      %s\n\nPull From: quay.io/okd/scos-release:%s\n\nRelease Metadata:\n  Version:  %s\n' "$v" "$v" "$v" >"$d/release.txt"
+	(cd "$d" && sha256sum openshift-*.tar.gz >sha256sum.txt)
+	if [[ ${2:-} == corrupt ]]; then echo garbage >>"$d/openshift-install-linux-$v.tar.gz"; fi
+}
+
+# mirror_qcow2_stream IMAGE: IMAGE, gzipped, in the mirror as the CoreOS qcow2 of
+# stream metadata the fake installer prints ($work/stream.json, exported as
+# SHIFTLAB_FAKE_STREAM_JSON).
+mirror_qcow2_stream() {
+	local gz=$work/mirror/coreos-qemu.x86_64.qcow2.gz
+	gzip -1 -c "$1" >"$gz"
+	jq -n --arg loc "$mirror_url/coreos-qemu.x86_64.qcow2.gz" \
+		--arg gz "$(sha256sum <"$gz" | cut -d' ' -f1)" \
+		--arg raw "$(sha256sum <"$1" | cut -d' ' -f1)" \
+		'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{qemu:{formats:{"qcow2.gz":{disk:{location:$loc,sha256:$gz,"uncompressed-sha256":$raw}}}}}}}}' \
+		>"$work/stream.json"
+	export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
+}
+
+mirror_downloads() { grep -c "GET /$1" "$work/mirror.log" || true; }
+
+# target_status CLUSTER TARGET: the install target's status (none before it starts).
+target_status() {
+	jq -r --arg t "$2" '.targets[$t].status // "none"' "$SHIFTLAB_HOME/clusters/$1/install-state.json" 2>/dev/null || echo none
+}
+
+# kill_during CLUSTER-FILE CLUSTER TARGET [PROCESS-PATTERN]: start create cluster,
+# kill -9 it once TARGET has started and (if given) a process matching
+# PROCESS-PATTERN runs — the child doing the work — then see that the child does
+# not outlive it (it would race the rerun over the asset directory). The output
+# goes to $work/killed-CLUSTER-TARGET.out. Environment set on the call reaches
+# create cluster (SHIM_DELAY=4 kill_during …).
+kill_during() {
+	local f=$1 c=$2 target=$3 pattern=${4:-} pid out=$work/killed-$2-$3.out
+	# Generous: TCG boots on a loaded machine.
+	local deadline=$((SECONDS + 900))
+	"$bin" create cluster -f "$f" >"$out" 2>&1 &
+	pid=$!
+	until [[ $(target_status "$c" "$target") == started ]] && { [[ -z $pattern ]] || pgrep -f "$pattern" >/dev/null; }; do
+		kill -0 "$pid" 2>/dev/null || fail "shiftlab ended before $c reached $target: $(tail -5 "$out")"
+		((SECONDS < deadline)) || fail "$c never reached $target"
+		sleep 0.2
+	done
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null || true
+	echo "killed $c during $target"
+	[[ -n $pattern ]] || return 0
+	local gone=$((SECONDS + 15))
+	while pgrep -f "$pattern" >/dev/null; do
+		((SECONDS < gone)) || fail "$pattern outlived the shiftlab that ran it"
+		sleep 0.2
+	done
+}
+
+# ---- the BMC suites: `shiftlab bmc` serving tiny QEMU domains in the sandbox.
+#
+#   bmc_suite 170 "$@"               outside: venv, binary, then this script again
+#                                    in scripts/sandbox (bounded); inside: returns
+#   e2e_workdir NAME; bmc_pids
+#   tiny_domains NAME-a NAME-b       domains with a disk and an empty CD-ROM
+#   iso_server 18080 boot.iso        an ISO on http://127.0.0.1:18080/boot.iso
+#   bmc_start 18443 NAME-a NAME-b    the BMC on https://127.0.0.1:18443 for them
+
+# bmc_suite SECONDS "$@": the suite runs twice. Outside the sandbox (no __inside
+# argument) it makes the client venv and the binary, then runs itself again in
+# scripts/sandbox, which stops everything it started after SECONDS; inside, this
+# returns.
+bmc_suite() {
+	local t=$1
+	shift
+	[[ ${1:-} != __inside ]] || return 0
+	bmc_venv
+	(cd "$repo" && cargo build -q --bin shiftlab)
+	exec timeout -k 30 "$t" "$repo/scripts/sandbox" run -- "$0" __inside
+}
+
+# bmc_pids: the background servers of the suite go in pids; they stop at exit.
+bmc_pids() {
+	pids=()
+	on_exit 'for p in "${pids[@]}"; do stop_pid "$p"; done'
+}
+
+# tiny_domain NAME [VOLUME]: define a 128 MiB TCG domain NAME booting from disk
+# with an empty SATA CD-ROM for virtual media (what the BMC inserts into); with
+# VOLUME, its disk is that qcow2 volume of the pool "default".
+tiny_domain() {
+	local disk=
+	[[ -z ${2:-} ]] || disk="<disk type='volume' device='disk'>
+      <driver name='qemu' type='qcow2'/>
+      <source pool='default' volume='$2'/>
+      <target dev='vda' bus='virtio'/>
+    </disk>"
+	virsh -q define /dev/stdin >/dev/null <<EOX
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>128</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='q35'>hvm</type><boot dev='hd'/></os>
+  <features><acpi/></features>
+  <devices>
+    $disk
+    <disk type='file' device='cdrom'>
+      <driver name='qemu' type='raw'/>
+      <target dev='sda' bus='sata'/>
+      <readonly/>
+    </disk>
+  </devices>
+</domain>
+EOX
+}
+
+# tiny_domains NAME...: the pool "default" (made here), and per NAME a tiny
+# domain (tiny_domain) with a 16 MiB qcow2 volume NAME.qcow2 as its disk.
+tiny_domains() {
+	local d
+	virsh -q pool-define-as default dir --target /var/lib/libvirt/images >/dev/null
+	virsh -q pool-start default >/dev/null
+	for d; do
+		virsh -q vol-create-as default "$d.qcow2" 16M --format qcow2 >/dev/null
+		tiny_domain "$d" "$d.qcow2"
+	done
+}
+
+# iso_server PORT FILE: a small ISO at $work/www/FILE, served over HTTP on
+# 127.0.0.1:PORT (log: $work/http.log; the server in pids).
+iso_server() {
+	mkdir -p "$work/iso" "$work/www"
+	echo "shiftlab $NAME test" >"$work/iso/README"
+	genisoimage -quiet -o "$work/www/$2" -V SHIFTLAB -r -J "$work/iso"
+	python3 -m http.server --bind 127.0.0.1 --directory "$work/www" "$1" >"$work/http.log" 2>&1 &
+	pids+=($!)
+	wait_for 10 "the ISO server" curl -s "http://127.0.0.1:$1/"
+}
+
+# bmc_start PORT DOMAIN...: `shiftlab bmc` (TLS, its password and CA under
+# $work/bmc) for the domains on https://127.0.0.1:PORT, logging to $work/bmc.log
+# (the server in pids).
+bmc_start() {
+	local port=$1 d allow=()
+	shift
+	for d; do allow+=(--allow "$d"); done
+	"$bin" -v bmc --connect qemu:///system "${allow[@]}" --pool default \
+		--listen "127.0.0.1:$port" --bmc-dir "$work/bmc" >"$work/bmc.log" 2>&1 &
+	pids+=($!)
+	wait_for 10 "the BMC" curl -sk "https://127.0.0.1:$port/redfish/v1/"
 }

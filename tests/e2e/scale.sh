@@ -7,7 +7,8 @@
 # domains and volumes are what the plan says, libvirt's dnsmasq answers (dig) for
 # exactly the plan's workers, and HAProxy's ingress backends (its configuration
 # and its stats through serve status) are exactly the plan's workers. The
-# existing worker never changes. A lab has no API: no drain, said so.
+# existing worker never changes. A lab has no API: no drain, said so. Then the
+# same up and down by rerunning `create infra -f FILE` with another workers:.
 set -euo pipefail
 
 NAME=scale
@@ -80,4 +81,17 @@ step "scale down to 1 worker"
 "$bin" scale e2es --workers 1 -f "$f" -o json | tee "$work/down.json"
 jq -e '.removed == ["e2es-worker-2", "e2es-worker-1"]' "$work/down.json" >/dev/null || fail "scale down removed $(jq -c .removed "$work/down.json")"
 check_workers 1
+
+step "create rerun with workers: 3, then 1 (scale's path)"
+f3=$work/e2es-3.yaml
+sed 's/^workers: 1$/workers: 3/' "$f" >"$f3"
+"$bin" create infra -f "$f3" --start-workers 2>&1 | tee "$work/rerun-up.out"
+grep -q '==> scale: e2es has 1 worker(s), the cluster file 3' "$work/rerun-up.out" || fail "create rerun did not scale: $(cat "$work/rerun-up.out")"
+grep -q '^added e2es-worker-2$' "$work/rerun-up.out" || fail "create rerun up: $(cat "$work/rerun-up.out")"
+check_workers 3
+"$bin" create infra -f "$f" 2>&1 | tee "$work/rerun-down.out"
+grep -q '==> scale: e2es has 3 worker(s), the cluster file 1' "$work/rerun-down.out" || fail "create rerun did not scale down: $(cat "$work/rerun-down.out")"
+contains -q 'removed domain e2es-worker-2' "$work/rerun-down.out" || fail "create rerun down: $(cat "$work/rerun-down.out")"
+check_workers 1
+[[ $(virsh domiflist e2es-worker-0 | awk '/network/ {print $5}') == "$mac0" ]] || fail "the existing worker changed"
 echo "PASS $NAME"

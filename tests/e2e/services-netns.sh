@@ -107,7 +107,10 @@ EOF
 mkdir -p "$state/clusters/svc"
 HOME=$work sl plan -f "$work/cluster.yaml" -o json >"$state/clusters/svc/plan.json" 2>/dev/null
 
-SHIFTLAB_LOG=info sl serve --host-dns hosts --scan-interval 1 >"$work/serve.log" 2>&1 &
+# The binary itself in the background, not the sl function: $! is then serve's
+# own pid (a backgrounded function runs in a subshell: killing that left serve
+# running).
+SHIFTLAB_LOG=info "$bin" --state-dir "$state" serve --host-dns hosts --scan-interval 1 >"$work/serve.log" 2>&1 &
 serve=$!
 on_exit 'stop_pid "$serve"'
 wait_for 10 "serve's control socket" test -S "$state/serve.sock"
@@ -166,4 +169,8 @@ kill -0 "$pid" 2>/dev/null && fail "haproxy $pid still running"
 curl -s --max-time 1 http://192.168.150.2:6443/readyz && fail "LB still answering"
 cmp /etc/hosts "$work/hosts.orig" || fail "/etc/hosts not restored byte for byte"
 pgrep -f "haproxy -W -db -f $state/" && fail "a haproxy of this test survived"
+# Stopping serve stops serve itself.
+stop_pid "$serve"
+pgrep -f -- "--state-dir $state serve" && fail "serve outlived stop_pid"
+serve=
 echo "services-netns: all checks passed"

@@ -8,8 +8,10 @@
 # openshift-install from a loopback mirror, as tests/e2e/install.sh). Headless
 # Chromium (Debian's, driven by web-page.py over the DevTools pipe) sees the
 # target running now during the install; after it, every node, backend state and
-# target of the API on the page, accessible and phone-sized; a screenshot goes to
-# docs/img/serve-page.png (WEB_SCREENSHOT to put it elsewhere). A stand-in
+# target of the API on the page, accessible and phone-sized; a screenshot is taken
+# into the work directory, or to WEB_SCREENSHOT when set (the committed
+# docs/img/serve-page.png changes only when asked:
+# WEB_SCREENSHOT=$PWD/docs/img/serve-page.png). A stand-in
 # destroyed with virsh shows its backend DOWN on the page, without a reload,
 # within 5 s of the API and within the health-check bound. No API response
 # carries the secrets planted: pull secret, kubeadmin password, BMC password
@@ -20,16 +22,14 @@ NAME=web
 . "$(dirname "$0")/lib.sh"
 e2e_sandbox "$@"
 here=$repo/tests/e2e
-fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
 command -v chromium >/dev/null || fail "no chromium (scripts/setup --tests installs it)"
 e2e_workdir web
 export SHIFTLAB_CACHE=$work/cache
 cp /etc/hosts "$work/hosts"
 mount --bind "$work/hosts" /etc/hosts
 on_exit 'umount /etc/hosts 2>/dev/null'
-serve="" mirror_pid="" create_pid=""
+serve="" create_pid=""
 on_exit 'stop_pid "$serve"'
-on_exit 'stop_pid "$mirror_pid"'
 on_exit 'stop_pid "$create_pid"'
 destroy_on_exit web
 fail() {
@@ -41,34 +41,15 @@ fail() {
 	exit 1
 }
 
-# The release mirror on loopback, laid out as OKD's release assets (install.sh).
-V=4.17.0-okd-scos.0
-port=$((20000 + RANDOM % 20000))
-mirror=http://127.0.0.1:$port
-mkdir -p "$work/mirror/$V" "$work/tar/i" "$work/tar/c"
-cp "$fake" "$work/tar/i/openshift-install"
-printf '#!/bin/sh\necho "Client Version: %s"\n' "$V" >"$work/tar/c/oc"
-chmod +x "$work/tar/c/oc"
-tar -C "$work/tar/i" -czf "$work/mirror/$V/openshift-install-linux-$V.tar.gz" openshift-install
-tar -C "$work/tar/c" -czf "$work/mirror/$V/openshift-client-linux-$V.tar.gz" oc
-printf 'Name:      %s\n\nPull From: quay.io/okd/scos-release:%s\n\nRelease Metadata:\n  Version:  %s\n' "$V" "$V" "$V" >"$work/mirror/$V/release.txt"
-(cd "$work/mirror/$V" && sha256sum openshift-*.tar.gz >sha256sum.txt)
-gzip -1 -c "$IMAGE" >"$work/mirror/coreos-qemu.x86_64.qcow2.gz"
-jq -n --arg loc "$mirror/coreos-qemu.x86_64.qcow2.gz" \
-	--arg gz "$(sha256sum <"$work/mirror/coreos-qemu.x86_64.qcow2.gz" | cut -d' ' -f1)" \
-	--arg raw "$(sha256sum <"$IMAGE" | cut -d' ' -f1)" \
-	'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{qemu:{formats:{"qcow2.gz":{disk:{location:$loc,sha256:$gz,"uncompressed-sha256":$raw}}}}}}}}' \
-	>"$work/stream.json"
-export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$work/mirror.log" 2>&1 &
-mirror_pid=$!
-wait_for 10 "the mirror" curl -fs "$mirror/$V/release.txt"
+# The release mirror on loopback (lib.sh): release $V, the stand-in as CoreOS.
+release_mirror
+mirror_qcow2_stream "$IMAGE"
 
 # Planted secrets.
 pull_auth=$(printf 'planted:pull-%s' "$RANDOM$RANDOM" | base64 -w0)
 printf '{"auths":{"registry.example":{"auth":"%s","email":"e2e@example.com"}}}\n' "$pull_auth" >"$work/pull-secret.json"
 bmc_password="planted-bmc-$RANDOM$RANDOM$RANDOM"
-f=$(cluster_file web 192.168.195.0/24 "version: $V" "mirror: $mirror" "method: upi" \
+f=$(cluster_file web 192.168.195.0/24 "version: $V" "mirror: $mirror_url" "method: upi" \
 	"ctlplanes: 3" "workers: 2" "pull_secret: $work/pull-secret.json")
 
 # api_is JQ-FILTER [CLUSTER]: the cluster's API value satisfies the filter.
@@ -79,7 +60,7 @@ api_is() {
 
 step "serve with the web page on a random loopback port"
 wport=$((20000 + RANDOM % 20000))
-while [[ $wport == "$port" ]]; do wport=$((20000 + RANDOM % 20000)); done
+while [[ $mirror_url == *:$wport ]]; do wport=$((20000 + RANDOM % 20000)); done
 base=http://127.0.0.1:$wport
 SHIFTLAB_LOG=info "$bin" serve --host-dns hosts --scan-interval 1 --web "127.0.0.1:$wport" >"$work/serve.log" 2>&1 &
 serve=$!
@@ -110,7 +91,8 @@ diff <("$bin" status web -o json | jq -S '{cluster, network, nodes: [.nodes[] | 
 	fail "the API and status -o json differ"
 curl -fs "$base/api/clusters" | jq -e '.clusters[] | select(.cluster == "web") | .method == "upi" and .nodes_running == 5 and .nodes_total == 5 and .install.done == .install.total' >/dev/null ||
 	fail "overview: $(curl -fs "$base/api/clusters")"
-shot=${WEB_SCREENSHOT:-$repo/docs/img/serve-page.png}
+# Its timestamps differ on every run: the committed one is rewritten only when asked.
+shot=${WEB_SCREENSHOT:-$work/serve-page.png}
 mkdir -p "$(dirname "$shot")"
 python3 "$here/web-page.py" full "$base" web "$shot" || fail "the full page"
 [[ -s $shot ]] || fail "no screenshot"

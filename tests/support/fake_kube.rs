@@ -12,7 +12,9 @@
 //!   needs `fieldManager` (400 otherwise, "PATCH with apply requires
 //!   fieldManager"... the real message), creates the object when absent (201)
 //!   and otherwise makes the applied configuration the object's content for
-//!   its sole manager, keeping `uid`, `creationTimestamp` and `status`;
+//!   its sole manager, keeping `uid`, `creationTimestamp` and `status`
+//!   (and a Service's allocated cluster IP and node ports, which it allocates
+//!   on create);
 //!   a namespaced object in a missing namespace is a 404;
 //! - `PATCH` with `application/merge-patch+json` is RFC 7386 on an existing
 //!   object (404 when absent);
@@ -68,6 +70,28 @@ pub fn core_types() -> Vec<Served> {
             plural: "services",
             namespaced: true,
         },
+        Served {
+            group: "",
+            version: "v1",
+            kind: "ConfigMap",
+            plural: "configmaps",
+            namespaced: true,
+        },
+        // storage.k8s.io/v1 and apps/v1 are served by every Kubernetes API server.
+        Served {
+            group: "storage.k8s.io",
+            version: "v1",
+            kind: "StorageClass",
+            plural: "storageclasses",
+            namespaced: false,
+        },
+        Served {
+            group: "apps",
+            version: "v1",
+            kind: "Deployment",
+            plural: "deployments",
+            namespaced: true,
+        },
     ]
 }
 
@@ -111,6 +135,8 @@ struct State {
     restarts: BTreeMap<String, usize>,
     version: u64,
     uid: u64,
+    /// Resource types (plurals) this client may not touch: RBAC's 403.
+    forbidden: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -217,6 +243,16 @@ impl FakeKube {
             .collect()
     }
 
+    /// Answer every request on `plural` with 403 Forbidden, as the API
+    /// server does for a user whose RBAC roles do not grant it.
+    pub fn forbid(&self, plural: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .forbidden
+            .push(plural.to_string());
+    }
+
     /// Put an object in place as if someone else had made it.
     pub fn insert(&self, obj: Value) {
         let t = self
@@ -306,6 +342,21 @@ impl FakeKube {
             );
         }
         let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+        if let Some(p) = {
+            let st = self.state.lock().unwrap();
+            st.forbidden
+                .iter()
+                .find(|p| segs.contains(&p.as_str()))
+                .cloned()
+        } {
+            // The API server's wording (apiserver pkg/endpoints/handlers/responsewriters).
+            return (
+                StatusCode::FORBIDDEN,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                       "message": format!("{p} is forbidden: User \"lab\" cannot {} resource \"{p}\"", method.to_lowercase()),
+                       "reason": "Forbidden", "code": 403}),
+            );
+        }
         // KubeVirt's restart subresource (kubevirt/kubevirt
         // pkg/virt-api/rest/subresource.go, RestartVMRequestHandler): 404 for
         // no VM, 409 for a VM that is not running, else 202 and the VMI goes.
@@ -453,11 +504,17 @@ impl FakeKube {
                             if !cur["status"].is_null() {
                                 obj["status"] = cur["status"].clone();
                             }
+                            if t.kind == "Service" {
+                                keep_service_allocations(&mut obj, cur);
+                            }
                         }
                         None => {
                             st.uid += 1;
                             obj["metadata"]["uid"] = json!(format!("uid-{}", st.uid));
                             obj["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+                            if t.kind == "Service" {
+                                allocate_service(&mut obj, st.uid);
+                            }
                         }
                     }
                     obj["metadata"]["resourceVersion"] = json!(version);
@@ -593,5 +650,46 @@ fn merge(target: &mut Value, patch: &Value) {
             }
         }
         other => *target = other.clone(),
+    }
+}
+
+/// What the API server allocates for a new Service (kubernetes
+/// `pkg/registry/core/service/storage/alloc.go`): a cluster IP unless the
+/// Service is headless (`clusterIP: None`), and a node port per port for
+/// `NodePort` and `LoadBalancer` Services. `n` makes them unique.
+fn allocate_service(svc: &mut Value, n: u64) {
+    let spec = &mut svc["spec"];
+    if spec["clusterIP"].is_null() {
+        spec["clusterIP"] = json!(format!("10.96.{}.{}", n / 250, n % 250 + 1));
+    }
+    if matches!(spec["type"].as_str(), Some("NodePort" | "LoadBalancer")) {
+        if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+            for (i, p) in ports.iter_mut().enumerate() {
+                if p["nodePort"].is_null() {
+                    p["nodePort"] = json!(30000 + (n * 10 + i as u64) % 2768);
+                }
+            }
+        }
+    }
+}
+
+/// On an apply that leaves them out, a Service keeps its allocated cluster IP
+/// and node ports: the API server owns those fields, not the applier, so
+/// server-side apply leaves them (kubernetes `staging/src/k8s.io/apimachinery/pkg/util/managedfields`).
+fn keep_service_allocations(svc: &mut Value, cur: &Value) {
+    if svc["spec"]["clusterIP"].is_null() && !cur["spec"]["clusterIP"].is_null() {
+        svc["spec"]["clusterIP"] = cur["spec"]["clusterIP"].clone();
+    }
+    let old: Vec<Value> = cur["spec"]["ports"].as_array().cloned().unwrap_or_default();
+    if let Some(ports) = svc.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
+        for p in ports.iter_mut() {
+            if p["nodePort"].is_null() {
+                if let Some(o) = old.iter().find(|o| o["port"] == p["port"]) {
+                    if !o["nodePort"].is_null() {
+                        p["nodePort"] = o["nodePort"].clone();
+                    }
+                }
+            }
+        }
     }
 }

@@ -78,6 +78,7 @@ fn registered() -> ClusterFacts {
             .into_iter()
             .filter(|n| n.role != Role::Bootstrap)
             .map(|n| ApiNode {
+                ready: true,
                 name: n.name.clone(),
                 addresses: vec![
                     ("InternalIP".into(), n.ip.to_string()),
@@ -86,7 +87,7 @@ fn registered() -> ClusterFacts {
                 ],
             })
             .collect(),
-        clients_approved: Default::default(),
+        ..ClusterFacts::default()
     }
 }
 
@@ -411,6 +412,39 @@ fn a_client_csr_for_an_existing_node_is_refused() {
         &registered(),
     );
     refused(&d, "Node lab1-worker-0 already exists");
+}
+
+#[test]
+fn a_node_brought_back_may_rebootstrap_once_while_not_ready() {
+    let f = client("system:node:lab1-worker-0");
+    let mut cluster = registered();
+    cluster.rejoining = ["lab1-worker-0".to_string()].into();
+    // Its Node still Ready: the kubelet's certificate works, nothing to re-bootstrap.
+    refused(
+        &super::decide(&f, &nodes(), &cluster),
+        "Node lab1-worker-0 already exists",
+    );
+    for n in &mut cluster.nodes {
+        n.ready = false;
+    }
+    // An earlier approval (the install's CSR, before the stop) does not count.
+    cluster.clients_approved = ["lab1-worker-0".to_string()].into();
+    approved(
+        &super::decide(&f, &nodes(), &cluster),
+        "lab1-worker-0",
+        CsrKind::Client,
+    );
+    // A node start did not bring back stays refused, NotReady or not.
+    refused(
+        &super::decide(&client("system:node:lab1-worker-1"), &nodes(), &cluster),
+        "Node lab1-worker-1 already exists",
+    );
+    // Once per bring-back.
+    cluster.rejoined = ["lab1-worker-0".to_string()].into();
+    refused(
+        &super::decide(&f, &nodes(), &cluster),
+        "approved already in this start",
+    );
 }
 
 #[test]

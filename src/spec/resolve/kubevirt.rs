@@ -17,6 +17,24 @@ pub fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 
+/// The in-cluster HAProxy's image in `pod` mode: HAProxy's official image,
+/// an LTS branch.
+pub const DEFAULT_HAPROXY_IMAGE: &str = "docker.io/library/haproxy:3.0";
+/// Kubernetes' default cluster DNS domain (kubelet `--cluster-domain`).
+pub const DEFAULT_CLUSTER_DNS_DOMAIN: &str = "cluster.local";
+
+/// A container image reference: `[registry/]path[:tag][@digest]`, no scheme,
+/// no whitespace (distribution/reference's grammar, loosely: the registry
+/// refuses what this lets through, before any VM exists).
+fn is_image_reference(s: &str) -> bool {
+    !s.is_empty()
+        && !s.contains("://")
+        && s.bytes().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b'_' | b'/' | b':' | b'@')
+        })
+        && s.bytes().next().is_some_and(|c| c.is_ascii_alphanumeric())
+}
+
 pub fn resolve(
     raw: &RawSpec,
     env: &Env,
@@ -34,6 +52,12 @@ pub fn resolve(
         BackendKind::Libvirt,
         d,
     );
+    if backend == BackendKind::Kubevirt && network.veth_bridge.is_some() {
+        d.error(
+            "network.external_bridge",
+            "veth links bridges on a libvirt host; on backend kubevirt the installer's bootstrap VM joins the multus network (leave external_bridge out)",
+        );
+    }
     let Some(k) = &raw.kubevirt else {
         if backend == BackendKind::Kubevirt {
             d.error(
@@ -154,6 +178,49 @@ pub fn resolve(
         }
         s.v.trim_end_matches('/').to_string()
     });
+    let haproxy_image = k.haproxy_image.as_ref().map_or_else(
+        || DEFAULT_HAPROXY_IMAGE.to_string(),
+        |s| {
+            if !is_image_reference(&s.v) {
+                d.error(
+                    &s.field,
+                    format!(
+                        "{:?} is not a container image reference (e.g. docker.io/library/haproxy:3.0, no scheme)",
+                        s.v
+                    ),
+                );
+            }
+            s.v.clone()
+        },
+    );
+    let cluster_dns_domain = k.cluster_dns_domain.as_ref().map_or_else(
+        || DEFAULT_CLUSTER_DNS_DOMAIN.to_string(),
+        |s| {
+            if !is_dns_subdomain(&s.v) {
+                d.error(
+                    &s.field,
+                    format!(
+                        "{:?} is not a DNS domain (lowercase labels joined by dots)",
+                        s.v
+                    ),
+                );
+            }
+            s.v.clone()
+        },
+    );
+    if net == PodNetwork::Multus {
+        for (set, field) in [
+            (&k.haproxy_image, "kubevirt.haproxy_image"),
+            (&k.cluster_dns_domain, "kubevirt.cluster_dns_domain"),
+        ] {
+            if set.is_some() {
+                d.warn(
+                    field,
+                    "only used with network: pod (multus uses shiftlab serve's HAProxy)",
+                );
+            }
+        }
+    }
     // A rehearsal without a release has no stream metadata to take the node
     // image from (install/target.rs `without_release`).
     let rehearsal = raw.rehearsal.as_ref().is_some_and(|r| r.v);
@@ -182,9 +249,15 @@ pub fn resolve(
             "kubevirt.network",
             "method ipi needs the cluster's own L2 network for its VIPs: use network: multus",
         ),
+        // Both boot a live ISO shiftlab builds on the host (coreos-installer
+        // embeds the Ignition) and attaches as a CD-ROM; on KubeVirt the ISO
+        // would have to be uploaded into a PVC through CDI's upload proxy,
+        // which shiftlab does not do yet.
         other => d.error(
             "method",
-            format!("method {other} is not supported on backend kubevirt yet (use upi or ipi)"),
+            format!(
+                "method {other} is not supported on backend kubevirt yet: it boots a live ISO built on this host, and shiftlab cannot upload an ISO into the cluster (CDI upload) yet; use upi or ipi, or backend libvirt"
+            ),
         ),
     }
     (
@@ -200,6 +273,8 @@ pub fn resolve(
             service_type,
             image,
             http_url,
+            haproxy_image,
+            cluster_dns_domain,
         }),
     )
 }

@@ -370,10 +370,13 @@ pub fn machine_network(
         None => [0x52, 0x54, 0x00],
     };
 
+    let veth_bridge = external_bridge(method, mode, &bridge, n, d);
+
     NetworkSpec {
         name,
         mode,
         bridge,
+        veth_bridge,
         cidr,
         api_ip,
         ingress_ip,
@@ -381,6 +384,75 @@ pub fn machine_network(
         dhcp_end,
         mac_prefix,
     }
+}
+
+/// `external_bridge` (bare-metal IPI): the bridge the installer's bootstrap VM
+/// joins. `own` (the default): the network's own bridge; `veth`: a Linux bridge
+/// (`external_bridge_name`, default `baremetal`, the installer's default
+/// externalBridge) linked to the NAT bridge by a veth pair (src/host/veth.rs).
+fn external_bridge(
+    method: Method,
+    mode: NetworkMode,
+    bridge: &str,
+    n: &crate::spec::parse::RawNetwork,
+    d: &mut Diagnostics,
+) -> Option<String> {
+    let veth = match &n.external_bridge {
+        None => false,
+        Some(s) if method != Method::Ipi => {
+            d.error(
+                &s.field,
+                format!("only method ipi has an installer's bootstrap VM to attach; method {method} has no external bridge"),
+            );
+            false
+        }
+        Some(s) => match s.v.as_str() {
+            "own" => false,
+            "veth" if mode == NetworkMode::Bridge => {
+                d.error(
+                    &s.field,
+                    "veth links a bridge to the NAT network; with mode bridge the bootstrap VM joins the host bridge itself (use own)",
+                );
+                false
+            }
+            "veth" => true,
+            other => {
+                d.error(
+                    &s.field,
+                    format!("{other:?} is not one of own (the network's bridge), veth (a bridge veth-linked to it)"),
+                );
+                false
+            }
+        },
+    };
+    let name = match &n.external_bridge_name {
+        Some(s) if !veth => {
+            d.error(
+                &s.field,
+                "names the veth-linked bridge: only with external_bridge: veth",
+            );
+            return None;
+        }
+        Some(s) => {
+            if !valid_name(&s.v, 15) {
+                d.error(
+                    &s.field,
+                    format!(
+                        "{:?} is not a valid bridge name: up to 15 letters, digits, '-', '_' and '.'",
+                        s.v
+                    ),
+                );
+            } else if s.v == bridge {
+                d.error(
+                    &s.field,
+                    format!("{} is the network's own bridge; the veth-linked bridge needs a name of its own", s.v),
+                );
+            }
+            s.v.clone()
+        }
+        None => "baremetal".to_string(),
+    };
+    veth.then_some(name)
 }
 
 fn parse_mac_prefix(s: &str) -> Result<[u8; 3], String> {
