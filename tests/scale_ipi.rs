@@ -284,3 +284,27 @@ fn down_marks_the_machine_scales_and_deletes_the_host_once_the_machine_is_gone()
     assert!(!o.contains_key(&format!("BareMetalHost/{NAMESPACE}/ipi1-worker-1")));
     assert!(o.contains_key(&format!("BareMetalHost/{NAMESPACE}/ipi1-worker-0")));
 }
+
+#[test]
+fn an_ipi_cluster_without_its_kubeconfig_is_refused_before_anything_changes() {
+    let home = tempfile::tempdir().unwrap();
+    let f = common::rehearsal_file(home.path(), "method: ipi\nctlplanes: 3\nworkers: 2\n");
+    let out = common::shiftlab(&["plan", "-f", &f, "-o", "json"], home.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = home.path().join("state/clusters/lab1");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("plan.json"), &out.stdout).unwrap();
+    let before = common::tree(home.path());
+    let out = common::shiftlab(&["scale", "lab1", "--workers", "3", "-f", &f], home.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("lab1 is an IPI cluster") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(common::tree(home.path()), before);
+}

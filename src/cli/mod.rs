@@ -51,7 +51,8 @@ pub enum Command {
     /// Write the objects a cluster file makes on a backend as files (KubeVirt: YAML);
     /// touches no cluster
     Render(render::RenderArgs),
-    /// Reach a target of the install (e.g. install-config)
+    /// Reach a target of the install (e.g. install-config); rerun on a cluster with another
+    /// `workers:` it scales first (only the workers may change once installed)
     #[command(subcommand)]
     Create(create::CreateCommand),
     /// Remove what shiftlab created
@@ -70,14 +71,17 @@ pub enum Command {
     Ssh(access::SshArgs),
     /// Attach to a node's serial console through libvirt (Ctrl-] leaves)
     Console(access::ConsoleArgs),
-    /// Change a UPI cluster's number of workers: new ones created, started, CSRs approved;
-    /// removed ones drained (evictions honouring PodDisruptionBudgets) and deleted
+    /// Change a cluster's number of workers. UPI: new ones created, started, CSRs approved;
+    /// removed ones drained (evictions honouring PodDisruptionBudgets) and deleted. IPI: new
+    /// VMs on the lab BMC with a BareMetalHost each and the worker MachineSet scaled; removed
+    /// ones' Machines deleted first. `create` rerun with another `workers:` does the same
     Scale(scale::ScaleArgs),
     /// Shut a cluster down: workers first, ACPI then forced after a timeout; refused within
     /// 24 h of the install unless --force
     Stop(power::StopArgs),
     /// Start a cluster: control planes first, then workers; wait for the API, approve the
-    /// plan's nodes' pending CSRs, wait until they are Ready
+    /// plan's nodes' pending CSRs (a node powered on may re-bootstrap once), wait until they
+    /// are Ready with a heartbeat since the start
     Start(power::StartArgs),
     /// Check the host before an install: virtualisation, host files and services, capacity
     /// for a cluster file's plan; exit 0 fine, 3 warnings, 4 failures

@@ -23,6 +23,9 @@ pub struct Status {
     /// The installer's own bootstrap VM (bare-metal IPI), while it exists.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub installer_bootstrap: Option<crate::install::ipi::BootstrapVm>,
+    /// The veth-linked bridge (bare-metal IPI, `external_bridge: veth`), when made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub veth_bridge: Option<crate::host::veth::VethStatus>,
     /// Certificate expiry, where it can be read.
     pub certificates: Option<Certificates>,
 }
@@ -115,6 +118,12 @@ pub fn status(host: &Host, state: &StateDir, cluster: &ClusterDir) -> Result<Sta
             tracing::warn!("the installer's bootstrap VM: {e:#}");
             None
         }),
+        veth_bridge: crate::host::veth::status(cluster.name(), cluster.path()).unwrap_or_else(
+            |e| {
+                tracing::warn!("the veth-linked bridge: {e:#}");
+                None
+            },
+        ),
         certificates: certificates(cluster)?,
     })
 }
@@ -161,6 +170,13 @@ impl Status {
             ],
             &rows,
         ));
+        if let Some(v) = &self.veth_bridge {
+            s.push_str(&format!(
+                "\nveth-linked bridge {}: {}\n",
+                v.bridge,
+                v.problem.as_deref().unwrap_or("linked")
+            ));
+        }
         if let Some(b) = &self.installer_bootstrap {
             s.push_str(&format!(
                 "\ninstaller's bootstrap VM {}: {} on {}\n",

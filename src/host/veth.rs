@@ -264,6 +264,42 @@ fn read_record(dir: &Path) -> Result<Option<VethBridge>> {
     }
 }
 
+/// The veth-linked bridge as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VethStatus {
+    pub bridge: String,
+    /// The bridge and both veth ends are there, shiftlab's, enslaved and up.
+    pub linked: bool,
+    /// What is missing or wrong, when not linked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// How the recorded links of `cluster` stand (pure).
+pub fn status_of(cluster: &str, v: &VethBridge, seen: &Observed) -> VethStatus {
+    let problem = match ensure_actions(cluster, v, seen) {
+        Err(e) => Some(e),
+        Ok(a) if a.is_empty() => None,
+        Ok(a) => Some(format!(
+            "{} change(s) to make; `shiftlab create infra` completes it",
+            a.len()
+        )),
+    };
+    VethStatus {
+        bridge: v.bridge.clone(),
+        linked: problem.is_none(),
+        problem,
+    }
+}
+
+/// The veth-linked bridge of the cluster in `dir`, if one is recorded.
+pub fn status(cluster: &str, dir: &Path) -> Result<Option<VethStatus>> {
+    let Some(v) = read_record(dir)? else {
+        return Ok(None);
+    };
+    Ok(Some(status_of(cluster, &v, &observe()?)))
+}
+
 /// Make (or complete) the veth-linked bridge; returns what changed.
 pub fn ensure(cluster: &str, dir: &Path, v: &VethBridge) -> Result<Vec<String>> {
     let actions = ensure_actions(cluster, v, &observe()?).map_err(anyhow::Error::msg)?;
@@ -381,6 +417,29 @@ mod tests {
         // No NAT bridge: nothing to link to.
         let e = ensure_actions("lab1", &v, &Observed::new()).unwrap_err();
         assert!(e.contains("sl-lab1"), "{e}");
+    }
+
+    #[test]
+    fn status_says_whether_it_is_linked() {
+        let v = v();
+        let ours = Some("shiftlab:lab1");
+        let mut seen = Observed::new();
+        seen.insert("sl-lab1".into(), link(None, None, "bridge", true));
+        seen.insert("baremetal".into(), link(ours, None, "bridge", true));
+        seen.insert(
+            v.bridge_end.clone(),
+            link(ours, Some("baremetal"), "veth", true),
+        );
+        seen.insert(v.nat_end.clone(), link(ours, Some("sl-lab1"), "veth", true));
+        assert!(status_of("lab1", &v, &seen).linked);
+        seen.remove(&v.nat_end);
+        let st = status_of("lab1", &v, &seen);
+        assert!(!st.linked && st.problem.unwrap().contains("create infra"));
+        seen.remove("sl-lab1");
+        assert!(status_of("lab1", &v, &seen)
+            .problem
+            .unwrap()
+            .contains("not there"));
     }
 
     #[test]

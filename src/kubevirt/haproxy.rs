@@ -34,7 +34,8 @@ use crate::spec::Role;
 /// The label on the HAProxy pods, which the API and ingress Services select.
 pub const HAPROXY_LABEL: &str = "shiftlab.io/haproxy";
 /// The label KubeVirt puts on every virt-launcher pod (kubevirt/kubevirt
-/// `pkg/virt-controller/services/template.go`: `v1.AppLabel: "virt-launcher"`),
+/// `pkg/virt-controller/services/template.go`, `podLabels`: `v1.AppLabel`
+/// (`kubevirt.io`) is `virt-launcher`),
 /// which the headless node Service selects (HAProxy's pods carry the owner
 /// label too).
 const VIRT_LAUNCHER: (&str, &str) = ("kubevirt.io", "virt-launcher");

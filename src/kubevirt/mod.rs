@@ -96,3 +96,26 @@ pub fn refuse_libvirt_only(plan: &Plan, what: &str, instead: &str) -> anyhow::Re
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_recorded_before_the_pod_mode_fields_still_reads() {
+        let old = serde_json::json!({
+            "kubeconfig": "/k", "context": null, "namespace": "ns", "storage_class": null,
+            "network": "pod", "bridge": "br0", "vlan": null, "service_type": "NodePort",
+            "image": null, "http_url": "http://h:8080", "objects": ["Namespace/ns"],
+        });
+        let kp: KubevirtPlan = serde_json::from_value(old).unwrap();
+        assert_eq!(kp.haproxy_image, crate::spec::DEFAULT_HAPROXY_IMAGE);
+        assert_eq!(kp.cluster_dns_domain, "cluster.local");
+        assert_eq!(kp.http_url.as_deref(), Some("http://h:8080"));
+        assert_eq!(kp.objects, ["Namespace/ns"]);
+        // And what it writes reads back the same.
+        let back: KubevirtPlan =
+            serde_json::from_value(serde_json::to_value(&kp).unwrap()).unwrap();
+        assert_eq!(back, kp);
+    }
+}

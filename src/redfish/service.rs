@@ -207,13 +207,13 @@ impl<M: Machine + ?Sized> Service<M> {
         principal: Option<Principal>,
         reach: Reach,
     ) -> Result<Response, Stop> {
-        let m = |e| Stop::Error(machine_error(e, path));
         // Who asked, for the log lines of the actions that change a machine (a
         // BMC's audit trail): the Basic user or the session's.
         let user = match &principal {
             Some(Principal::Basic { user }) | Some(Principal::Session { user, .. }) => user.clone(),
             None => "-".to_string(),
         };
+        let m = |e| Stop::Error(machine_error(e, path));
         let ok = |v: Value| Ok(Response::json(200, &v));
         let not_found = || Err(Stop::Error(RedfishError::not_found(path)));
         let backend = || {

@@ -298,10 +298,27 @@ pub struct KubevirtSpec {
     /// Ignition merges the node's config from there).
     pub http_url: Option<String>,
     /// `pod`: the image of the in-cluster HAProxy in front of the nodes.
+    /// (Defaults when read back: a plan recorded before the field existed.)
+    #[serde(default = "default_haproxy_image")]
     pub haproxy_image: String,
     /// `pod`: the Kubernetes cluster's DNS domain, under which HAProxy finds
     /// the node VMs (`<node>.<subdomain>.<namespace>.svc.<domain>`).
+    #[serde(default = "default_cluster_dns_domain")]
     pub cluster_dns_domain: String,
+}
+
+/// The in-cluster HAProxy's image in `pod` mode: HAProxy's official image,
+/// an LTS branch.
+pub const DEFAULT_HAPROXY_IMAGE: &str = "docker.io/library/haproxy:3.0";
+/// Kubernetes' default cluster DNS domain (kubelet `--cluster-domain`).
+pub const DEFAULT_CLUSTER_DNS_DOMAIN: &str = "cluster.local";
+
+fn default_haproxy_image() -> String {
+    DEFAULT_HAPROXY_IMAGE.to_string()
+}
+
+fn default_cluster_dns_domain() -> String {
+    DEFAULT_CLUSTER_DNS_DOMAIN.to_string()
 }
 
 /// An SSH public key and where it came from (a path, or `literal`).

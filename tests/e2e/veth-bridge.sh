@@ -55,6 +55,8 @@ for e in $ends; do
 done
 [[ $(link_master "${ends%% *}") != $(link_master "$(awk '{print $2}' <<<"$ends")") ]] || fail "both veth ends in one bridge"
 "$bin" create infra -f "$f" >/dev/null 2>&1 || fail "create infra again (idempotent) failed"
+"$bin" status vb | contains "veth-linked bridge baremetal: linked" || fail "status does not show the linked bridge"
+[[ $("$bin" status vb -o json | jq -r .veth_bridge.linked) == true ]] || fail "status -o json: veth_bridge.linked"
 
 step "a VM on baremetal gets its lease from the cluster's dnsmasq"
 mkdir -p "$POOLDIR"

@@ -13,8 +13,9 @@
 #                  (it learns the VIPs from the keepalived pod the bootstrap serves)
 #   vip-worker-0   worker.ign: a pointer to .../config/worker; a router node
 # Shown: the API VIP answered by the bootstrap (and not taken by the control plane
-# while the bootstrap holds it), the ingress VIP by the router node, then after the
-# bootstrap is shut down the API VIP answered by the control plane.
+# while the bootstrap holds it), the ingress VIP by the router node; once the
+# bootstrap's API stops (bootstrap complete) its keepalived stops and the control
+# plane answers the API VIP, and keeps it when the bootstrap is shut down.
 NAME=vip
 . "$(dirname "$0")/lib.sh"
 e2e_sandbox "$@"
@@ -191,10 +192,19 @@ sleep 20
 [[ $(get "http://192.168.198.10:8000/vips") == "vips api vip-bootstrap" ]] || fail "the bootstrap's /vips"
 [[ $(get "http://192.168.198.20:8000/vips") == "vips ingress vip-worker-0" ]] || fail "the worker's /vips"
 
-step "the bootstrap goes away: the control plane takes the API VIP"
-virsh -q destroy vip-bootstrap >/dev/null
+step "bootstrap complete: the bootstrap's API stops, its keepalived too; the control plane takes the API VIP"
+# What bootkube's end does to the bootstrap control plane (its API stops answering).
+[[ $(get "http://192.168.198.10:8000/fail-readyz") == "readyz down vip-bootstrap" ]] || fail "fail-readyz"
 wait_body "$TIMEOUT" "http://$API_VIP:6443/readyz" "ok vip-master-0" "API VIP on the control plane"
-[[ $(get "http://$INGRESS_VIP/") == "ok vip-worker-0" ]] || fail "the ingress VIP moved"
+stopped() { tr -d '\r' <"$(console vip-bootstrap)" | contains -a "keepalived: the local API and Ironic are down: keepalived stopped"; }
+wait_for 30 "the bootstrap's console to say keepalived stopped" stopped
 took() { tr -d '\r' <"$(console vip-master-0)" | contains -a "keepalived: api VIP $API_VIP is mine now"; }
 wait_for 30 "the control plane's console to say it took the API VIP" took
+[[ $(get "http://$INGRESS_VIP/") == "ok vip-worker-0" ]] || fail "the ingress VIP moved"
+
+step "the bootstrap goes away: the API VIP stays on the control plane"
+virsh -q destroy vip-bootstrap >/dev/null
+sleep 10
+[[ $(get "http://$API_VIP:6443/readyz") == "ok vip-master-0" ]] || fail "the API VIP left the control plane"
+[[ $(get "http://$INGRESS_VIP/") == "ok vip-worker-0" ]] || fail "the ingress VIP moved"
 echo "PASS $NAME"

@@ -17,12 +17,6 @@ pub fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 
-/// The in-cluster HAProxy's image in `pod` mode: HAProxy's official image,
-/// an LTS branch.
-pub const DEFAULT_HAPROXY_IMAGE: &str = "docker.io/library/haproxy:3.0";
-/// Kubernetes' default cluster DNS domain (kubelet `--cluster-domain`).
-pub const DEFAULT_CLUSTER_DNS_DOMAIN: &str = "cluster.local";
-
 /// A container image reference: `[registry/]path[:tag][@digest]`, no scheme,
 /// no whitespace (distribution/reference's grammar, loosely: the registry
 /// refuses what this lets through, before any VM exists).
