@@ -472,3 +472,45 @@ fn a_compact_agent_image_says_every_host_may_run_routers() {
         "node-role.kubernetes.io/worker"
     );
 }
+
+/// `create cluster` on baremetal validates the install-config as the installer
+/// does (pkg/types/baremetal/validation) and refuses before it writes or creates
+/// anything: the install-config stays, no metadata.json, no libvirt call past
+/// the checks.
+#[test]
+fn baremetal_create_cluster_refuses_a_bad_install_config_before_anything() {
+    let d = assets("ipi");
+    let path = d.path().join("install-config.yaml");
+    let text = read(d.path(), "install-config.yaml")
+        .replace("    - 192.168.129.2\n", "    - 10.0.0.2\n")
+        .replace(
+            "externalBridge: sl-ipi",
+            "externalBridge: shiftlab-no-such-bridge",
+        )
+        .replacen("      role: master\n", "      role: worker\n", 1)
+        .replacen(
+            "bootMACAddress: 52:54:00:50:71:e8",
+            "bootMACAddress: nope",
+            1,
+        );
+    std::fs::write(&path, text).unwrap();
+    let out = Command::new(fake())
+        .args(["create", "cluster", "--dir"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{log}");
+    for want in [
+        "platform.baremetal.apiVIPs: Invalid value: \\\"10.0.0.2\\\": IP expected to be in one of the machine networks: 192.168.129.0/24",
+        "platform.baremetal.hosts[0].bootMACAddress: Invalid value: \\\"nope\\\"",
+        "not enough hosts found (2) to support all the configured ControlPlane replicas (3)",
+        "platform.baremetal.externalBridge: Invalid value: \\\"shiftlab-no-such-bridge\\\"",
+    ] {
+        assert!(log.contains(want), "missing {want:?} in {log}");
+    }
+    assert!(!log.contains("golden-bmc-password"), "{log}");
+    assert!(path.exists(), "the install-config was consumed");
+    assert!(!d.path().join("metadata.json").exists());
+    assert!(!d.path().join(".openshift_install_state.json").exists());
+}

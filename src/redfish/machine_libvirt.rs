@@ -321,8 +321,20 @@ fn restart_after_once(uri: &str, uuid: &str) {
             .lookup_domain_by_uuid_string(uuid)
             .context("looking up the domain")?;
         let name = dom.name().unwrap_or_default();
+        // Let libvirt settle the reset it is reporting first.
+        std::thread::sleep(std::time::Duration::from_secs(1));
         dom.destroy().context("powering off")?;
         dom.create().context("powering on")?;
+        // libvirt may still be finishing its handling of the old process's
+        // reset and stop the new one (seen as "shut off (crashed)" seconds
+        // after the start, under load): started again while it stands so.
+        for _ in 0..5 {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            if crashed(&dom) {
+                tracing::warn!(domain = %name, "stopped right after the power cycle; starting it again");
+                dom.create().context("powering on again")?;
+            }
+        }
         Ok(name)
     };
     match run() {
@@ -334,6 +346,15 @@ fn restart_after_once(uri: &str, uuid: &str) {
             tracing::warn!(%uuid, error = format!("{e:#}"), "power cycle after a one-time boot failed")
         }
     }
+}
+
+/// Is the domain shut off with libvirt's reason "crashed"?
+fn crashed(dom: &Domain) -> bool {
+    let (mut state, mut reason): (std::os::raw::c_int, std::os::raw::c_int) = (-1, -1);
+    // SAFETY: dom is a valid domain handle; the out pointers live for the call.
+    let ok = unsafe { sys::virDomainGetState(dom.as_ptr(), &mut state, &mut reason, 0) } == 0;
+    ok && state == sys::VIR_DOMAIN_SHUTOFF as std::os::raw::c_int
+        && reason == sys::VIR_DOMAIN_SHUTOFF_CRASHED as std::os::raw::c_int
 }
 
 pub struct LibvirtMachine {
