@@ -249,7 +249,13 @@ fn gets_come_from_memory_kept_true_by_libvirt_events() {
     )
     .unwrap();
     assert_eq!(m.system(TEST_UUID).unwrap().boot.target, BootTarget::Pxe);
-    assert_eq!(m.peek(TEST_UUID).unwrap().boot.target, BootTarget::Pxe);
+    // The definition event of that very change may arrive after the read above
+    // and drop the entry again: memory then has nothing, never the old target.
+    assert!(
+        m.peek(TEST_UUID)
+            .is_none_or(|i| i.boot.target == BootTarget::Pxe),
+        "a boot change made through the BMC is never answered stale from memory"
+    );
     m.reset(TEST_UUID, ResetType::ForceOff).unwrap();
     assert!(
         m.peek(TEST_UUID).is_none_or(|i| i.power == PowerState::Off),
