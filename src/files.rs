@@ -283,6 +283,19 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
+    fn a_file_is_hashed_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("x");
+        // more than one read buffer
+        let data: Vec<u8> = (0..(3 << 20) + 5).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&f, &data).unwrap();
+        assert_eq!(
+            hash_file::<sha2::Sha256>(&f).unwrap(),
+            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&data))
+        );
+    }
+
+    #[test]
     fn private_files_are_0600() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("sub/secret");

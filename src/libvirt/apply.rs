@@ -180,7 +180,7 @@ fn same_content(
     if candidates.is_empty() {
         return Ok(None);
     }
-    let digest = file_sha256(image)?;
+    let digest = crate::files::hash_file::<Sha256>(image)?;
     let Some((vol, used, _)) = candidates.into_iter().find(|(.., d)| *d == digest) else {
         return Ok(None);
     };
@@ -198,22 +198,6 @@ fn is_base_name(n: &str) -> bool {
     n.strip_prefix("shiftlab-base-")
         .and_then(|r| r.strip_suffix(".qcow2"))
         .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-/// The sha256 of a file, read once.
-fn file_sha256(path: &Path) -> Result<String> {
-    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut hash = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if n == 0 {
-            return Ok(hex::encode(hash.finalize()));
-        }
-        hash.update(&buf[..n]);
-    }
 }
 
 fn ensure_pool(
@@ -933,15 +917,5 @@ mod tests {
         ] {
             assert!(!is_base_name(other), "{other}");
         }
-    }
-
-    #[test]
-    fn a_file_is_hashed_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("x");
-        // more than one read buffer
-        let data: Vec<u8> = (0..(3 << 20) + 5).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&f, &data).unwrap();
-        assert_eq!(file_sha256(&f).unwrap(), hex::encode(Sha256::digest(&data)));
     }
 }
