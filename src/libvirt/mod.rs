@@ -144,14 +144,7 @@ impl Host {
                 if n == 0 {
                     return Ok(());
                 }
-                let mut off = 0;
-                while off < n {
-                    let sent = stream.send(&buf[off..n]).context("sending data")?;
-                    if sent <= 0 {
-                        bail!("libvirt accepted no data");
-                    }
-                    off += sent as usize;
-                }
+                send_all(&stream, &buf[..n])?;
             }
         })();
         match result {
@@ -211,14 +204,7 @@ impl Host {
                     to_hash
                         .send((buf.clone(), n))
                         .context("the hashing thread ended")?;
-                    let mut off = 0;
-                    while off < n {
-                        let sent = stream.send(&buf[off..n]).context("sending data")?;
-                        if sent <= 0 {
-                            bail!("libvirt accepted no data");
-                        }
-                        off += sent as usize;
-                    }
+                    send_all(&stream, &buf[..n])?;
                     drop(buf);
                     while let Ok(back) = returned.try_recv() {
                         if let Ok(b) = Arc::try_unwrap(back) {
@@ -265,6 +251,19 @@ impl Host {
 }
 
 /// The objects that have an owner, with it.
+/// Send all of `data` on an upload stream (libvirt may take less per call).
+fn send_all(stream: &Stream, data: &[u8]) -> Result<()> {
+    let mut off = 0;
+    while off < data.len() {
+        let sent = stream.send(&data[off..]).context("sending data")?;
+        if sent <= 0 {
+            bail!("libvirt accepted no data");
+        }
+        off += sent as usize;
+    }
+    Ok(())
+}
+
 fn with_owners<T>(
     all: Vec<T>,
     owner: impl Fn(&T) -> Result<Option<Owner>>,
