@@ -307,21 +307,22 @@ fn ensure_base(
             anyhow::anyhow!("the image ({len} bytes) is smaller than an empty qcow2 header"),
         );
     }
-    let src = std::fs::File::open(image)?;
-    let digest = match host.upload_sha256(&vol, src, len) {
+    let mut src = std::fs::File::open(image)?;
+    let (digest, route) = match super::import::write_volume(host, pool, &vol, &mut src, len) {
         Ok(d) => d,
         Err(e) => return fail(&vol, e),
     };
-    // Verify what libvirt now sees: a qcow2 of the image's virtual size.
+    // Verify what libvirt now sees: the image's bytes, a qcow2 of its virtual size.
     pool.refresh(0)
         .with_context(|| format!("refreshing pool {}", ledger.pool))?;
     let vol = Host::volume(pool, &name)?.context("the base volume vanished after its upload")?;
     let capacity = vol.info().map(|i| i.capacity).unwrap_or(0);
-    if capacity != virtual_size {
+    let physical = vol.info_flags(1).map(|i| i.allocation).unwrap_or(0);
+    if capacity != virtual_size || physical != len {
         return fail(
             &vol,
             anyhow::anyhow!(
-                "libvirt reads {capacity} bytes of capacity, the image says {virtual_size}"
+                "libvirt reads {physical} bytes and {capacity} bytes of capacity, the image has {len} bytes and says {virtual_size}"
             ),
         );
     }
@@ -332,7 +333,7 @@ fn ensure_base(
         let _ = marker.delete(0);
         return fail(&vol, e);
     }
-    tracing::info!(volume = %name, bytes = len, seconds = %format!("{:.2}", started.elapsed().as_secs_f64()), "base image imported");
+    tracing::info!(volume = %name, bytes = len, route = route.as_str(), seconds = %format!("{:.2}", started.elapsed().as_secs_f64()), "base image imported");
     report.created.push(format!(
         "base image {name} from {} (sha256 {digest})",
         image.display()
@@ -369,8 +370,8 @@ fn ensure_iso(
         .len();
     let vol = StorageVol::create_xml(pool, &xml::raw_volume_xml(&tmp, len), 0)
         .with_context(|| format!("creating volume {tmp}"))?;
-    let file = std::fs::File::open(iso)?;
-    if let Err(e) = host.upload(&vol, file, len) {
+    let mut file = std::fs::File::open(iso)?;
+    if let Err(e) = super::import::write_volume(host, pool, &vol, &mut file, len) {
         let _ = vol.delete(0);
         return Err(e).with_context(|| format!("uploading {}", iso.display()));
     }

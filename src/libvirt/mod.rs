@@ -7,6 +7,7 @@ pub mod apply;
 pub mod console;
 pub mod destroy;
 pub mod events;
+pub mod import;
 pub mod inspect;
 pub mod iso;
 pub mod ledger;
@@ -156,73 +157,17 @@ impl Host {
         }
     }
 
-    /// [`Host::upload`] that also returns the sha256 of the bytes sent, computed
-    /// on a thread of its own while the stream is busy (hashing on the sending
-    /// thread would add its whole time to the upload's). The hasher sees the very
-    /// buffers that go out; a few are recycled between the two threads.
-    pub fn upload_sha256(&self, vol: &StorageVol, mut src: impl Read, len: u64) -> Result<String> {
-        use sha2::{Digest, Sha256};
-        use std::sync::{mpsc, Arc};
-        const CHUNK: usize = 1 << 20;
-        const IN_FLIGHT: usize = 4;
+    /// [`Host::upload`] that also returns the sha256 of the bytes sent, hashed
+    /// on a thread of its own from the very buffers that go out
+    /// ([`import::copy_hashing`]).
+    pub fn upload_sha256(&self, vol: &StorageVol, src: impl Read, len: u64) -> Result<String> {
         let stream = Stream::new(&self.conn, 0).context("opening an upload stream")?;
         vol.upload(&stream, 0, len, 0)
             .context("starting the upload")?;
-        let (to_hash, chunks) = mpsc::sync_channel::<(Arc<Vec<u8>>, usize)>(IN_FLIGHT);
-        let (give_back, returned) = mpsc::channel::<Arc<Vec<u8>>>();
-        let (result, digest) = std::thread::scope(|scope| {
-            let hasher = scope.spawn(move || {
-                let mut hash = Sha256::new();
-                for (buf, n) in chunks {
-                    hash.update(&buf[..n]);
-                    let _ = give_back.send(buf);
-                }
-                hex::encode(hash.finalize())
-            });
-            let result = (|| -> Result<()> {
-                let mut spare: Vec<Vec<u8>> = Vec::new();
-                let mut made = 0;
-                loop {
-                    // A buffer the hasher is done with (this thread dropped its
-                    // own handle after sending), or a new one while few exist.
-                    let mut buf = match spare.pop() {
-                        Some(b) => b,
-                        None if made < IN_FLIGHT + 1 => {
-                            made += 1;
-                            vec![0u8; CHUNK]
-                        }
-                        None => {
-                            let back = returned.recv().context("the hashing thread ended")?;
-                            Arc::try_unwrap(back).unwrap_or_else(|_| vec![0u8; CHUNK])
-                        }
-                    };
-                    let n = src.read(&mut buf)?;
-                    if n == 0 {
-                        return Ok(());
-                    }
-                    let buf = Arc::new(buf);
-                    to_hash
-                        .send((buf.clone(), n))
-                        .context("the hashing thread ended")?;
-                    send_all(&stream, &buf[..n])?;
-                    drop(buf);
-                    while let Ok(back) = returned.try_recv() {
-                        if let Ok(b) = Arc::try_unwrap(back) {
-                            spare.push(b);
-                        }
-                    }
-                }
-            })();
-            drop(to_hash);
-            let digest = hasher
-                .join()
-                .map_err(|_| anyhow::anyhow!("the hashing thread panicked"));
-            (result, digest)
-        });
-        match result {
-            Ok(()) => {
+        match import::copy_hashing(src, |b| send_all(&stream, b)) {
+            Ok(digest) => {
                 stream.finish().context("finishing the upload")?;
-                digest
+                Ok(digest)
             }
             Err(e) => {
                 let _ = stream.abort();

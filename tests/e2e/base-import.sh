@@ -7,7 +7,10 @@
 # nodes boot from overlays of the base (ISO and IPI nodes import none), and the
 # cluster is destroyed between steps, so no overlay holds an old base. The same
 # image at a second path is found by content (not imported twice); an image of
-# the same size with other content is not.
+# the same size with other content is not. The bytes go straight into the
+# volume's file when shiftlab sees the file libvirt manages, through libvirt's
+# upload stream when it does not (here: shiftlab in a mount namespace of its
+# own, with a decoy file at the volume's path) or when told to.
 set -euo pipefail
 NAME=base-import
 . "$(dirname "$0")/lib.sh"
@@ -16,8 +19,9 @@ e2e_workdir base-import
 destroy_on_exit bi
 f=$(cluster_file bi 192.168.197.0/24 "method: upi" "image: $IMAGE" "ctlplanes: 3" "workers: 0")
 
-step "first import: one volume declared qcow2, content and sha256 exact"
-"$bin" create infra -f "$f" | tee "$work/c1.out"
+step "first import: one volume declared qcow2, content and sha256 exact, written as a file"
+SHIFTLAB_LOG=info "$bin" create infra -f "$f" 2>"$work/c1.err" | tee "$work/c1.out"
+grep -q 'base image imported.*route="\?file' "$work/c1.err" || fail "not written into the volume's file: $(cat "$work/c1.err")"
 line=$(grep '^created base image ' "$work/c1.out") || fail "no base image was created"
 base=$(awk '{print $4}' <<<"$line")
 [[ $base == shiftlab-base-*.qcow2 ]] || fail "unexpected base volume name $base"
@@ -48,8 +52,9 @@ size=$(stat -c %s "$IMAGE")
 head -c $((size / 2)) "$IMAGE" >"$work/half"
 virsh -q vol-create-as "$pool" "$base" "$size" --format qcow2 >/dev/null
 virsh -q vol-upload "$base" "$work/half" --pool "$pool"
-"$bin" create infra -f "$f" | tee "$work/c3.out"
-grep -q "^created base image $base " "$work/c3.out" || fail "the partial base image was used"
+SHIFTLAB_IMPORT=stream SHIFTLAB_LOG=info "$bin" create infra -f "$f" 2>"$work/c3.err" | tee "$work/c3.out"
+grep -q "^created base image $base from .*(sha256 $want)" "$work/c3.out" || fail "the partial base image was used"
+grep -q 'base image imported.*route="\?stream' "$work/c3.err" || fail "SHIFTLAB_IMPORT=stream did not take the stream: $(cat "$work/c3.err")"
 virsh -q vol-download "$base" "$work/got3.qcow2" --pool "$pool"
 cmp -s "$IMAGE" "$work/got3.qcow2" || fail "the re-imported base volume is not the image"
 
@@ -58,6 +63,32 @@ step "a marker without its volume is not a base image either"
 virsh -q vol-delete "$base" --pool "$pool"
 "$bin" create infra -f "$f" | tee "$work/c4.out"
 grep -q "^created base image $base " "$work/c4.out" || fail "the base image was not imported again"
+
+step "a file at the volume's path that is not libvirt's is never written: the stream is"
+# shiftlab in a mount namespace of its own, where the pool directory is another
+# tmpfs holding a decoy of the very name and size libvirt's new volume gets
+# (only the modification time differs), as a daemon in another container would.
+"$bin" destroy cluster bi >/dev/null
+virsh -q vol-delete "$base.sha256" --pool "$pool"
+virsh -q vol-delete "$base" --pool "$pool"
+pooldir=$(virsh pool-dumpxml "$pool" | sed -n 's:.*<path>\(.*\)</path>.*:\1:p')
+[[ -d $pooldir ]] || fail "no pool directory: $pooldir"
+vsize=$(qemu-img info --output=json "$IMAGE" | python3 -c 'import json, sys; print(json.load(sys.stdin)["virtual-size"])')
+virsh -q vol-create-as "$pool" shiftlab-probe.qcow2 "$vsize" --format qcow2 >/dev/null
+hsize=$(stat -c %s "$pooldir/shiftlab-probe.qcow2")
+virsh -q vol-delete shiftlab-probe.qcow2 --pool "$pool"
+SHIFTLAB_LOG=info unshare -m bash -c '
+	set -e
+	mount -t tmpfs decoy "$1"
+	truncate -s "$2" "$1/$3"
+	"$4" create infra -f "$5" 2>"$6/c5.err" >"$6/c5.out"
+	cmp -s "$1/$3" <(head -c "$2" /dev/zero) || { echo "the decoy was written" >&2; exit 1; }
+' _ "$pooldir" "$hsize" "$base" "$bin" "$f" "$work" || fail "create infra with a decoy: $(cat "$work/c5.err")"
+grep -q 'base image imported.*route="\?stream' "$work/c5.err" || fail "the decoy did not send the bytes through the stream: $(cat "$work/c5.err")"
+virsh -q vol-download "$base" "$work/got5.qcow2" --pool "$pool"
+cmp -s "$IMAGE" "$work/got5.qcow2" || fail "the base volume uploaded past the decoy is not the image"
+virsh -q vol-download "$base.sha256" "$work/marker5" --pool "$pool"
+[[ $(cat "$work/marker5") == "$want" ]] || fail "the marker does not hold the image's sha256 after the stream"
 
 step "the same image at another path is the same base, found by its content"
 cp "$IMAGE" "$work/copy.qcow2" # another path, another mtime: another name
