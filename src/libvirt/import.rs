@@ -56,8 +56,12 @@ pub fn write_volume(
 ) -> Result<(String, Route)> {
     if !stream_forced() {
         if let Some(mut file) = volume_file(host, vol)? {
-            let digest = copy_hashing(&mut *src, |b| Ok(file.write_all(b)?))
-                .context("writing the volume's file")?;
+            let digest =
+                match kernel_copy_hashing(src, &file, len).context("writing the volume's file")? {
+                    Some(d) => d,
+                    None => copy_hashing(&mut *src, |b| Ok(file.write_all(b)?))
+                        .context("writing the volume's file")?,
+                };
             // Nothing of what libvirt wrote there before may remain past the end.
             file.set_len(len).context("writing the volume's file")?;
             // The completion marker must never outlive the data (a power loss).
@@ -95,8 +99,10 @@ fn volume_file(host: &Host, vol: &StorageVol) -> Result<Option<File>> {
         return Ok(None);
     }
     // Never created, never followed through a link, never truncated: only the
-    // file libvirt made is written, over its existing bytes.
+    // file libvirt made is written, over its existing bytes (and read back for
+    // the hash).
     let file = match std::fs::OpenOptions::new()
+        .read(true)
         .write(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
@@ -160,6 +166,89 @@ fn parse_timestamp(s: &str) -> Option<(i64, i64)> {
         return None;
     };
     Some((sec.parse().ok()?, nsec))
+}
+
+/// Copy `len` bytes from the start of `src` into `dst` inside the kernel, as
+/// `cp` does: `copy_file_range` (which may even share extents on filesystems
+/// that can), else `sendfile` (another filesystem), never through user-space
+/// buffers; and return the sha256 of what landed in `dst`, read back behind
+/// the copy on a thread of its own (from the page cache: the hash, not the
+/// reading, is what that thread spends its time on). `None` when the kernel
+/// cannot copy between these two files and nothing was written: the caller
+/// copies through buffers.
+fn kernel_copy_hashing(src: &File, dst: &File, len: u64) -> Result<Option<String>> {
+    use sha2::{Digest, Sha256};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    use std::sync::mpsc;
+    const CHUNK: usize = 8 << 20;
+    let (copied, ranges) = mpsc::sync_channel::<(u64, usize)>(64);
+    std::thread::scope(|scope| {
+        let hasher = scope.spawn(move || -> std::io::Result<String> {
+            let mut hash = Sha256::new();
+            let mut buf = vec![0u8; 1 << 20];
+            for (mut at, mut n) in ranges {
+                while n > 0 {
+                    let take = n.min(buf.len());
+                    dst.read_exact_at(&mut buf[..take], at)?;
+                    hash.update(&buf[..take]);
+                    at += take as u64;
+                    n -= take;
+                }
+            }
+            Ok(hex::encode(hash.finalize()))
+        });
+        let (s, d) = (src.as_raw_fd(), dst.as_raw_fd());
+        let mut use_sendfile = false;
+        let mut off_in: libc::off64_t = 0;
+        let mut off_out: libc::off64_t = 0;
+        let copy = (|| -> Result<bool> {
+            while (off_in as u64) < len {
+                let want = CHUNK.min((len - off_in as u64) as usize);
+                let start = off_in as u64;
+                // SAFETY: two open descriptors, offsets owned by this frame.
+                let n = unsafe {
+                    if use_sendfile {
+                        libc::sendfile64(d, s, &mut off_in, want)
+                    } else {
+                        libc::copy_file_range(s, &mut off_in, d, &mut off_out, want, 0)
+                    }
+                };
+                if n < 0 {
+                    let e = std::io::Error::last_os_error();
+                    let unsupported = matches!(
+                        e.raw_os_error(),
+                        Some(libc::EXDEV | libc::ENOSYS | libc::EINVAL | libc::EOPNOTSUPP)
+                    );
+                    if start == 0 && unsupported && !use_sendfile {
+                        // Another filesystem: sendfile splices across them.
+                        use_sendfile = true;
+                        continue;
+                    }
+                    if start == 0 && unsupported {
+                        return Ok(false);
+                    }
+                    return Err(e).context("copying the image");
+                }
+                if n == 0 {
+                    anyhow::bail!("the image ended at {start} of {len} bytes while it was copied");
+                }
+                if copied.send((start, n as usize)).is_err() {
+                    break; // the hasher failed; its error is returned below
+                }
+            }
+            Ok(true)
+        })();
+        drop(copied);
+        let digest = hasher
+            .join()
+            .map_err(|_| anyhow::anyhow!("the hashing thread panicked"))?
+            .context("reading the volume's file back");
+        match copy? {
+            true => Ok(Some(digest?)),
+            false => Ok(None),
+        }
+    })
 }
 
 /// Copy `src` into `sink` in 1 MiB buffers and return the sha256 of the bytes
@@ -300,6 +389,69 @@ mod tests {
         .unwrap();
         assert_eq!(out, data);
         assert_eq!(digest, hex::encode(Sha256::digest(&data)));
+    }
+
+    fn sample(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 31 % 251) as u8).collect()
+    }
+
+    /// The kernel copy into a file that already holds other bytes (libvirt's
+    /// empty qcow2 header), from `src_dir` to `dst_dir`; the digest and the
+    /// destination's content.
+    fn kernel_copy(
+        src_dir: &std::path::Path,
+        dst_dir: &std::path::Path,
+        data: &[u8],
+    ) -> (Option<String>, Vec<u8>) {
+        let src_path = src_dir.join("shiftlab-import-test-src");
+        std::fs::write(&src_path, data).unwrap();
+        let dst_path = dst_dir.join("dst");
+        std::fs::write(&dst_path, vec![0xffu8; 4096]).unwrap();
+        let src = File::open(&src_path).unwrap();
+        let dst = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&dst_path)
+            .unwrap();
+        let digest = kernel_copy_hashing(&src, &dst, data.len() as u64).unwrap();
+        std::fs::remove_file(&src_path).unwrap();
+        (digest, std::fs::read(&dst_path).unwrap())
+    }
+
+    #[test]
+    fn the_kernel_copy_hashes_what_landed_in_the_file() {
+        use sha2::{Digest, Sha256};
+        let data = sample((19 << 20) + 4321);
+        let dir = tempfile::tempdir().unwrap();
+        let (digest, got) = kernel_copy(dir.path(), dir.path(), &data);
+        assert_eq!(got, data);
+        assert_eq!(digest, Some(hex::encode(Sha256::digest(&data))));
+        // Across filesystems (tmpfs to the temporary directory's): sendfile.
+        let shm = std::path::Path::new("/dev/shm");
+        if shm.is_dir() {
+            let (digest, got) = kernel_copy(shm, dir.path(), &data);
+            assert_eq!(got, data);
+            assert_eq!(digest, Some(hex::encode(Sha256::digest(&data))));
+        }
+    }
+
+    #[test]
+    fn a_source_shorter_than_announced_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("src"), sample(1000)).unwrap();
+        let src = File::open(dir.path().join("src")).unwrap();
+        let dst = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(dir.path().join("dst"))
+            .unwrap();
+        let err = kernel_copy_hashing(&src, &dst, 5000).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("ended at 1000 of 5000"),
+            "{err:#}"
+        );
     }
 
     #[test]
