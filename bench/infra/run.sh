@@ -276,7 +276,7 @@ run_kcli() { # nodes [-P threaded=true]
 		elapsed "$t0" "$t1"
 	else
 		printf '%s\t%s\t%s of %s VMs running, exit %s: %s\n' "$1" "${*:2}" "$got" "$1" "$rc" \
-			"$(grep -i -m3 'error\|fail\|asynchronous' "$work/kcli-create.out" | tr '\t\n' '  ')" >>"$work/kcli-failures"
+			"$(sed 's/\x1b\[[0-9;]*m//g' "$work/kcli-create.out" | grep -i -m1 'error\|fail\|asynchronous' | tr '\t' ' ')" >>"$work/kcli-failures"
 		echo failed
 	fi
 	kcli delete plan benchplan -y >/dev/null 2>&1
