@@ -64,7 +64,8 @@ pub fn write_volume(
                 };
             // Nothing of what libvirt wrote there before may remain past the end.
             file.set_len(len).context("writing the volume's file")?;
-            // The completion marker must never outlive the data (a power loss).
+            // The completion marker must never outlive the data (a power loss);
+            // after a kernel copy this finds little or nothing left to write.
             file.sync_data().context("flushing the volume's file")?;
             drop(file);
             pool.refresh(0).context("refreshing the pool")?;
@@ -173,7 +174,8 @@ fn parse_timestamp(s: &str) -> Option<(i64, i64)> {
 /// that can), else `sendfile` (another filesystem), never through user-space
 /// buffers; and return the sha256 of what landed in `dst`, read back behind
 /// the copy on a thread of its own (from the page cache: the hash, not the
-/// reading, is what that thread spends its time on). `None` when the kernel
+/// reading, is what that thread spends its time on); the file is flushed to
+/// the disk as soon as the copy is done, while the hash goes on. `None` when the kernel
 /// cannot copy between these two files and nothing was written: the caller
 /// copies through buffers.
 fn kernel_copy_hashing(src: &File, dst: &File, len: u64) -> Result<Option<String>> {
@@ -237,6 +239,9 @@ fn kernel_copy_hashing(src: &File, dst: &File, len: u64) -> Result<Option<String
                     break; // the hasher failed; its error is returned below
                 }
             }
+            // Written back to the disk while the hasher is still reading: a
+            // flush after the hash would add its whole time to the import's.
+            dst.sync_data().context("flushing the volume's file")?;
             Ok(true)
         })();
         drop(copied);
