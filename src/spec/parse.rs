@@ -146,86 +146,6 @@ pub struct RawSpec {
     pub kubevirt: Option<RawKubevirt>,
 }
 
-/// Top-level keys of shiftlab's own format.
-pub const TOP_KEYS: &[&str] = &[
-    "cluster",
-    "domain",
-    "distribution",
-    "version",
-    "pull_secret",
-    "ssh_keys",
-    "method",
-    "ctlplanes",
-    "workers",
-    "numcpus",
-    "memory",
-    "disk_size",
-    "extra_disks",
-    "bootstrap",
-    "ctlplane",
-    "worker",
-    "network",
-    "libvirt",
-    "image",
-    "rehearsal",
-    "installation_disk",
-    "network_type",
-    "cluster_network",
-    "cluster_network_host_prefix",
-    "service_network",
-    "fips",
-    "proxy",
-    "image_digest_sources",
-    "additional_trust_bundle",
-    "capabilities",
-    "manifests",
-    "openshift_install",
-    "mirror",
-    "release_key",
-    "bmc",
-    "backend",
-    "kubevirt",
-];
-
-const SIZE_KEYS: &[&str] = &["numcpus", "memory", "disk_size", "extra_disks"];
-const NETWORK_KEYS: &[&str] = &[
-    "name",
-    "mode",
-    "bridge",
-    "cidr",
-    "api_ip",
-    "ingress_ip",
-    "dhcp_start",
-    "dhcp_end",
-    "mac_prefix",
-    "external_bridge",
-    "external_bridge_name",
-];
-const LIBVIRT_KEYS: &[&str] = &["uri", "pool", "pool_path", "domain_type", "firmware"];
-const BMC_KEYS: &[&str] = &[
-    "address",
-    "port",
-    "username",
-    "password",
-    "verify_certificate",
-];
-const KUBEVIRT_KEYS: &[&str] = &[
-    "kubeconfig",
-    "context",
-    "namespace",
-    "storage_class",
-    "network",
-    "bridge",
-    "vlan",
-    "service_type",
-    "image",
-    "http_url",
-    "haproxy_image",
-    "cluster_dns_domain",
-];
-const PROXY_KEYS: &[&str] = &["http_proxy", "https_proxy", "no_proxy"];
-const CAPABILITY_KEYS: &[&str] = &["baseline_capability_set", "additional_enabled_capabilities"];
-
 /// How a YAML value is shown in a message: short, quoted when it is a string.
 pub fn show(v: &Value) -> String {
     match v {
@@ -572,25 +492,423 @@ fn kcli_flags(top: &mut Obj, field: &str, d: &mut Diagnostics) -> Vec<Src<String
     out
 }
 
-fn size(obj: &mut Obj, into: &mut RawSize, d: &mut Diagnostics) {
-    if let Some((f, v)) = obj.take("numcpus") {
-        set_once(&mut into.numcpus, uint(&f, v, d), d);
+/// One key of a section of the cluster file: its name, and how it is read out of
+/// the section's mapping into the section's raw values. Each section has one
+/// table of these; the parser walks it and the unknown-key check lists its names,
+/// so a key cannot be read without being known, or known without being read.
+struct Key<T: 'static> {
+    name: &'static str,
+    read: fn(&mut Obj, &'static str, &mut T, &mut Diagnostics),
+}
+
+/// A key whose value sets one field, read by `$reader` (`string`, `uint`, …).
+macro_rules! field {
+    ($name:ident: $reader:ident) => {
+        Key {
+            name: stringify!($name),
+            read: |obj, key, into, d| {
+                if let Some((f, v)) = obj.take(key) {
+                    into.$name = $reader(&f, v, d);
+                }
+            },
+        }
+    };
+}
+
+/// Like [`field!`], for a field that another spelling (a kcli alias) may also set.
+macro_rules! field_once {
+    ($name:ident: $reader:ident) => {
+        Key {
+            name: stringify!($name),
+            read: |obj, key, into, d| {
+                if let Some((f, v)) = obj.take(key) {
+                    set_once(&mut into.$name, $reader(&f, v, d), d);
+                }
+            },
+        }
+    };
+}
+
+/// Read a section's keys in table order into `into`, then report whatever the
+/// mapping holds besides as unknown.
+fn section<T>(mut obj: Obj, table: &[Key<T>], into: &mut T, d: &mut Diagnostics) {
+    for k in table {
+        (k.read)(&mut obj, k.name, into, d);
     }
-    if let Some((f, v)) = obj.take("memory") {
-        set_once(&mut into.memory, uint(&f, v, d), d);
+    obj.finish(&names(table), d);
+}
+
+fn names<T>(table: &[Key<T>]) -> Vec<&'static str> {
+    table.iter().map(|k| k.name).collect()
+}
+
+/// A section given as a mapping under `key` of `obj`, read through its table.
+fn nested<T: Default>(
+    obj: &mut Obj,
+    key: &str,
+    table: &[Key<T>],
+    d: &mut Diagnostics,
+) -> Option<T> {
+    let (f, v) = obj.take(key)?;
+    let m = mapping(&f, v, d)?;
+    let mut into = T::default();
+    section(Obj::new(&f, m), table, &mut into, d);
+    Some(into)
+}
+
+/// Sizes, of one role (`ctlplane:`) or of every role (the same keys at the top).
+const SIZE: &[Key<RawSize>] = &[
+    field_once!(numcpus: uint),
+    field_once!(memory: uint),
+    field_once!(disk_size: uint),
+    field_once!(extra_disks: list_of_uints),
+];
+
+const NETWORK: &[Key<RawNetwork>] = &[
+    field!(name: string),
+    field!(mode: string),
+    field!(bridge: string),
+    field!(cidr: cidr),
+    field!(api_ip: ipv4),
+    field!(ingress_ip: ipv4),
+    field!(dhcp_start: ipv4),
+    field!(dhcp_end: ipv4),
+    field!(mac_prefix: string),
+    field!(external_bridge: string),
+    field!(external_bridge_name: string),
+];
+
+const LIBVIRT: &[Key<RawLibvirt>] = &[
+    field!(uri: string),
+    field!(pool: string),
+    field!(pool_path: string),
+    field!(domain_type: string),
+    field!(firmware: string),
+];
+
+const BMC: &[Key<RawBmc>] = &[
+    field!(address: ipv4),
+    field!(port: uint),
+    field!(username: string),
+    field!(password: string),
+    field!(verify_certificate: boolean),
+];
+
+const KUBEVIRT: &[Key<RawKubevirt>] = &[
+    field!(kubeconfig: string),
+    field!(context: string),
+    field!(namespace: string),
+    field!(storage_class: string),
+    field!(network: string),
+    field!(bridge: string),
+    field!(vlan: uint),
+    field!(service_type: string),
+    field!(image: string),
+    field!(http_url: string),
+    field!(haproxy_image: string),
+    field!(cluster_dns_domain: string),
+];
+
+const PROXY: &[Key<RawProxy>] = &[
+    field!(http_proxy: string),
+    field!(https_proxy: string),
+    field!(no_proxy: string),
+];
+
+const CAPABILITIES: &[Key<RawCapabilities>] = &[
+    field!(baseline_capability_set: string),
+    Key {
+        name: "additional_enabled_capabilities",
+        read: |obj, key, into, d| {
+            if let Some(l) = obj.take(key).and_then(|(f, v)| list_of_strings(&f, v, d)) {
+                into.additional_enabled_capabilities = l.v;
+            }
+        },
+    },
+];
+
+/// One entry of `image_digest_sources`.
+#[derive(Default)]
+struct RawDigestSource {
+    source: Option<Src<String>>,
+    mirrors: Option<Src<Vec<String>>>,
+}
+
+const DIGEST_SOURCE: &[Key<RawDigestSource>] =
+    &[field!(source: string), field!(mirrors: list_of_strings)];
+
+/// The top level of shiftlab's own format, in the order the keys are read (which
+/// is the order their errors are reported in). An entry also reads the kcli
+/// spellings of its field (kcli.rs), right after the field itself, so that
+/// setting both is reported against the second.
+const TOP: &[Key<RawSpec>] = &[
+    field!(cluster: string),
+    field!(domain: string),
+    Key {
+        name: "distribution",
+        read: |obj, key, into, d| {
+            if let Some((f, v)) = obj.take(key) {
+                into.distribution = string(&f, v, d);
+            }
+            for dist in kcli_flags(obj, key, d) {
+                set_once(&mut into.distribution, Some(dist), d);
+            }
+        },
+    },
+    Key {
+        name: "version",
+        read: |obj, key, into, d| {
+            if let Some((f, v)) = obj.take(key) {
+                into.version = release(&f, v, d);
+            }
+            // kcli's `tag`: the release on the channel `version` names.
+            if let Some((f, v)) = obj.take("tag") {
+                into.tag = release(&f, v, d);
+            }
+        },
+    },
+    field!(pull_secret: string),
+    Key {
+        name: "ssh_keys",
+        read: |obj, key, into, d| {
+            let own = obj.take(key).into_iter();
+            for (f, v) in own.chain(kcli_aliases(obj, key)) {
+                set_once(&mut into.ssh_keys, list_of_strings(&f, v, d), d);
+            }
+            // kcli's `keys` adds to whichever list is there.
+            for add in kcli::additions(key) {
+                let Some((f, v)) = obj.take(add) else {
+                    continue;
+                };
+                if let Some(list) = list_of_strings(&f, v, d) {
+                    match &mut into.ssh_keys {
+                        Some(prev) => prev.v.extend(list.v),
+                        None => into.ssh_keys = Some(list),
+                    }
+                }
+            }
+        },
+    },
+    Key {
+        name: "method",
+        read: |obj, key, into, d| {
+            if let Some((f, v)) = obj.take(key) {
+                into.method = string(&f, v, d);
+            }
+            for method in kcli_flags(obj, key, d) {
+                set_once(&mut into.method, Some(method), d);
+            }
+        },
+    },
+    Key {
+        name: "ctlplanes",
+        read: |obj, key, into, d| {
+            let own = obj.take(key).into_iter();
+            for (f, v) in own.chain(kcli_aliases(obj, key)) {
+                set_once(&mut into.ctlplanes, uint(&f, v, d), d);
+            }
+        },
+    },
+    field!(workers: uint),
+    // Sizes: the top-level keys apply to every role; role mappings and kcli's
+    // `<role>_<key>` names override them.
+    Key {
+        name: "numcpus",
+        read: top_size,
+    },
+    Key {
+        name: "memory",
+        read: top_size,
+    },
+    Key {
+        name: "disk_size",
+        read: top_size,
+    },
+    Key {
+        name: "extra_disks",
+        read: top_size,
+    },
+    Key {
+        name: "bootstrap",
+        read: role_size,
+    },
+    Key {
+        name: "ctlplane",
+        read: role_size,
+    },
+    Key {
+        name: "worker",
+        read: role_size,
+    },
+    Key {
+        name: "network",
+        read: |obj, key, into, d| {
+            if let Some((f, v)) = obj.take(key) {
+                match v {
+                    // kcli: the name of the libvirt network.
+                    Value::String(s) => into.network.name = Some(Src { v: s, field: f }),
+                    other => {
+                        if let Some(m) = mapping(&f, other, d) {
+                            section(Obj::new(&f, m), NETWORK, &mut into.network, d);
+                        }
+                    }
+                }
+            }
+            for (field, slot) in [
+                ("network.api_ip", &mut into.network.api_ip),
+                ("network.ingress_ip", &mut into.network.ingress_ip),
+            ] {
+                for (f, v) in kcli_aliases(obj, field) {
+                    set_once(slot, ipv4(&f, v, d), d);
+                }
+            }
+        },
+    },
+    Key {
+        name: "libvirt",
+        read: |obj, key, into, d| {
+            if let Some((f, v)) = obj.take(key) {
+                if let Some(m) = mapping(&f, v, d) {
+                    section(Obj::new(&f, m), LIBVIRT, &mut into.libvirt, d);
+                }
+            }
+            for (f, v) in kcli_aliases(obj, "libvirt.pool") {
+                set_once(&mut into.libvirt.pool, string(&f, v, d), d);
+            }
+            for fw in kcli_flags(obj, "libvirt.firmware", d) {
+                set_once(&mut into.libvirt.firmware, Some(fw), d);
+            }
+        },
+    },
+    field!(image: string),
+    field!(rehearsal: boolean),
+    field!(installation_disk: string),
+    field!(network_type: string),
+    Key {
+        name: "cluster_network",
+        read: |obj, key, into, d| {
+            let own = obj.take(key).into_iter();
+            for (f, v) in own.chain(kcli_aliases(obj, key)) {
+                set_once(&mut into.cluster_network, cidr(&f, v, d), d);
+            }
+        },
+    },
+    field!(cluster_network_host_prefix: uint),
+    Key {
+        name: "service_network",
+        read: |obj, key, into, d| {
+            let own = obj.take(key).into_iter();
+            for (f, v) in own.chain(kcli_aliases(obj, key)) {
+                set_once(&mut into.service_network, cidr(&f, v, d), d);
+            }
+        },
+    },
+    field!(fips: boolean),
+    Key {
+        name: "proxy",
+        read: |obj, key, into, d| into.proxy = nested(obj, key, PROXY, d),
+    },
+    Key {
+        name: "image_digest_sources",
+        read: digest_sources,
+    },
+    field!(additional_trust_bundle: string),
+    Key {
+        name: "capabilities",
+        read: |obj, key, into, d| into.capabilities = nested(obj, key, CAPABILITIES, d),
+    },
+    field!(manifests: string),
+    field!(mirror: string),
+    field!(openshift_install: string),
+    field!(release_key: string),
+    Key {
+        name: "bmc",
+        read: |obj, key, into, d| {
+            if let Some(b) = nested(obj, key, BMC, d) {
+                into.bmc = b;
+            }
+        },
+    },
+    field!(backend: string),
+    Key {
+        name: "kubevirt",
+        read: |obj, key, into, d| into.kubevirt = nested(obj, key, KUBEVIRT, d),
+    },
+];
+
+/// Top-level keys of shiftlab's own format.
+pub fn top_keys() -> impl Iterator<Item = &'static str> {
+    TOP.iter().map(|k| k.name)
+}
+
+/// `numcpus` and the like at the top: the size of every role.
+fn top_size(obj: &mut Obj, key: &'static str, into: &mut RawSpec, d: &mut Diagnostics) {
+    if let Some(k) = SIZE.iter().find(|k| k.name == key) {
+        (k.read)(obj, key, &mut into.all, d);
     }
-    if let Some((f, v)) = obj.take("disk_size") {
-        set_once(&mut into.disk_size, uint(&f, v, d), d);
+}
+
+/// A role's sizes: its mapping (`ctlplane: {memory: …}`), then kcli's
+/// `<role>_memory`, `<role>_numcpus` and `extra_<role>_disks` spellings.
+fn role_size(obj: &mut Obj, role: &'static str, into: &mut RawSpec, d: &mut Diagnostics) {
+    let slot = match role {
+        "bootstrap" => &mut into.bootstrap,
+        "ctlplane" => &mut into.ctlplane,
+        _ => &mut into.worker,
+    };
+    if let Some((f, v)) = obj.take(role) {
+        if let Some(m) = mapping(&f, v, d) {
+            section(Obj::new(role, m), SIZE, slot, d);
+        }
     }
-    if let Some((f, v)) = obj.take("extra_disks") {
-        set_once(&mut into.extra_disks, list_of_uints(&f, v, d), d);
+    for (key, target) in [("memory", &mut slot.memory), ("numcpus", &mut slot.numcpus)] {
+        for (f, v) in kcli_aliases(obj, &format!("{role}.{key}")) {
+            set_once(target, uint(&f, v, d), d);
+        }
+    }
+    for (f, v) in kcli_aliases(obj, &format!("{role}.extra_disks")) {
+        set_once(&mut slot.extra_disks, list_of_uints(&f, v, d), d);
+    }
+}
+
+/// `image_digest_sources`: a list of `{source, mirrors}` mappings.
+fn digest_sources(obj: &mut Obj, key: &'static str, into: &mut RawSpec, d: &mut Diagnostics) {
+    let Some((f, v)) = obj.take(key) else {
+        return;
+    };
+    let items = match v {
+        Value::Sequence(items) => items,
+        other => {
+            d.error(
+                f,
+                format!(
+                    "{} is not a list of {{source, mirrors}} entries",
+                    show(&other)
+                ),
+            );
+            return;
+        }
+    };
+    for (i, item) in items.into_iter().enumerate() {
+        let field = format!("{f}[{i}]");
+        let Some(m) = mapping(&field, item, d) else {
+            continue;
+        };
+        let mut entry = RawDigestSource::default();
+        section(Obj::new(&field, m), DIGEST_SOURCE, &mut entry, d);
+        match (entry.source, entry.mirrors) {
+            (Some(s), Some(m)) if !m.v.is_empty() => into.image_digest_sources.push((s.v, m.v)),
+            _ => d.error(
+                field,
+                "needs `source` (a repository) and `mirrors` (a non-empty list)",
+            ),
+        }
     }
 }
 
 /// Parse the YAML text of a cluster file. Errors and warnings go to `d`; `None` when
 /// the text is not a YAML mapping at all, so nothing else can be said about it.
 pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
-    let mut raw = RawSpec::default();
     // `<<: *anchor` merges as in YAML 1.1 and PyYAML: the mapping's own keys win.
     let parsed = yaml_serde::from_str::<Value>(text).and_then(|mut v| {
         v.apply_merge()?;
@@ -622,341 +940,75 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
         }
     };
     let mut top = Obj::new("", map);
-
-    if let Some((f, v)) = top.take("cluster") {
-        raw.cluster = string(&f, v, d);
+    let mut raw = RawSpec::default();
+    for k in TOP {
+        (k.read)(&mut top, k.name, &mut raw, d);
     }
-    if let Some((f, v)) = top.take("domain") {
-        raw.domain = string(&f, v, d);
-    }
-    if let Some((f, v)) = top.take("distribution") {
-        raw.distribution = string(&f, v, d);
-    }
-    for dist in kcli_flags(&mut top, "distribution", d) {
-        set_once(&mut raw.distribution, Some(dist), d);
-    }
-    if let Some((f, v)) = top.take("version") {
-        raw.version = release(&f, v, d);
-    }
-    if let Some((f, v)) = top.take("tag") {
-        raw.tag = release(&f, v, d);
-    }
-    if let Some((f, v)) = top.take("pull_secret") {
-        raw.pull_secret = string(&f, v, d);
-    }
-    let own = top.take("ssh_keys").into_iter();
-    for (f, v) in own.chain(kcli_aliases(&mut top, "ssh_keys")) {
-        set_once(&mut raw.ssh_keys, list_of_strings(&f, v, d), d);
-    }
-    // kcli's `keys` adds to whichever list is there.
-    for key in kcli::additions("ssh_keys") {
-        let Some((f, v)) = top.take(key) else {
-            continue;
-        };
-        if let Some(list) = list_of_strings(&f, v, d) {
-            match &mut raw.ssh_keys {
-                Some(prev) => prev.v.extend(list.v),
-                None => raw.ssh_keys = Some(list),
-            }
-        }
-    }
-    if let Some((f, v)) = top.take("method") {
-        raw.method = string(&f, v, d);
-    }
-    for method in kcli_flags(&mut top, "method", d) {
-        set_once(&mut raw.method, Some(method), d);
-    }
-    let own = top.take("ctlplanes").into_iter();
-    for (f, v) in own.chain(kcli_aliases(&mut top, "ctlplanes")) {
-        set_once(&mut raw.ctlplanes, uint(&f, v, d), d);
-    }
-    if let Some((f, v)) = top.take("workers") {
-        raw.workers = uint(&f, v, d);
-    }
-
-    // Sizes: top-level keys apply to every role; role mappings and kcli's
-    // `<role>_<key>` names override them.
-    size(&mut top, &mut raw.all, d);
-    for (role, slot) in [
-        ("bootstrap", &mut raw.bootstrap),
-        ("ctlplane", &mut raw.ctlplane),
-        ("worker", &mut raw.worker),
-    ] {
-        if let Some((f, v)) = top.take(role) {
-            if let Some(m) = mapping(&f, v, d) {
-                let mut obj = Obj::new(role, m);
-                size(&mut obj, slot, d);
-                obj.finish(SIZE_KEYS, d);
-            }
-        }
-        for (key, target) in [("memory", &mut slot.memory), ("numcpus", &mut slot.numcpus)] {
-            for (f, v) in kcli_aliases(&mut top, &format!("{role}.{key}")) {
-                set_once(target, uint(&f, v, d), d);
-            }
-        }
-        for (f, v) in kcli_aliases(&mut top, &format!("{role}.extra_disks")) {
-            set_once(&mut slot.extra_disks, list_of_uints(&f, v, d), d);
-        }
-    }
-
-    if let Some((f, v)) = top.take("network") {
-        match v {
-            // kcli: the name of the libvirt network.
-            Value::String(s) => {
-                raw.network.name = Some(Src { v: s, field: f });
-            }
-            other => {
-                if let Some(m) = mapping(&f, other, d) {
-                    network(Obj::new("network", m), &mut raw.network, d);
-                }
-            }
-        }
-    }
-    for (field, slot) in [
-        ("network.api_ip", &mut raw.network.api_ip),
-        ("network.ingress_ip", &mut raw.network.ingress_ip),
-    ] {
-        for (f, v) in kcli_aliases(&mut top, field) {
-            set_once(slot, ipv4(&f, v, d), d);
-        }
-    }
-
-    if let Some((f, v)) = top.take("libvirt") {
-        if let Some(m) = mapping(&f, v, d) {
-            let mut obj = Obj::new("libvirt", m);
-            for (key, slot) in [
-                ("uri", &mut raw.libvirt.uri),
-                ("pool", &mut raw.libvirt.pool),
-                ("pool_path", &mut raw.libvirt.pool_path),
-                ("domain_type", &mut raw.libvirt.domain_type),
-                ("firmware", &mut raw.libvirt.firmware),
-            ] {
-                if let Some((f, v)) = obj.take(key) {
-                    *slot = string(&f, v, d);
-                }
-            }
-            obj.finish(LIBVIRT_KEYS, d);
-        }
-    }
-    for (f, v) in kcli_aliases(&mut top, "libvirt.pool") {
-        set_once(&mut raw.libvirt.pool, string(&f, v, d), d);
-    }
-    for fw in kcli_flags(&mut top, "libvirt.firmware", d) {
-        set_once(&mut raw.libvirt.firmware, Some(fw), d);
-    }
-
-    if let Some((f, v)) = top.take("image") {
-        raw.image = string(&f, v, d);
-    }
-    if let Some((f, v)) = top.take("rehearsal") {
-        raw.rehearsal = boolean(&f, v, d);
-    }
-    if let Some((f, v)) = top.take("installation_disk") {
-        raw.installation_disk = string(&f, v, d);
-    }
-    if let Some((f, v)) = top.take("network_type") {
-        raw.network_type = string(&f, v, d);
-    }
-    let own = top.take("cluster_network").into_iter();
-    for (f, v) in own.chain(kcli_aliases(&mut top, "cluster_network")) {
-        set_once(&mut raw.cluster_network, cidr(&f, v, d), d);
-    }
-    if let Some((f, v)) = top.take("cluster_network_host_prefix") {
-        raw.cluster_network_host_prefix = uint(&f, v, d);
-    }
-    let own = top.take("service_network").into_iter();
-    for (f, v) in own.chain(kcli_aliases(&mut top, "service_network")) {
-        set_once(&mut raw.service_network, cidr(&f, v, d), d);
-    }
-    if let Some((f, v)) = top.take("fips") {
-        raw.fips = boolean(&f, v, d);
-    }
-    if let Some((f, v)) = top.take("proxy") {
-        if let Some(m) = mapping(&f, v, d) {
-            let mut obj = Obj::new("proxy", m);
-            let mut p = RawProxy::default();
-            for (key, slot) in [
-                ("http_proxy", &mut p.http_proxy),
-                ("https_proxy", &mut p.https_proxy),
-                ("no_proxy", &mut p.no_proxy),
-            ] {
-                if let Some((f, v)) = obj.take(key) {
-                    *slot = string(&f, v, d);
-                }
-            }
-            obj.finish(PROXY_KEYS, d);
-            raw.proxy = Some(p);
-        }
-    }
-    if let Some((f, v)) = top.take("image_digest_sources") {
-        match v {
-            Value::Sequence(items) => {
-                for (i, item) in items.into_iter().enumerate() {
-                    let field = format!("{f}[{i}]");
-                    let Some(m) = mapping(&field, item, d) else {
-                        continue;
-                    };
-                    let mut obj = Obj::new(&field, m);
-                    let source = obj
-                        .take("source")
-                        .and_then(|(f, v)| string(&f, v, d))
-                        .map(|s| s.v);
-                    let mirrors = obj
-                        .take("mirrors")
-                        .and_then(|(f, v)| list_of_strings(&f, v, d))
-                        .map(|s| s.v)
-                        .unwrap_or_default();
-                    obj.finish(&["source", "mirrors"], d);
-                    match source {
-                        Some(s) if !mirrors.is_empty() => {
-                            raw.image_digest_sources.push((s, mirrors))
-                        }
-                        _ => d.error(
-                            field,
-                            "needs `source` (a repository) and `mirrors` (a non-empty list)",
-                        ),
-                    }
-                }
-            }
-            other => d.error(
-                f,
-                format!(
-                    "{} is not a list of {{source, mirrors}} entries",
-                    show(&other)
-                ),
-            ),
-        }
-    }
-    if let Some((f, v)) = top.take("additional_trust_bundle") {
-        raw.additional_trust_bundle = string(&f, v, d);
-    }
-    if let Some((f, v)) = top.take("capabilities") {
-        if let Some(m) = mapping(&f, v, d) {
-            let mut obj = Obj::new("capabilities", m);
-            let mut c = RawCapabilities::default();
-            if let Some((f, v)) = obj.take("baseline_capability_set") {
-                c.baseline_capability_set = string(&f, v, d);
-            }
-            if let Some((f, v)) = obj.take("additional_enabled_capabilities") {
-                if let Some(l) = list_of_strings(&f, v, d) {
-                    c.additional_enabled_capabilities = l.v;
-                }
-            }
-            obj.finish(CAPABILITY_KEYS, d);
-            raw.capabilities = Some(c);
-        }
-    }
-    if let Some((f, v)) = top.take("manifests") {
-        raw.manifests = string(&f, v, d);
-    }
-    if let Some((f, v)) = top.take("mirror") {
-        raw.mirror = string(&f, v, d);
-    }
-    if let Some((f, v)) = top.take("openshift_install") {
-        raw.openshift_install = string(&f, v, d);
-    }
-    if let Some((f, v)) = top.take("release_key") {
-        raw.release_key = string(&f, v, d);
-    }
-    if let Some((f, v)) = top.take("bmc") {
-        if let Some(m) = mapping(&f, v, d) {
-            let mut obj = Obj::new("bmc", m);
-            if let Some((f, v)) = obj.take("address") {
-                raw.bmc.address = ipv4(&f, v, d);
-            }
-            if let Some((f, v)) = obj.take("port") {
-                raw.bmc.port = uint(&f, v, d);
-            }
-            if let Some((f, v)) = obj.take("username") {
-                raw.bmc.username = string(&f, v, d);
-            }
-            if let Some((f, v)) = obj.take("password") {
-                raw.bmc.password = string(&f, v, d);
-            }
-            if let Some((f, v)) = obj.take("verify_certificate") {
-                raw.bmc.verify_certificate = boolean(&f, v, d);
-            }
-            obj.finish(BMC_KEYS, d);
-        }
-    }
-
-    if let Some((f, v)) = top.take("backend") {
-        raw.backend = string(&f, v, d);
-    }
-    if let Some((f, v)) = top.take("kubevirt") {
-        if let Some(m) = mapping(&f, v, d) {
-            let mut obj = Obj::new("kubevirt", m);
-            let mut k = RawKubevirt::default();
-            for (key, slot) in [
-                ("kubeconfig", &mut k.kubeconfig),
-                ("context", &mut k.context),
-                ("namespace", &mut k.namespace),
-                ("storage_class", &mut k.storage_class),
-                ("network", &mut k.network),
-                ("bridge", &mut k.bridge),
-                ("service_type", &mut k.service_type),
-                ("image", &mut k.image),
-                ("http_url", &mut k.http_url),
-                ("haproxy_image", &mut k.haproxy_image),
-                ("cluster_dns_domain", &mut k.cluster_dns_domain),
-            ] {
-                if let Some((f, v)) = obj.take(key) {
-                    *slot = string(&f, v, d);
-                }
-            }
-            if let Some((f, v)) = obj.take("vlan") {
-                k.vlan = uint(&f, v, d);
-            }
-            obj.finish(KUBEVIRT_KEYS, d);
-            raw.kubevirt = Some(k);
-        }
-    }
-
     // kcli keys shiftlab knows but does not use.
     for (key, why) in kcli::ignored() {
         if top.map.remove(key).is_some() {
             d.warn(key, format!("kcli parameter ignored: {why}"));
         }
     }
-
-    let known: Vec<&str> = TOP_KEYS.iter().copied().chain(kcli::read()).collect();
+    let known: Vec<&str> = top_keys().chain(kcli::read()).collect();
     top.finish(&known, d);
     Some(raw)
 }
 
-fn network(mut obj: Obj, into: &mut RawNetwork, d: &mut Diagnostics) {
-    if let Some((f, v)) = obj.take("name") {
-        into.name = string(&f, v, d);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key a table names is read: written with a value of the wrong kind, it
+    /// draws an error naming the key, never "unknown key".
+    #[test]
+    fn every_key_of_every_table_is_read() {
+        fn check<T>(prefix: &str, table: &[Key<T>]) {
+            for k in table {
+                let path = if prefix.is_empty() {
+                    k.name.to_string()
+                } else {
+                    format!("{prefix}.{}", k.name)
+                };
+                // A list of lists is no valid value for any key.
+                let yaml = match prefix {
+                    "" => format!("{}: [[1]]\n", k.name),
+                    p => format!("{p}:\n  {}: [[1]]\n", k.name),
+                };
+                let mut d = Diagnostics::default();
+                parse(&yaml, &mut d);
+                assert!(
+                    d.errors.iter().any(|e| e.field.starts_with(&path)),
+                    "{path} drew no error of its own: {:?}",
+                    d.errors
+                );
+                assert!(
+                    !d.errors.iter().any(|e| e.message.starts_with("unknown key")),
+                    "{path} is in a table but reported unknown: {:?}",
+                    d.errors
+                );
+            }
+        }
+        check("", TOP);
+        check("ctlplane", SIZE);
+        check("network", NETWORK);
+        check("libvirt", LIBVIRT);
+        check("bmc", BMC);
+        check("kubevirt", KUBEVIRT);
+        check("proxy", PROXY);
+        check("capabilities", CAPABILITIES);
     }
-    if let Some((f, v)) = obj.take("mode") {
-        into.mode = string(&f, v, d);
+
+    /// A key no table names is unknown, and the message lists the section's table.
+    #[test]
+    fn unknown_keys_list_the_sections_table() {
+        let mut d = Diagnostics::default();
+        parse("libvirt:\n  zzz: 1\n", &mut d);
+        assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+        assert_eq!(d.errors[0].field, "libvirt.zzz");
+        assert_eq!(
+            d.errors[0].message,
+            format!("unknown key; valid keys here: {}", names(LIBVIRT).join(", "))
+        );
     }
-    if let Some((f, v)) = obj.take("bridge") {
-        into.bridge = string(&f, v, d);
-    }
-    if let Some((f, v)) = obj.take("cidr") {
-        into.cidr = cidr(&f, v, d);
-    }
-    if let Some((f, v)) = obj.take("api_ip") {
-        into.api_ip = ipv4(&f, v, d);
-    }
-    if let Some((f, v)) = obj.take("ingress_ip") {
-        into.ingress_ip = ipv4(&f, v, d);
-    }
-    if let Some((f, v)) = obj.take("dhcp_start") {
-        into.dhcp_start = ipv4(&f, v, d);
-    }
-    if let Some((f, v)) = obj.take("dhcp_end") {
-        into.dhcp_end = ipv4(&f, v, d);
-    }
-    if let Some((f, v)) = obj.take("mac_prefix") {
-        into.mac_prefix = string(&f, v, d);
-    }
-    if let Some((f, v)) = obj.take("external_bridge") {
-        into.external_bridge = string(&f, v, d);
-    }
-    if let Some((f, v)) = obj.take("external_bridge_name") {
-        into.external_bridge_name = string(&f, v, d);
-    }
-    obj.finish(NETWORK_KEYS, d);
 }
