@@ -983,7 +983,9 @@ mod tests {
                     d.errors
                 );
                 assert!(
-                    !d.errors.iter().any(|e| e.message.starts_with("unknown key")),
+                    !d.errors
+                        .iter()
+                        .any(|e| e.message.starts_with("unknown key")),
                     "{path} is in a table but reported unknown: {:?}",
                     d.errors
                 );
@@ -1008,7 +1010,10 @@ mod tests {
         assert_eq!(d.errors[0].field, "libvirt.zzz");
         assert_eq!(
             d.errors[0].message,
-            format!("unknown key; valid keys here: {}", names(LIBVIRT).join(", "))
+            format!(
+                "unknown key; valid keys here: {}",
+                names(LIBVIRT).join(", ")
+            )
         );
     }
 }

@@ -7,7 +7,7 @@ use super::topology::Topology;
 use super::{overlaps, pick, valid_name};
 use crate::addressing;
 use crate::spec::diag::Diagnostics;
-use crate::spec::parse::RawSpec;
+use crate::spec::parse::{RawNetwork, RawSpec};
 use crate::spec::types::*;
 
 /// OVN-Kubernetes' internal ranges: a machine network inside them breaks the cluster.
@@ -111,7 +111,8 @@ fn version_minor(v: &Version) -> Option<u32> {
 }
 
 /// `network:`: the subnet, its VIPs and DHCP range, checked against the node
-/// layout of `topo` and the networks inside the cluster.
+/// layout of `topo` and the networks inside the cluster. Each concern has its own
+/// function below, called in the order their errors are reported.
 pub fn machine_network(
     raw: &RawSpec,
     cluster: &str,
@@ -119,13 +120,44 @@ pub fn machine_network(
     nets: &ClusterNetworks,
     d: &mut Diagnostics,
 ) -> NetworkSpec {
-    let (method, ctlplanes, workers) = (topo.method, topo.ctlplanes, topo.workers);
-    let (cluster_network, service_network) = (&nets.cluster_network, &nets.service_network);
     let n = &raw.network;
-    let cidr_field = n
-        .cidr
+    let cidr = subnet(n, nets, d);
+    let mode = pick(
+        &[("nat", NetworkMode::Nat), ("bridge", NetworkMode::Bridge)],
+        &n.mode,
+        NetworkMode::Nat,
+        d,
+    );
+    let (name, bridge) = names(n, cluster, mode, d);
+    let layout = layout(n, &cidr, topo, d);
+    let (api_ip, ingress_ip) = vips(n, &cidr, topo, &layout, d);
+    let mac_prefix = mac_prefix(n, d);
+    let veth_bridge = external_bridge(topo.method, mode, &bridge, n, d);
+    NetworkSpec {
+        name,
+        mode,
+        bridge,
+        veth_bridge,
+        cidr,
+        api_ip,
+        ingress_ip,
+        dhcp_start: layout.dhcp_start,
+        dhcp_end: layout.dhcp_end,
+        mac_prefix,
+    }
+}
+
+/// The field an error about the subnet names: what the user wrote, else `network.cidr`.
+fn cidr_field(n: &RawNetwork) -> String {
+    n.cidr
         .as_ref()
-        .map_or("network.cidr".to_string(), |s| s.field.clone());
+        .map_or("network.cidr".to_string(), |s| s.field.clone())
+}
+
+/// `network.cidr`: its size, a unicast range, clear of OVN's internal ranges and of
+/// the pod and service networks.
+fn subnet(n: &RawNetwork, nets: &ClusterNetworks, d: &mut Diagnostics) -> Ipv4Net {
+    let cidr_field = cidr_field(n);
     // kcli files carry the VIPs but not the subnet: take the API address's /24 then.
     let mut cidr: Ipv4Net = match (&n.cidr, &n.api_ip) {
         (Some(c), _) => c.v,
@@ -162,8 +194,8 @@ pub fn machine_network(
         }
     }
     for (other, name) in [
-        (cluster_network, "cluster_network"),
-        (service_network, "service_network"),
+        (&nets.cluster_network, "cluster_network"),
+        (&nets.service_network, "service_network"),
     ] {
         if overlaps(&cidr, other) {
             d.error(
@@ -172,13 +204,16 @@ pub fn machine_network(
             );
         }
     }
+    cidr
+}
 
-    let mode = pick(
-        &[("nat", NetworkMode::Nat), ("bridge", NetworkMode::Bridge)],
-        &n.mode,
-        NetworkMode::Nat,
-        d,
-    );
+/// The libvirt network's name and its bridge (a host bridge in mode bridge).
+fn names(
+    n: &RawNetwork,
+    cluster: &str,
+    mode: NetworkMode,
+    d: &mut Diagnostics,
+) -> (String, String) {
     let name = match &n.name {
         Some(s) => {
             if !valid_name(&s.v, 64) {
@@ -216,13 +251,27 @@ pub fn machine_network(
         }
         (None, NetworkMode::Nat) => addressing::bridge_name(cluster),
     };
+    (name, bridge)
+}
 
-    let gateway = addressing::gateway(&cidr);
-    let single_node = topo.single_node();
-    let bootstrap = method == Method::Upi;
-    let node_ips = addressing::node_range(&cidr, bootstrap, ctlplanes, workers);
-    let last_node = node_ips.1;
-    let (def_start, def_end) = addressing::default_dhcp(&cidr);
+/// Where addresses go in the subnet: the gateway, the nodes' fixed range, the DHCP range.
+struct Layout {
+    gateway: std::net::Ipv4Addr,
+    /// First and last node address.
+    nodes: (std::net::Ipv4Addr, std::net::Ipv4Addr),
+    /// The nodes do not fit in the subnet (already reported).
+    too_many: bool,
+    dhcp_start: std::net::Ipv4Addr,
+    dhcp_end: std::net::Ipv4Addr,
+}
+
+/// The DHCP range (`dhcp_start`, `dhcp_end`) and whether the nodes fit beside it.
+fn layout(n: &RawNetwork, cidr: &Ipv4Net, topo: &Topology, d: &mut Diagnostics) -> Layout {
+    let gateway = addressing::gateway(cidr);
+    let bootstrap = topo.method == Method::Upi;
+    let nodes = addressing::node_range(cidr, bootstrap, topo.ctlplanes, topo.workers);
+    let last_node = nodes.1;
+    let (def_start, def_end) = addressing::default_dhcp(cidr);
     let dhcp_start = n.dhcp_start.as_ref().map_or(def_start, |s| s.v);
     let dhcp_end = n.dhcp_end.as_ref().map_or(def_end, |s| s.v);
     let dhcp_field = n
@@ -233,13 +282,13 @@ pub fn machine_network(
         (dhcp_start, &n.dhcp_start, "dhcp_start"),
         (dhcp_end, &n.dhcp_end, "dhcp_end"),
     ] {
-        if src.is_some() && !addressing::is_host(&cidr, ip) {
+        if src.is_some() && !addressing::is_host(cidr, ip) {
             d.error(
                 format!("network.{which}"),
                 format!(
                     "{ip} is not a host address of {cidr} (valid: {} to {})",
-                    addressing::first_host(&cidr),
-                    addressing::last_host(&cidr)
+                    addressing::first_host(cidr),
+                    addressing::last_host(cidr)
                 ),
             );
         }
@@ -258,18 +307,18 @@ pub fn machine_network(
     }
 
     // Nodes live at fixed offsets so that adding workers never renumbers anyone.
-    let too_many = !addressing::is_host(&cidr, last_node) || last_node < node_ips.0;
+    let too_many = !addressing::is_host(cidr, last_node) || last_node < nodes.0;
     if too_many {
         d.error(
-            n.cidr.as_ref().map_or("workers".to_string(), |_| cidr_field.clone()),
+            n.cidr.as_ref().map_or("workers".to_string(), |_| cidr_field(n)),
             format!(
                 "{} nodes do not fit in {cidr}: node addresses start at {} and the subnet ends at {}; use fewer workers or a larger network (e.g. a /24)",
-                ctlplanes + workers + u32::from(bootstrap),
-                node_ips.0,
-                addressing::last_host(&cidr)
+                topo.ctlplanes + topo.workers + u32::from(bootstrap),
+                nodes.0,
+                addressing::last_host(cidr)
             ),
         );
-    } else if dhcp_start <= last_node && node_ips.0 <= dhcp_end {
+    } else if dhcp_start <= last_node && nodes.0 <= dhcp_end {
         d.error(
             if n.dhcp_start.is_some() || n.dhcp_end.is_some() {
                 dhcp_field.clone()
@@ -278,21 +327,46 @@ pub fn machine_network(
             },
             format!(
                 "node addresses {} to {last_node} overlap the DHCP range {dhcp_start}-{dhcp_end}; use fewer workers, a larger network, or move the DHCP range",
-                node_ips.0
+                nodes.0
             ),
         );
     }
+    Layout {
+        gateway,
+        nodes,
+        too_many,
+        dhcp_start,
+        dhcp_end,
+    }
+}
 
-    let ctlplane0 = addressing::node_ip(&cidr, addressing::CTLPLANE_OFFSET, 0);
+/// The API and ingress VIPs: defaults per method, and a written one clear of the
+/// gateway, the DHCP range and the nodes.
+fn vips(
+    n: &RawNetwork,
+    cidr: &Ipv4Net,
+    topo: &Topology,
+    layout: &Layout,
+    d: &mut Diagnostics,
+) -> (std::net::Ipv4Addr, std::net::Ipv4Addr) {
+    let single_node = topo.single_node();
+    let Layout {
+        gateway,
+        nodes: (first_node, last_node),
+        too_many,
+        dhcp_start,
+        dhcp_end,
+    } = *layout;
+    let ctlplane0 = addressing::node_ip(cidr, addressing::CTLPLANE_OFFSET, 0);
     let (def_api, def_ingress) = if single_node {
         (ctlplane0, ctlplane0)
-    } else if method == Method::Ipi {
+    } else if topo.method == Method::Ipi {
         (
-            addressing::offset(&cidr, addressing::API_OFFSET),
-            addressing::offset(&cidr, addressing::INGRESS_OFFSET),
+            addressing::offset(cidr, addressing::API_OFFSET),
+            addressing::offset(cidr, addressing::INGRESS_OFFSET),
         )
     } else {
-        let lb = addressing::offset(&cidr, addressing::API_OFFSET);
+        let lb = addressing::offset(cidr, addressing::API_OFFSET);
         (lb, lb)
     };
     let api_ip = n.api_ip.as_ref().map_or(def_api, |s| s.v);
@@ -314,13 +388,13 @@ pub fn machine_network(
             }
             continue;
         }
-        if !addressing::is_host(&cidr, ip) {
+        if !addressing::is_host(cidr, ip) {
             d.error(
                 field,
                 format!(
                     "{ip} is outside the cluster network {cidr}; use an address from {} to {} outside the DHCP range",
-                    addressing::first_host(&cidr),
-                    addressing::last_host(&cidr)
+                    addressing::first_host(cidr),
+                    addressing::last_host(cidr)
                 ),
             );
         } else if ip == gateway {
@@ -328,7 +402,7 @@ pub fn machine_network(
                 field,
                 format!(
                     "{ip} is the network's gateway (the host); choose another address, e.g. {}",
-                    addressing::offset(&cidr, addressing::API_OFFSET)
+                    addressing::offset(cidr, addressing::API_OFFSET)
                 ),
             );
         } else if dhcp_start <= ip && ip <= dhcp_end {
@@ -336,21 +410,20 @@ pub fn machine_network(
                 field,
                 format!(
                     "{ip} is inside the DHCP range {dhcp_start}-{dhcp_end}; a lease could take it. Choose an address outside it, e.g. {}",
-                    addressing::offset(&cidr, addressing::API_OFFSET)
+                    addressing::offset(cidr, addressing::API_OFFSET)
                 ),
             );
-        } else if !too_many && node_ips.0 <= ip && ip <= last_node {
+        } else if !too_many && first_node <= ip && ip <= last_node {
             d.error(
                 field,
                 format!(
-                    "{ip} is a node's address (nodes use {} to {last_node}); choose e.g. {}",
-                    node_ips.0,
-                    addressing::offset(&cidr, addressing::API_OFFSET)
+                    "{ip} is a node's address (nodes use {first_node} to {last_node}); choose e.g. {}",
+                    addressing::offset(cidr, addressing::API_OFFSET)
                 ),
             );
         }
     }
-    if method == Method::Ipi && api_ip == ingress_ip {
+    if topo.method == Method::Ipi && api_ip == ingress_ip {
         d.error(
             n.ingress_ip
                 .as_ref()
@@ -358,8 +431,12 @@ pub fn machine_network(
             format!("{ingress_ip} is also the API VIP; bare-metal IPI needs two different VIPs"),
         );
     }
+    (api_ip, ingress_ip)
+}
 
-    let mac_prefix = match &n.mac_prefix {
+/// `network.mac_prefix`, libvirt's own 52:54:00 by default.
+fn mac_prefix(n: &RawNetwork, d: &mut Diagnostics) -> [u8; 3] {
+    match &n.mac_prefix {
         Some(s) => match parse_mac_prefix(&s.v) {
             Ok(p) => p,
             Err(e) => {
@@ -368,21 +445,6 @@ pub fn machine_network(
             }
         },
         None => [0x52, 0x54, 0x00],
-    };
-
-    let veth_bridge = external_bridge(method, mode, &bridge, n, d);
-
-    NetworkSpec {
-        name,
-        mode,
-        bridge,
-        veth_bridge,
-        cidr,
-        api_ip,
-        ingress_ip,
-        dhcp_start,
-        dhcp_end,
-        mac_prefix,
     }
 }
 
@@ -394,7 +456,7 @@ fn external_bridge(
     method: Method,
     mode: NetworkMode,
     bridge: &str,
-    n: &crate::spec::parse::RawNetwork,
+    n: &RawNetwork,
     d: &mut Diagnostics,
 ) -> Option<String> {
     let veth = match &n.external_bridge {
