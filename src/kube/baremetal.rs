@@ -38,7 +38,7 @@ use serde_json::{json, Value};
 use crate::plan::Node;
 
 pub const NAMESPACE: &str = "openshift-machine-api";
-pub const FIELD_MANAGER: &str = "shiftlab";
+pub use super::owner::FIELD_MANAGER;
 /// The annotation the MachineSet controller deletes a Machine first for.
 pub const DELETE_MACHINE: &str = "machine.openshift.io/delete-machine";
 /// The MachineSet template label naming the machines' role.
@@ -104,7 +104,7 @@ pub fn render(node: &Node, i: &HostInputs) -> Result<[Value; 2]> {
         );
     };
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    let labels = json!({ crate::kubevirt::OWNER_LABEL: i.cluster });
+    let labels = json!({ super::owner::OWNER_LABEL: i.cluster });
     let secret = json!({
         "apiVersion": "v1",
         "kind": "Secret",

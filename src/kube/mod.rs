@@ -6,5 +6,6 @@ pub mod approve;
 pub mod baremetal;
 pub mod csr;
 pub mod drain;
+pub mod owner;
 pub mod ready;
 pub mod report;
