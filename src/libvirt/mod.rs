@@ -28,10 +28,7 @@ use virt::stream::Stream;
 
 use xml::{Owner, OWNER_NS};
 
-/// The hypervisor shiftlab drives when nothing else is said: the local system daemon.
-pub const SYSTEM_URI: &str = "qemu:///system";
-/// The variable libvirt's own clients read for their default URI.
-const URI_ENV: &str = "LIBVIRT_DEFAULT_URI";
+pub use crate::spec::uri::{choose_uri, env_uri, SYSTEM_URI};
 
 /// Name prefix of the volumes shiftlab's BMC streams virtual media into: ours by
 /// this prefix (libvirt has no metadata for volumes), removed once no domain uses
@@ -42,19 +39,6 @@ pub const MEDIA_VOLUME_PREFIX: &str = "shiftlab-media-";
 /// else `$LIBVIRT_DEFAULT_URI`, else [`SYSTEM_URI`]. The one place this is decided.
 pub fn uri(given: Option<&str>) -> String {
     choose_uri(given, env_uri().as_deref())
-}
-
-/// `$LIBVIRT_DEFAULT_URI`, when set and not empty.
-pub fn env_uri() -> Option<String> {
-    std::env::var(URI_ENV).ok().filter(|s| !s.is_empty())
-}
-
-/// [`uri`] with the environment's value passed in.
-pub fn choose_uri(given: Option<&str>, env: Option<&str>) -> String {
-    given
-        .or(env.filter(|s| !s.is_empty()))
-        .unwrap_or(SYSTEM_URI)
-        .to_string()
 }
 
 /// An open libvirt connection.

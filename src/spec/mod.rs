@@ -5,6 +5,7 @@ pub mod kcli;
 mod parse;
 mod resolve;
 mod types;
+pub mod uri;
 
 use std::path::Path;
 

@@ -9,7 +9,7 @@ use crate::spec::types::*;
 
 pub fn resolve(raw: &RawSpec, env: &Env, d: &mut Diagnostics) -> LibvirtSpec {
     let libvirt = LibvirtSpec {
-        uri: crate::libvirt::choose_uri(
+        uri: crate::spec::uri::choose_uri(
             raw.libvirt.uri.as_ref().map(|s| s.v.as_str()),
             env.libvirt_default_uri.as_deref(),
         ),
@@ -60,7 +60,7 @@ pub fn resolve(raw: &RawSpec, env: &Env, d: &mut Diagnostics) -> LibvirtSpec {
     if libvirt.uri.trim().is_empty() {
         d.error(
             "libvirt.uri",
-            format!("empty; use e.g. {}", crate::libvirt::SYSTEM_URI),
+            format!("empty; use e.g. {}", crate::spec::uri::SYSTEM_URI),
         );
     }
     libvirt

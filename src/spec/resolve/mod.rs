@@ -53,7 +53,7 @@ impl Env {
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_default(),
-            libvirt_default_uri: crate::libvirt::env_uri(),
+            libvirt_default_uri: crate::spec::uri::env_uri(),
         }
     }
 
