@@ -112,3 +112,42 @@ fn spec_and_addressing_do_not_import_the_plan() {
         "addressing must stay below the spec"
     );
 }
+
+/// The plan owns its data: the plan, the renderers and the spec are pure and
+/// sit below everything that touches the host or the pipeline, so none of them
+/// imports a module that does (the KubeVirt plan, the veth-linked bridge, the
+/// HTTP address and the default libvirt URI live under `plan/` and `spec/`).
+#[test]
+fn plan_render_and_spec_import_nothing_that_touches_the_host() {
+    let src = common::repo().join("src");
+    let forbidden = [
+        "host", "serve", "kubevirt", "libvirt", "install", "backend", "commands", "cli",
+        "cluster", "daemon", "redfish", "kube",
+    ];
+    let mut offenders = Vec::new();
+    for module in ["plan", "render", "spec"] {
+        let mut files = Vec::new();
+        rust_files(&src.join(module), &mut files);
+        assert!(!files.is_empty(), "no files for {module}");
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                let hit = forbidden.iter().any(|m| {
+                    code.contains(&format!("crate::{m}::"))
+                        || code.contains(&format!("crate::{m};"))
+                        || code.contains(&format!("crate::{m}}}"))
+                        || code.contains(&format!("crate::{m},"))
+                });
+                if hit {
+                    offenders.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "plan, render or spec reach up:\n{}",
+        offenders.join("\n")
+    );
+}

@@ -88,7 +88,7 @@ fn print_dns_records(
     plan: &crate::plan::Plan,
     kp: &KubevirtPlan,
 ) -> Result<()> {
-    let [api, ingress] = render::service_names(plan);
+    let [api, ingress] = crate::plan::kubevirt::service_names(plan);
     let read = |name: &str| -> Result<super::dns::ServiceAddress> {
         Ok(rt
             .block_on(apply::service_address(client, &kp.namespace, name))?

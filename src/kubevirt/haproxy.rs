@@ -27,6 +27,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::{KubevirtPlan, OWNER_LABEL};
+use crate::plan::kubevirt::{haproxy_name as name, nodes_service_name};
 use crate::plan::{Node, Plan};
 use crate::render::haproxy::{CHECK_FALL, CHECK_INTER_S, CHECK_RISE};
 use crate::spec::Role;
@@ -109,15 +110,6 @@ pub fn service_ports() -> [(&'static str, &'static str, u16, u16); 4] {
         ("ingress", "http", 80, 8080),
         ("ingress", "https", 443, 8443),
     ]
-}
-
-/// The headless Service whose name is every VM's `subdomain`.
-pub fn nodes_service_name(plan: &Plan) -> String {
-    format!("{}-nodes", plan.cluster)
-}
-
-pub fn name(plan: &Plan) -> String {
-    format!("{}-haproxy", plan.cluster)
 }
 
 /// A node's DNS name inside the KubeVirt cluster.

@@ -18,64 +18,15 @@ pub mod dns;
 pub mod haproxy;
 pub mod render;
 
-use serde::{Deserialize, Serialize};
-
 use crate::plan::Plan;
-use crate::spec::{KubevirtSpec, PodNetwork};
 
-/// The owner label: every object shiftlab creates carries it with the cluster
-/// name, and destroy removes exactly what carries it.
-pub const OWNER_LABEL: &str = "shiftlab.io/cluster";
-/// The standard "managed by" label (Kubernetes recommended labels), also set.
-pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
-/// The server-side apply field manager.
-pub const FIELD_MANAGER: &str = "shiftlab";
+pub use crate::kube::owner::{FIELD_MANAGER, MANAGED_BY, OWNER_LABEL};
 /// Node labels on each VM and its pod (VM template labels pass to the
 /// virt-launcher pod: kubevirt/user-guide, "Expose VirtualMachine as a service").
 pub const NODE_LABEL: &str = "shiftlab.io/node";
 pub const ROLE_LABEL: &str = "shiftlab.io/role";
 
-/// The KubeVirt part of a plan: the cluster file's `kubevirt:` as resolved
-/// (with `http_url` filled in where the plan decides it), and the objects it
-/// makes, by kind and name. Its fields read through to the spec's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KubevirtPlan {
-    /// `http_url` here is where the VMs fetch their Ignition:
-    /// `kubevirt.http_url`, or on a Multus network shiftlab's HTTP server on
-    /// the lab's host address.
-    #[serde(flatten)]
-    pub spec: KubevirtSpec,
-    /// `Kind/name` of every object, in the order they are applied.
-    pub objects: Vec<String>,
-}
-
-impl std::ops::Deref for KubevirtPlan {
-    type Target = KubevirtSpec;
-
-    fn deref(&self) -> &KubevirtSpec {
-        &self.spec
-    }
-}
-
-impl KubevirtPlan {
-    pub fn derive(k: &KubevirtSpec, plan: &Plan) -> KubevirtPlan {
-        let http_url = k.http_url.clone().or_else(|| {
-            (k.network == PodNetwork::Multus)
-                .then(|| crate::serve::http_address(plan))
-                .flatten()
-                .map(|a| format!("http://{a}:{}", crate::serve::DEFAULT_HTTP_PORT))
-        });
-        let mut kp = KubevirtPlan {
-            spec: KubevirtSpec {
-                http_url,
-                ..k.clone()
-            },
-            objects: Vec::new(),
-        };
-        kp.objects = render::object_refs(plan, &kp);
-        kp
-    }
-}
+pub use crate::plan::kubevirt::KubevirtPlan;
 
 /// The plan's KubeVirt part, or an error saying the cluster is not on KubeVirt.
 pub fn plan_of(plan: &Plan) -> anyhow::Result<&KubevirtPlan> {

@@ -25,7 +25,10 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 use serde_json::{json, Map, Value};
 
-use super::{haproxy, KubevirtPlan, MANAGED_BY, NODE_LABEL, OWNER_LABEL, ROLE_LABEL};
+use super::{haproxy, KubevirtPlan, NODE_LABEL, OWNER_LABEL, ROLE_LABEL};
+use crate::plan::kubevirt::{
+    haproxy_name, has_secret, nad_name, nodes_service_name, secret_name, service_names,
+};
 use crate::plan::{Boot, DiskKind, Node, Plan, Start};
 use crate::spec::{PodNetwork, Role};
 
@@ -126,64 +129,7 @@ pub struct Inputs<'a> {
     pub userdata: &'a BTreeMap<String, String>,
 }
 
-fn nad_name(plan: &Plan) -> String {
-    format!("{}-net", plan.cluster)
-}
-
-fn secret_name(node: &Node) -> String {
-    format!("{}-ignition", node.name)
-}
-
-/// The Service names of pod mode.
-pub fn service_names(plan: &Plan) -> [String; 2] {
-    [
-        format!("{}-api", plan.cluster),
-        format!("{}-ingress", plan.cluster),
-    ]
-}
-
-/// Whether a node gets its Ignition from a config-drive Secret (nodes booted
-/// by the BMC get theirs from Ironic's virtual media).
-fn has_secret(node: &Node) -> bool {
-    node.boot == Boot::DiskFwCfg
-}
-
-/// `Kind/name` of every object [`render`] makes, in order: for `shiftlab plan`.
-pub fn object_refs(plan: &Plan, kp: &KubevirtPlan) -> Vec<String> {
-    let mut out = vec![format!("Namespace/{}", kp.namespace)];
-    if kp.network == PodNetwork::Multus {
-        out.push(format!("NetworkAttachmentDefinition/{}", nad_name(plan)));
-    }
-    for n in plan.nodes.iter().filter(|n| has_secret(n)) {
-        out.push(format!("Secret/{}", secret_name(n)));
-    }
-    if kp.network == PodNetwork::Pod {
-        let lb = haproxy::name(plan);
-        out.push(format!("Service/{}", haproxy::nodes_service_name(plan)));
-        out.push(format!("ConfigMap/{lb}"));
-        out.push(format!("Deployment/{lb}"));
-        for s in service_names(plan) {
-            out.push(format!("Service/{s}"));
-        }
-    }
-    for n in &plan.nodes {
-        out.push(format!("VirtualMachine/{}", n.name));
-    }
-    out
-}
-
-/// The labels every object carries.
-pub fn owner_labels(cluster: &str) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert(MANAGED_BY.into(), json!("shiftlab"));
-    m.insert(OWNER_LABEL.into(), json!(cluster));
-    m
-}
-
-/// The label selector that finds exactly a cluster's objects.
-pub fn owner_selector(cluster: &str) -> String {
-    format!("{MANAGED_BY}=shiftlab,{OWNER_LABEL}={cluster}")
-}
+pub use crate::kube::owner::{owner_labels, owner_selector};
 
 fn metadata(name: &str, namespace: Option<&str>, labels: Map<String, Value>) -> Value {
     let mut m = Map::new();
@@ -220,10 +166,10 @@ pub fn render(plan: &Plan, inputs: &Inputs) -> Result<Vec<Object>> {
         out.push(secret(plan, ns, node, userdata));
     }
     if kp.network == PodNetwork::Pod {
-        let lb = haproxy::name(plan);
+        let lb = haproxy_name(plan);
         out.push(Object {
             kind: Kind::Service,
-            name: haproxy::nodes_service_name(plan),
+            name: nodes_service_name(plan),
             body: haproxy::nodes_service(plan, kp, &labels),
         });
         out.push(Object {
@@ -417,7 +363,7 @@ fn virtual_machine(plan: &Plan, kp: &KubevirtPlan, node: &Node, image: &str) -> 
     if kp.network == PodNetwork::Pod {
         // `<node>.<cluster>-nodes.<namespace>.svc.<domain>`: how the in-cluster
         // HAProxy finds it.
-        spec["subdomain"] = json!(haproxy::nodes_service_name(plan));
+        spec["subdomain"] = json!(nodes_service_name(plan));
     }
     if node.role == Role::Ctlplane {
         // Control planes spread across hosts where there are enough of them

@@ -30,11 +30,9 @@ use serde::{Deserialize, Serialize};
 use crate::host::dns::{self, HostDns};
 use crate::plan::Plan;
 use crate::render;
-use crate::spec::NetworkMode;
 use crate::state::{ClusterDir, ClusterName, StateDir};
 
-/// Default port of the HTTP artifact server on each cluster's address.
-pub const DEFAULT_HTTP_PORT: u16 = 8080;
+pub use crate::plan::DEFAULT_HTTP_PORT;
 
 /// The cluster's load-balancer state (bootstrap removed or not).
 pub fn read_lb_state(cluster: &ClusterDir) -> LbState {
@@ -106,14 +104,9 @@ pub struct Endpoints {
     pub http: Option<String>,
 }
 
-/// The cluster address the artifact server binds: the host's address on a
-/// libvirt network (its gateway), or the load balancer's address on an
-/// existing bridge. `None` when the host has no address of its own there.
+/// The cluster address the artifact server binds ([`Plan::http_address`]).
 pub fn http_address(plan: &Plan) -> Option<Ipv4Addr> {
-    match plan.network.mode {
-        NetworkMode::Nat => Some(plan.network.gateway),
-        NetworkMode::Bridge => plan.network.host_addresses.first().copied(),
-    }
+    plan.http_address()
 }
 
 /// The clusters with a plan under `<state>/clusters`, sorted.
