@@ -3,7 +3,8 @@
 //! token, kubeconfig key and token, kubeadmin password, proxy credentials) nor
 //! those a log leaked that no file names (private keys of every PEM kind, a
 //! kubeconfig's token and key, a bearer token, a URL's password) — searched for
-//! in every byte of every member.
+//! in every byte of every member. `--out` in a shared directory cannot be
+//! turned against a file of the user running gather.
 
 mod common;
 
@@ -202,6 +203,73 @@ fn the_tarball_has_the_logs_and_state_and_no_planted_secret() {
         "{log}"
     );
     assert!(log.contains("Authorization: Bearer <redacted>"), "{log}");
+}
+
+/// Every `.g.tar.gz.tmp-PID` the next processes could get: what the temp
+/// name was, so that a planted link there redirected gather's write.
+fn plant_pid_names(dir: &Path, name: &str, victim: &Path) {
+    let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    for pid in last + 1..last + 3000 {
+        std::os::unix::fs::symlink(victim, dir.join(format!(".{name}.tmp-{pid}"))).unwrap();
+    }
+}
+
+#[test]
+fn gather_out_in_a_shared_directory_cannot_overwrite_a_links_target() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    plant(home.path());
+    // A shared directory (as /tmp: sticky, everyone writes) and a file of the
+    // user running gather that someone there would like overwritten.
+    let shared = home.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let victim = home.path().join("victim");
+    std::fs::write(&victim, "the victim's content").unwrap();
+    let gather_to = |out: &Path| {
+        common::shiftlab(
+            &[
+                "gather",
+                "lab1",
+                "-c",
+                "test:///default",
+                "--out",
+                &out.display().to_string(),
+            ],
+            home.path(),
+        )
+    };
+
+    // A link planted at the output name: refused, nothing written.
+    let link = shared.join("g.tar.gz");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let out = gather_to(&link);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("g.tar.gz: a symbolic link is there"), "{err}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"the victim's content");
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+
+    // Links planted at every temp name the next pids would have had.
+    let target = shared.join("h.tar.gz");
+    plant_pid_names(&shared, "h.tar.gz", &victim);
+    let out = gather_to(&target);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), b"the victim's content");
+    let m = std::fs::symlink_metadata(&target).unwrap();
+    assert!(m.is_file());
+    assert_eq!(m.permissions().mode() & 0o777, 0o600);
+    assert!(members(&target)
+        .iter()
+        .any(|(n, _)| n == "gather-lab1/SUMMARY.txt"));
 }
 
 #[test]

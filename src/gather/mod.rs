@@ -131,8 +131,28 @@ pub struct Options<'a> {
     pub bootstrap: bool,
 }
 
-/// Gather `cluster` into `opts.out` (0600, replaced atomically). Reads only.
+/// Why `out` may not be written, if it may not: a symbolic link (in a shared
+/// directory such as /tmp one may be planted to point at a file of the user
+/// running gather) or anything else that is not a regular file.
+fn check_out(out: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(out) {
+        Ok(m) if m.file_type().is_symlink() => anyhow::bail!(
+            "--out {}: a symbolic link is there; gather neither writes through a link nor              replaces one (remove it or give another path)",
+            out.display()
+        ),
+        Ok(m) if !m.is_file() => anyhow::bail!(
+            "--out {}: not a regular file; give the path of a file to write",
+            out.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Gather `cluster` into `opts.out` (0600, replaced atomically, never through a
+/// link: one at `out` is refused, one planted meanwhile is replaced by the
+/// rename). Reads only.
 pub fn gather(state: &StateDir, cluster: &ClusterDir, opts: &Options) -> Result<Summary> {
+    check_out(opts.out)?;
     let r = Redactor::of_cluster(cluster);
     let plan = cluster.read_plan().ok();
     let mut missing = Vec::new();
