@@ -137,7 +137,8 @@ pub struct Options<'a> {
 fn check_out(out: &Path) -> Result<()> {
     match std::fs::symlink_metadata(out) {
         Ok(m) if m.file_type().is_symlink() => anyhow::bail!(
-            "--out {}: a symbolic link is there; gather neither writes through a link nor              replaces one (remove it or give another path)",
+            "--out {}: a symbolic link is there; gather neither writes through a link nor \
+             replaces one (remove it or give another path)",
             out.display()
         ),
         Ok(m) if !m.is_file() => anyhow::bail!(
