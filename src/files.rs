@@ -32,16 +32,36 @@ pub fn sync_dir(path: &Path) -> std::io::Result<()> {
 /// final mode, that [`AtomicFile::commit`] fsyncs and renames over `path` (the
 /// directory fsynced too). Dropped uncommitted, the temp file goes and `path` is
 /// as it was. The one way shiftlab replaces a file.
+///
+/// The temp file cannot be planted: its name is random, it is created new
+/// (`O_EXCL`, so neither a file nor a symlink already at that name is opened)
+/// with `O_NOFOLLOW`, and its mode is set on the descriptor. The rename
+/// replaces whatever is at `path` (a symlink there is replaced, never
+/// followed), so the result has the mode asked for, whatever was there.
 pub struct AtomicFile {
     path: std::path::PathBuf,
     tmp: std::path::PathBuf,
     file: Option<fs::File>,
 }
 
+/// How many names are tried before creating a temp file gives up (each is new
+/// and random: a clash means someone plants names, or a broken CSPRNG).
+const TEMP_TRIES: usize = 16;
+
 impl AtomicFile {
     /// Start replacing `path` (its directory made if missing); `mode` applies from
     /// the first byte (0600 for secrets).
     pub fn create(path: &Path, mode: u32) -> Result<AtomicFile> {
+        Self::create_named(path, mode, || Ok(hex::encode(random_bytes(8)?)))
+    }
+
+    /// [`AtomicFile::create`] with the temp name's suffix from `suffix` (tests
+    /// give it the names they planted).
+    fn create_named(
+        path: &Path,
+        mode: u32,
+        suffix: impl FnMut() -> Result<String>,
+    ) -> Result<AtomicFile> {
         let dir = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
@@ -51,14 +71,7 @@ impl AtomicFile {
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(mode)
-            .open(&tmp)
-            .with_context(|| format!("creating {}", tmp.display()))?;
+        let (file, tmp) = create_temp_named(dir, &name, mode, suffix)?;
         Ok(AtomicFile {
             path: path.to_path_buf(),
             tmp,
@@ -101,6 +114,49 @@ impl Drop for AtomicFile {
             let _ = fs::remove_file(&self.tmp);
         }
     }
+}
+
+/// A new temporary file `.{name}.tmp-<random>` in `dir`, of mode `mode`, and
+/// its path: created new (`O_EXCL`, `O_NOFOLLOW`: nothing already at the name,
+/// a planted file or symlink, is opened), its mode set on the descriptor. The
+/// caller removes or renames it.
+pub fn create_temp(dir: &Path, name: &str, mode: u32) -> Result<(fs::File, std::path::PathBuf)> {
+    create_temp_named(dir, name, mode, || Ok(hex::encode(random_bytes(8)?)))
+}
+
+fn create_temp_named(
+    dir: &Path,
+    name: &str,
+    mode: u32,
+    mut suffix: impl FnMut() -> Result<String>,
+) -> Result<(fs::File, std::path::PathBuf)> {
+    use std::os::unix::fs::PermissionsExt;
+    for _ in 0..TEMP_TRIES {
+        let tmp = dir.join(format!(".{name}.tmp-{}", suffix()?));
+        let opened = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .mode(mode & 0o700)
+            .open(&tmp);
+        match opened {
+            Ok(file) => {
+                // fchmod: the mode asked for, not the umask's cut of it.
+                if let Err(e) = file.set_permissions(fs::Permissions::from_mode(mode)) {
+                    let _ = fs::remove_file(&tmp);
+                    return Err(e)
+                        .with_context(|| format!("setting the mode of {}", tmp.display()));
+                }
+                return Ok((file, tmp));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", tmp.display())),
+        }
+    }
+    anyhow::bail!(
+        "creating a temporary file for {name} in {}: {TEMP_TRIES} random names were all taken",
+        dir.display()
+    )
 }
 
 /// Atomic write of what `fill` writes, with the given mode.
@@ -367,6 +423,87 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"new");
         let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o755);
+    }
+
+    #[test]
+    fn a_planted_temp_name_cannot_redirect_a_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "victim's").unwrap();
+        let p = dir.path().join("secret");
+        // What the temp name used to be (`.NAME.tmp-PID`): a symlink to the
+        // victim.
+        let pid_name = dir
+            .path()
+            .join(format!(".secret.tmp-{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &pid_name).unwrap();
+        write_private(&p, b"s3cret").unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "victim's");
+        assert!(fs::symlink_metadata(&pid_name).unwrap().is_symlink());
+        assert_eq!(fs::read(&p).unwrap(), b"s3cret");
+
+        // Whatever name comes up, one already there is never opened: a symlink
+        // (dangling or not) and a file are skipped for the next name.
+        let planted = ["link", "dangling", "file"];
+        std::os::unix::fs::symlink(&victim, dir.path().join(".f.tmp-link")).unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("nothing"),
+            dir.path().join(".f.tmp-dangling"),
+        )
+        .unwrap();
+        fs::write(dir.path().join(".f.tmp-file"), "planted").unwrap();
+        let mut names = planted.iter().map(|n| n.to_string()).chain(["mine".into()]);
+        let f = dir.path().join("f");
+        let mut a = AtomicFile::create_named(&f, 0o600, || Ok(names.next().unwrap())).unwrap();
+        assert_eq!(a.temp_path(), dir.path().join(".f.tmp-mine"));
+        a.file().write_all(b"new").unwrap();
+        a.commit().unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"new");
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "victim's");
+        assert!(!dir.path().join("nothing").exists());
+        assert_eq!(
+            fs::read_to_string(dir.path().join(".f.tmp-file")).unwrap(),
+            "planted"
+        );
+        // Only planted names: a clear error, nothing written.
+        let e = AtomicFile::create_named(&f, 0o600, || Ok("file".into()))
+            .err()
+            .unwrap();
+        assert!(
+            format!("{e:#}").contains("random names were all taken"),
+            "{e:#}"
+        );
+        assert_eq!(fs::read(&f).unwrap(), b"new");
+    }
+
+    #[test]
+    fn a_planted_world_readable_file_does_not_make_a_secret_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("secret");
+        // 0666 files planted at the destination and at what the temp name used
+        // to be (someone else's file, which they would keep reading).
+        let pid_name = dir
+            .path()
+            .join(format!(".secret.tmp-{}", std::process::id()));
+        for f in [&p, &pid_name] {
+            fs::write(f, "planted").unwrap();
+            fs::set_permissions(f, fs::Permissions::from_mode(0o666)).unwrap();
+        }
+        write_private(&p, b"s3cret").unwrap();
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(fs::read(&p).unwrap(), b"s3cret");
+        assert_eq!(fs::read_to_string(&pid_name).unwrap(), "planted");
+        // A symlink at the destination is replaced, its target untouched.
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "victim's").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        write_private(&link, b"s3cret").unwrap();
+        assert!(!fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "victim's");
     }
 
     #[test]

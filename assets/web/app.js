@@ -251,6 +251,11 @@
   }
 
   function consolesSection(s) {
+    if (s.consoles_withheld) {
+      return section("consoles", "Console logs",
+        h("p", { class: "sub", id: "consoles-withheld" },
+          "Shown only on a page with a token (serve --web-token-file): any local user can open a loopback page."));
+    }
     return section("consoles", "Console logs",
       s.consoles.map((c) => {
         const d = h("details", { "data-console": c.node, open: openConsoles.has(c.node) },

@@ -21,7 +21,7 @@ use std::path::{Component, Path};
 
 use anyhow::{bail, Context, Result};
 
-use super::redact::Redactor;
+use crate::redact::Redactor;
 
 /// Larger entries are left out (a journal that size is not read whole).
 pub const MAX_ENTRY: u64 = 64 << 20;

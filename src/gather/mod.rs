@@ -9,11 +9,11 @@
 //! What never goes in: `auth/` (kubeconfig, kubeadmin password), Ignition
 //! configs, the installer's state file (it holds every generated key), the BMC
 //! password and TLS material, the HTTP token and private artifacts. Every text
-//! that goes in is passed through [`redact::Redactor`] first.
+//! that goes in is passed through [`crate::redact::Redactor`] first (the web
+//! page's redactor too).
 
 pub mod bundle;
 pub mod hints;
-pub mod redact;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,10 +24,10 @@ use serde::Serialize;
 
 use crate::libvirt::Host;
 use crate::plan::Plan;
+use crate::redact::Redactor;
 use crate::spec::Role;
 use crate::state::{ClusterDir, StateDir};
 use hints::Hint;
-use redact::Redactor;
 
 /// What was gathered.
 #[derive(Debug, Serialize)]
@@ -61,70 +61,6 @@ impl Summary {
         }
         s
     }
-}
-
-/// The secrets of a cluster, as far as its state holds them.
-pub fn redactor(cluster: &ClusterDir) -> Redactor {
-    let mut r = Redactor::default();
-    let read = |p: PathBuf| std::fs::read_to_string(p).ok();
-    for p in [
-        cluster.bmc_password(),
-        cluster.http_token(),
-        cluster.assets().kubeadmin_password(),
-    ] {
-        if let Some(s) = read(p) {
-            r.add(&s);
-        }
-    }
-    // The pull secret, in what install-config was made from or still is.
-    for p in [
-        cluster.install_config_backup(),
-        cluster.assets().install_config(),
-    ] {
-        if let Some(v) = read(p).and_then(|t| yaml_serde::from_str::<yaml_serde::Value>(&t).ok()) {
-            if let Some(ps) = v.get("pullSecret").and_then(|s| s.as_str()) {
-                r.add(ps);
-            }
-            for h in v
-                .get("platform")
-                .and_then(|p| p.get("baremetal"))
-                .and_then(|b| b.get("hosts"))
-                .and_then(|h| h.as_sequence())
-                .into_iter()
-                .flatten()
-            {
-                if let Some(pw) = h
-                    .get("bmc")
-                    .and_then(|b| b.get("password"))
-                    .and_then(|p| p.as_str())
-                {
-                    r.add(pw);
-                }
-            }
-        }
-    }
-    // The admin kubeconfig's credentials.
-    if let Some(v) = read(cluster.assets().kubeconfig())
-        .and_then(|t| yaml_serde::from_str::<yaml_serde::Value>(&t).ok())
-    {
-        for u in v
-            .get("users")
-            .and_then(|u| u.as_sequence())
-            .into_iter()
-            .flatten()
-        {
-            for k in ["client-key-data", "token", "password"] {
-                if let Some(s) = u
-                    .get("user")
-                    .and_then(|u| u.get(k))
-                    .and_then(|s| s.as_str())
-                {
-                    r.add(s);
-                }
-            }
-        }
-    }
-    r
 }
 
 /// The cluster's state files that go in (redacted), by their name in the tarball.
@@ -195,9 +131,30 @@ pub struct Options<'a> {
     pub bootstrap: bool,
 }
 
-/// Gather `cluster` into `opts.out` (0600, replaced atomically). Reads only.
+/// Why `out` may not be written, if it may not: a symbolic link (in a shared
+/// directory such as /tmp one may be planted to point at a file of the user
+/// running gather) or anything else that is not a regular file.
+fn check_out(out: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(out) {
+        Ok(m) if m.file_type().is_symlink() => anyhow::bail!(
+            "--out {}: a symbolic link is there; gather neither writes through a link nor \
+             replaces one (remove it or give another path)",
+            out.display()
+        ),
+        Ok(m) if !m.is_file() => anyhow::bail!(
+            "--out {}: not a regular file; give the path of a file to write",
+            out.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Gather `cluster` into `opts.out` (0600, replaced atomically, never through a
+/// link: one at `out` is refused, one planted meanwhile is replaced by the
+/// rename). Reads only.
 pub fn gather(state: &StateDir, cluster: &ClusterDir, opts: &Options) -> Result<Summary> {
-    let r = redactor(cluster);
+    check_out(opts.out)?;
+    let r = Redactor::of_cluster(cluster);
     let plan = cluster.read_plan().ok();
     let mut missing = Vec::new();
     let mut file = crate::files::AtomicFile::create(opts.out, 0o600)?;

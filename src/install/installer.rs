@@ -79,8 +79,9 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     bar.set_message(format!("openshift-install {}", args.join(" ")));
     // openshift-install logs on stderr; merge both into the log and the display,
-    // without the secrets it prints (src/install/redact.rs).
-    let redactor = super::redact::Redactor::for_assets(&assets.kubeadmin_password());
+    // without the secrets it prints (src/redact.rs; src/install/redact.rs says
+    // which).
+    let redactor = crate::redact::Redactor::of_cluster(&ctx.cluster);
     let stderr = child.stderr.take();
     let err_log = log.try_clone()?;
     let err_bar = bar.clone();
@@ -89,7 +90,7 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
         let mut err_log = err_log;
         if let Some(e) = stderr {
             for line in BufReader::new(e).lines().map_while(Result::ok) {
-                let line = err_redactor.line(&line);
+                let line = err_redactor.redact(&line);
                 let _ = writeln!(err_log, "{line}");
                 err_bar.set_message(short(&line));
             }
@@ -97,7 +98,7 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
     });
     if let Some(out) = child.stdout.take() {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
-            let line = redactor.line(&line);
+            let line = redactor.redact(&line);
             let _ = writeln!(log, "{line}");
             bar.set_message(short(&line));
         }

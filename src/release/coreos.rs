@@ -67,15 +67,14 @@ pub fn coreos_image_from_stream(
     if let Some(p) = cache.blob(&uncompressed) {
         return Ok(p);
     }
-    let tmp = cache
-        .tmp_dir()
-        .join(format!("{uncompressed}.gunzip-{}", std::process::id()));
+    let (out, tmp) =
+        crate::files::create_temp(&cache.tmp_dir(), &format!("{uncompressed}.gunzip"), 0o644)?;
     let result = (|| -> Result<PathBuf> {
+        let mut out = out;
         let len = fs::metadata(&gz).ok().map(|m| m.len());
         let bar = progress.bar(len, "decompressing CoreOS image");
         let input = bar.wrap_read(BufReader::new(File::open(&gz)?));
         let mut dec = flate2::read::MultiGzDecoder::new(input);
-        let mut out = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         let mut h = Sha256::new();
         let mut buf = vec![0u8; 1 << 18];
         loop {

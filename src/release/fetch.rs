@@ -215,11 +215,9 @@ fn copy_in(
 ) -> Result<PathBuf> {
     let mut from = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let len = from.metadata().ok().map(|m| m.len());
-    let tmp = cache
-        .tmp_dir()
-        .join(format!("{sha256}.copy-{}", std::process::id()));
+    let (to, tmp) = crate::files::create_temp(&cache.tmp_dir(), &format!("{sha256}.copy"), 0o644)?;
     let result = (|| -> Result<PathBuf> {
-        let mut to = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut to = to;
         let bar = progress.bar(len, short_name(src));
         io::copy(&mut bar.wrap_read(&mut from), &mut to)
             .with_context(|| format!("copying {} into the cache", path.display()))?;

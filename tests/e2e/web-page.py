@@ -13,6 +13,10 @@
         API and then on the page without a reload, within 5 s of the API and
         MAX_SECONDS of CMD
 
+With WEB_TOKEN set (the page's --web-token-file), the API is asked with it
+(Authorization: Bearer) and the browser opens its first page with ?token=, as a
+user does (the page sets its cookie and drops the token from the URL).
+
 Chromium is driven over the DevTools protocol on a pipe (--remote-debugging-pipe:
 NUL-terminated JSON messages on fds 3 and 4, chromium's
 content/browser/devtools/devtools_pipe_handler.cc), so no WebSocket client and
@@ -114,6 +118,10 @@ class Browser:
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
 
     def open(self, url):
+        token = os.environ.get("WEB_TOKEN")
+        if token and not getattr(self, "authed", False):
+            url += ("&" if "?" in url else "?") + "token=" + token
+            self.authed = True
         self.call("Page.navigate", {"url": url})
 
     def wait(self, expr, what, timeout=30):
@@ -138,7 +146,10 @@ class Browser:
 
 
 def api(base, cluster):
-    with urllib.request.urlopen(f"{base}/api/clusters/{cluster}", timeout=10) as r:
+    req = urllib.request.Request(f"{base}/api/clusters/{cluster}")
+    if os.environ.get("WEB_TOKEN"):
+        req.add_header("Authorization", "Bearer " + os.environ["WEB_TOKEN"])
+    with urllib.request.urlopen(req, timeout=10) as r:
         return json.load(r)
 
 

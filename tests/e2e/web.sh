@@ -13,9 +13,11 @@
 # docs/img/serve-page.png changes only when asked:
 # WEB_SCREENSHOT=$PWD/docs/img/serve-page.png). A stand-in
 # destroyed with virsh shows its backend DOWN on the page, without a reload,
-# within 5 s of the API and within the health-check bound. No API response
-# carries the secrets planted: pull secret, kubeadmin password, BMC password
-# (also echoed into a node's console log, which the page shows scrubbed).
+# within 5 s of the API and within the health-check bound. The page has a token
+# (--web-token-file, on loopback: console logs are shown only then); without it
+# every request is 401. No response carries the secrets planted: pull secret,
+# kubeadmin password, BMC password, proxy password, a private key (also echoed
+# into a node's console log, which the page shows redacted).
 set -euo pipefail
 
 NAME=web
@@ -52,20 +54,29 @@ bmc_password="planted-bmc-$RANDOM$RANDOM$RANDOM"
 f=$(cluster_file web 192.168.195.0/24 "version: $V" "mirror: $mirror_url" "method: upi" \
 	"ctlplanes: 3" "workers: 2" "pull_secret: $work/pull-secret.json")
 
+# The page's token: console logs are shown only with it.
+export WEB_TOKEN
+WEB_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+(umask 077 && printf '%s\n' "$WEB_TOKEN" >"$work/web-token")
+# wcurl ARGS…: curl with the token.
+wcurl() { curl -H "Authorization: Bearer $WEB_TOKEN" "$@"; }
+
 # api_is JQ-FILTER [CLUSTER]: the cluster's API value satisfies the filter.
 api_is() {
 	local j
-	j=$(curl -fs "$base/api/clusters/${2:-web}") && jq -e "$1" <<<"$j" >/dev/null
+	j=$(wcurl -fs "$base/api/clusters/${2:-web}") && jq -e "$1" <<<"$j" >/dev/null
 }
 
 step "serve with the web page on a random loopback port"
 wport=$((20000 + RANDOM % 20000))
 while [[ $mirror_url == *:$wport ]]; do wport=$((20000 + RANDOM % 20000)); done
 base=http://127.0.0.1:$wport
-SHIFTLAB_LOG=info "$bin" serve --host-dns hosts --scan-interval 1 --web "127.0.0.1:$wport" >"$work/serve.log" 2>&1 &
+SHIFTLAB_LOG=info "$bin" serve --host-dns hosts --scan-interval 1 --web "127.0.0.1:$wport" \
+	--web-token-file "$work/web-token" >"$work/serve.log" 2>&1 &
 serve=$!
-wait_for 20 "the web page" curl -fs "$base/api/clusters"
-[[ $(curl -fs "$base/") == *'<main id="main"'* ]] || fail "no page at /"
+wait_for 20 "the web page" wcurl -fs "$base/api/clusters"
+[[ $(wcurl -fs "$base/") == *'<main id="main"'* ]] || fail "no page at /"
+[[ $(curl -s -o /dev/null -w '%{http_code}' "$base/api/clusters") == 401 ]] || fail "the API answered without the token"
 if "$bin" serve --web 0.0.0.0:1 --scan-interval 1 >"$work/refused.out" 2>&1; then fail "a non-loopback --web without a token was accepted"; fi
 grep -q -- '--web-token-file' "$work/refused.out" || fail "the refusal does not say what to do: $(cat "$work/refused.out")"
 
@@ -87,10 +98,10 @@ step "the page shows the lab's full state, as status -o json does"
 wait_for 300 "every backend UP" api_is '[.services.load_balancer.frontends[].backends[] | select(.bootstrap | not) | .status] | all(. == "UP")'
 # One function: the API's status keys are status -o json's.
 diff <("$bin" status web -o json | jq -S '{cluster, network, nodes: [.nodes[] | {name, role, mac, planned_ip}], install: .install.targets | map({target, status, started, finished})}') \
-	<(curl -fs "$base/api/clusters/web" | jq -S '{cluster, network, nodes: [.nodes[] | {name, role, mac, planned_ip}], install: .install.targets | map({target, status, started, finished})}') ||
+	<(wcurl -fs "$base/api/clusters/web" | jq -S '{cluster, network, nodes: [.nodes[] | {name, role, mac, planned_ip}], install: .install.targets | map({target, status, started, finished})}') ||
 	fail "the API and status -o json differ"
-curl -fs "$base/api/clusters" | jq -e '.clusters[] | select(.cluster == "web") | .method == "upi" and .nodes_running == 5 and .nodes_total == 5 and .install.done == .install.total' >/dev/null ||
-	fail "overview: $(curl -fs "$base/api/clusters")"
+wcurl -fs "$base/api/clusters" | jq -e '.clusters[] | select(.cluster == "web") | .method == "upi" and .nodes_running == 5 and .nodes_total == 5 and .install.done == .install.total' >/dev/null ||
+	fail "overview: $(wcurl -fs "$base/api/clusters")"
 # Its timestamps differ on every run: the committed one is rewritten only when asked.
 shot=${WEB_SCREENSHOT:-$work/serve-page.png}
 mkdir -p "$(dirname "$shot")"
@@ -100,24 +111,31 @@ python3 "$here/web-page.py" full "$base" web "$shot" || fail "the full page"
 step "no API response carries a planted secret"
 kubeadmin=$(cat "$SHIFTLAB_HOME/clusters/web/assets/auth/kubeadmin-password")
 [[ ${#kubeadmin} -ge 8 ]] || fail "no kubeadmin password was written"
-# A node that echoes them on its console: the page's console tail shows them scrubbed.
-log=$(curl -fs "$base/api/clusters/web" | jq -r '.nodes[] | select(.name == "web-worker-0") | .console_log')
-printf 'e2e: %s %s %s\n' "$kubeadmin" "$bmc_password" "$pull_auth" >>"$log"
+# A node that echoes them on its console (and a proxy URL with its password, a
+# private key): the page's console tail shows them redacted.
+log=$(wcurl -fs "$base/api/clusters/web" | jq -r '.nodes[] | select(.name == "web-worker-0") | .console_log')
+proxy_password="planted-proxy-$RANDOM$RANDOM"
+key_body="MIIEplanted$RANDOM$RANDOM"
+printf 'e2e: %s %s %s\nproxy http://e2e:%s@proxy.lab.test:3128\n-----BEGIN RSA PRIVATE KEY-----\n%s\n-----END RSA PRIVATE KEY-----\n' \
+	"$kubeadmin" "$bmc_password" "$pull_auth" "$proxy_password" "$key_body" >>"$log"
 sleep 1.5
 responses=$work/responses
 mkdir -p "$responses"
-curl -fs "$base/api/clusters" >"$responses/clusters.json"
-curl -fs "$base/api/clusters/web" >"$responses/web.json"
-curl -s --max-time 4 "$base/api/clusters/web/events" >"$responses/events.txt" || true
-curl -s "$base/api/clusters/nope" >"$responses/nope.json"
-curl -fs "$base/" >"$responses/index.html"
-curl -fs "$base/assets/app.js" >"$responses/app.js"
+wcurl -fs "$base/api/clusters" >"$responses/clusters.json"
+wcurl -fs "$base/api/clusters/web" >"$responses/web.json"
+wcurl -s --max-time 4 "$base/api/clusters/web/events" >"$responses/events.txt" || true
+wcurl -s "$base/api/clusters/nope" >"$responses/nope.json"
+wcurl -fs "$base/" >"$responses/index.html"
+wcurl -fs "$base/assets/app.js" >"$responses/app.js"
+curl -s "$base/api/clusters/web" >"$responses/no-token.json"
 grep -q '^event: cluster' "$responses/events.txt" || fail "no cluster event on the stream"
-for s in "$kubeadmin" "$bmc_password" "$pull_auth" "registry.example"; do
+for s in "$kubeadmin" "$bmc_password" "$pull_auth" "registry.example" "$proxy_password" "$key_body"; do
 	if grep -rlF -- "$s" "$responses"; then fail "a planted secret is in an API response"; fi
 done
-jq -e '.consoles[] | select(.node == "web-worker-0") | .lines | any(startswith("e2e: [redacted] [redacted] [redacted]"))' "$responses/web.json" >/dev/null ||
-	fail "the console line with the secrets is not shown scrubbed"
+jq -e '.consoles[] | select(.node == "web-worker-0") | .lines | any(startswith("e2e: <redacted> <redacted> <redacted>"))' "$responses/web.json" >/dev/null ||
+	fail "the console line with the secrets is not shown redacted"
+jq -e '.consoles[] | select(.node == "web-worker-0") | .lines | any(. == "proxy http://e2e:<redacted>@proxy.lab.test:3128") and any(. == "<redacted private key>")' "$responses/web.json" >/dev/null ||
+	fail "the proxy URL or the private key is not shown redacted"
 echo "no planted secret in $(ls "$responses" | wc -l) responses"
 
 step "a destroyed stand-in's backend goes DOWN on the page without a reload"
@@ -130,6 +148,6 @@ python3 "$here/web-page.py" kill "$base" web api/web-ctlplane-2 40 -- virsh dest
 
 step "destroy"
 "$bin" destroy cluster web >/dev/null
-wait_for 10 "the cluster gone from the overview" sh -c "curl -fs $base/api/clusters | grep -x '{\"clusters\":\[\]}'"
+wait_for 10 "the cluster gone from the overview" sh -c "curl -fs -H 'Authorization: Bearer $WEB_TOKEN' $base/api/clusters | grep -x '{\"clusters\":\[\]}'"
 
 echo "PASS $NAME"

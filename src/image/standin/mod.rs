@@ -157,31 +157,22 @@ fn build_disk(tools: &Tools, work: &Path) -> Result<DiskParts> {
     })
 }
 
-/// Write `out` through `make(tmp)`, a temporary file beside it renamed over it
-/// once complete and synced; on failure the temporary file goes.
+/// Write `out` through `make(tmp)`: the tool writes a temporary file beside it
+/// (`files::AtomicFile`: a random name, created new, so nothing planted is
+/// written through), renamed over it once complete and synced; on failure the
+/// temporary file goes.
 fn write_atomically(out: &Path, make: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = out
-        .file_name()
-        .ok_or_else(|| anyhow!("output path {} has no file name", out.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let made = make(&tmp).and_then(|_| {
-        fs::File::open(&tmp)?.sync_all()?;
-        crate::files::rename_durably(&tmp, out)
-            .with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))
-    });
-    if made.is_err() {
-        let _ = fs::remove_file(&tmp);
+    if out.file_name().is_none() {
+        bail!("output path {} has no file name", out.display());
     }
-    made
+    let file = crate::files::AtomicFile::create(out, 0o644)?;
+    make(file.temp_path())?;
+    // The tool wrote through a descriptor of its own: sync what the name holds.
+    fs::File::open(file.temp_path())
+        .and_then(|f| f.sync_all())
+        .with_context(|| format!("syncing {}", file.temp_path().display()))?;
+    file.commit()
+        .with_context(|| format!("renaming into {}", out.display()))
 }
 
 /// The JSON payload of the last report line in a console log, if any.
@@ -272,15 +263,17 @@ fn run(cmd: &mut Command) -> Result<()> {
 struct TempDir(PathBuf);
 
 impl TempDir {
+    /// A new directory of mode 0700 with a random name (one already there,
+    /// planted or not, is never used).
     fn new(prefix: &str) -> Result<TempDir> {
+        use std::os::unix::fs::DirBuilderExt;
         let base = std::env::temp_dir();
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        for i in 0..100u32 {
-            let p = base.join(format!("{prefix}-{}-{nanos:x}-{i}", std::process::id()));
-            match fs::create_dir(&p) {
+        for _ in 0..16 {
+            let p = base.join(format!(
+                "{prefix}-{}",
+                hex::encode(crate::files::random_bytes(8)?)
+            ));
+            match fs::DirBuilder::new().mode(0o700).create(&p) {
                 Ok(()) => return Ok(TempDir(p)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => {

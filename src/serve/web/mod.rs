@@ -11,12 +11,12 @@
 //!
 //! Bound to loopback it answers without a token, but only to requests naming it
 //! by address or `localhost` (a DNS name pointing at loopback is how a web page
-//! elsewhere would reach it). Bound elsewhere it requires a token
+//! elsewhere would reach it); loopback is every local user, so console logs are
+//! shown only by a page with a token. Bound elsewhere it requires a token
 //! (`--web-token-file`), given as `Authorization: Bearer`, or once as `?token=`
-//! which sets an HttpOnly cookie. Every JSON body is scrubbed of the cluster's
-//! secrets ([`secrets`]) before it is sent.
+//! which sets an HttpOnly cookie. Every JSON body passes the one redactor
+//! ([`crate::redact`], gather's too) before it is sent.
 
-pub mod secrets;
 pub mod view;
 
 use std::collections::HashMap;
@@ -37,8 +37,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use crate::redact::Redactor;
 use crate::state::{ClusterName, StateDir};
-use secrets::Secrets;
 
 /// The default address of the page.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8090";
@@ -169,9 +169,12 @@ impl App {
         }
         let state = self.state.clone();
         let name = cluster.map(|c| c.to_string());
-        let gathered = tokio::task::spawn_blocking(move || gather(&state, name.as_deref()))
-            .await
-            .unwrap_or_else(|e| Snapshot::Failed(format!("gathering the view: {e}")));
+        // Every request to a page with a token has shown it.
+        let consoles = self.token.is_some();
+        let gathered =
+            tokio::task::spawn_blocking(move || gather(&state, name.as_deref(), consoles))
+                .await
+                .unwrap_or_else(|e| Snapshot::Failed(format!("gathering the view: {e}")));
         let s = Arc::new(gathered);
         let mut by_key = self.snapshots.by_key.lock().unwrap();
         // Names asked for once do not pile up.
@@ -181,31 +184,36 @@ impl App {
     }
 }
 
-/// Gather and scrub, blocking.
-fn gather(state: &StateDir, cluster: Option<&str>) -> Snapshot {
+/// Gather and redact, blocking; console tails only when `consoles`.
+fn gather(state: &StateDir, cluster: Option<&str>, consoles: bool) -> Snapshot {
     match cluster {
         None => {
             let o = view::overview(state);
-            let mut secrets = Secrets::default();
+            let mut r = Redactor::default();
             for c in &o.clusters {
-                secrets.extend(&Secrets::of(&state.cluster(&c.cluster)));
+                r.extend(&Redactor::of_cluster(&state.cluster(&c.cluster)));
             }
-            match serde_json::to_string(&o) {
-                Ok(j) => Snapshot::Json(secrets.scrub(&j)),
-                Err(e) => Snapshot::Failed(format!("encoding the overview: {e}")),
-            }
+            redacted_json(&o, &r, "the overview")
         }
         Some(name) => {
-            let secrets = Secrets::of(&state.cluster(name));
-            match view::cluster(state, name) {
-                Ok(Some(v)) => match serde_json::to_string(&v) {
-                    Ok(j) => Snapshot::Json(secrets.scrub(&j)),
-                    Err(e) => Snapshot::Failed(format!("encoding the view: {e}")),
-                },
+            let r = Redactor::of_cluster(&state.cluster(name));
+            match view::cluster(state, name, consoles.then_some(&r)) {
+                Ok(Some(v)) => redacted_json(&v, &r, "the view"),
                 Ok(None) => Snapshot::NotFound(format!("no cluster named {name} in this state")),
-                Err(e) => Snapshot::Failed(secrets.scrub(&format!("{e:#}"))),
+                Err(e) => Snapshot::Failed(r.redact(&format!("{e:#}"))),
             }
         }
+    }
+}
+
+/// `value` as JSON, every string and secret key through the redactor.
+fn redacted_json<T: Serialize>(value: &T, r: &Redactor, what: &str) -> Snapshot {
+    match serde_json::to_value(value) {
+        Ok(mut v) => {
+            r.redact_json(&mut v);
+            Snapshot::Json(v.to_string())
+        }
+        Err(e) => Snapshot::Failed(format!("encoding {what}: {e}")),
     }
 }
 

@@ -358,3 +358,219 @@ fn an_event_spreads_lines_over_data_fields() {
         Bytes::from("event: cluster\ndata: {\"a\":1}\ndata: {\"b\":2}\n\n")
     );
 }
+
+/// Known to the cluster's files: replaced wherever they appear.
+const KNOWN: &[&str] = &[
+    "Leak-Kubeadmin-Pw-77",
+    "leak-bmc-password-88",
+    "UExBTlRFRC1sZWFrLXB1bGw=",
+    "leak-proxy-pw",
+    "leak-host-bmc-pw",
+    "TEVBSy1DTElFTlQtS0VZ",
+    "sha256~LeakKubeconfigToken",
+];
+/// Known to no file: caught by their shape.
+const SHAPED: &[&str] = &[
+    "url-pw-in-a-note",
+    "eyJhbGciOiJSUzI1NiJ9.leak.bearer",
+    "MIIEleakedRSAkeyBody",
+    "sha256~UnknownLeakedToken",
+    "MHcCAQEEIleakedECkeyTail",
+];
+
+/// A cluster `webleak` with a node on libvirt's test driver whose console log,
+/// like its files and its install notes, holds secrets; the connection that
+/// keeps the test driver's state (it goes with the last one).
+fn plant_leaky_cluster(state: &StateDir, dir: &std::path::Path) -> crate::libvirt::Host {
+    let c = state.cluster("webleak");
+    c.write_plan(&test_plan("webleak")).unwrap();
+    std::fs::create_dir_all(c.path().join("assets/auth")).unwrap();
+    std::fs::write(c.assets().kubeadmin_password(), KNOWN[0]).unwrap();
+    std::fs::write(c.bmc_password(), KNOWN[1]).unwrap();
+    std::fs::write(
+        c.install_config_backup(),
+        format!(
+            "pullSecret: '{{\"auths\":{{\"r.example\":{{\"auth\":\"{}\"}}}}}}'\n\
+             proxy:\n  httpProxy: http://user:{}@proxy.example:3128\n\
+             platform:\n  baremetal:\n    hosts:\n    - name: h\n      bmc:\n        password: {}\n",
+            KNOWN[2], KNOWN[3], KNOWN[4]
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        c.assets().kubeconfig(),
+        format!(
+            "users:\n- name: admin\n  user:\n    client-key-data: {}\n- name: robot\n  user:\n    token: {}\n",
+            KNOWN[5], KNOWN[6]
+        ),
+    )
+    .unwrap();
+    // An install note that echoed what it should not have.
+    let note = format!(
+        "mirror https://robot:{}@registry.example/v2 with Authorization: Bearer {} and \
+         -----BEGIN RSA PRIVATE KEY-----\nMIIEleakedRSAkeyBody\n-----END RSA PRIVATE KEY----- \
+         token: {}",
+        SHAPED[0], SHAPED[1], SHAPED[3]
+    );
+    std::fs::write(
+        c.install_state(),
+        serde_json::json!({
+            "format": 1, "cluster": "webleak",
+            "targets": {"release": {"status": "done", "at": 1, "note": note}},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    // A node whose console printed all of them, and a key whose start the
+    // tail's window cuts off.
+    let console = dir.join("webleak-worker-0-console.log");
+    let mut text: String = (0..400).map(|i| format!("filler line {i}\n")).collect();
+    text.push_str("-----BEGIN EC PRIVATE KEY-----\n");
+    text.push_str(&"QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB\n".repeat(200));
+    text.push_str(&format!(
+        "{}\n-----END EC PRIVATE KEY-----\nvisible-console-line\n",
+        SHAPED[4]
+    ));
+    for s in KNOWN {
+        text.push_str(&format!("echoed {s} here\n"));
+    }
+    text.push_str(&format!("Authorization: Bearer {}\n", SHAPED[1]));
+    std::fs::write(&console, text).unwrap();
+    let owner = crate::libvirt::xml::Owner {
+        cluster: "webleak".into(),
+        role: "worker".into(),
+        node: Some("webleak-worker-0".into()),
+        version: "1".into(),
+    };
+    let host = crate::libvirt::Host::open("test:///default").unwrap();
+    if let Some(d) = host.domain("webleak-worker-0").unwrap() {
+        d.undefine().unwrap();
+    }
+    host.conn
+        .define_domain_xml(&format!(
+            "<domain type='test'><name>webleak-worker-0</name><memory unit='MiB'>128</memory>\
+             <metadata>{}</metadata><os><type arch='x86_64'>hvm</type></os><devices>\
+             <serial type='pty'><log file='{}'/></serial></devices></domain>",
+            owner.element(),
+            console.display()
+        ))
+        .unwrap();
+    host
+}
+
+/// Every page, asset and API response (the first event of the stream
+/// included), as (what, body).
+async fn every_response(base: &str, auth: Vec<(&'static str, String)>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for path in [
+        "/",
+        "/clusters/webleak",
+        "/assets/app.js",
+        "/api/clusters",
+        "/api/clusters/webleak",
+        "/api/clusters/nope",
+        "/api/clusters/webleak/nope",
+    ] {
+        let r = get(format!("{base}{path}"), auth.clone(), "GET").await;
+        assert!(r.status != 401 && r.status != 421, "{path}: {}", r.status);
+        out.push((path.to_string(), r.body));
+    }
+    let url = format!("{base}/api/clusters/webleak/events");
+    let event = tokio::task::spawn_blocking(move || {
+        let mut req = ureq::get(&url);
+        for (k, v) in &auth {
+            req = req.set(k, v);
+        }
+        let mut reader = std::io::BufReader::new(req.call().unwrap().into_reader());
+        let (mut text, mut line) = (String::new(), String::new());
+        while !text.contains("\ndata: ") {
+            line.clear();
+            if reader.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            text.push_str(&line);
+        }
+        text
+    })
+    .await
+    .unwrap();
+    assert!(event.contains("event: cluster"), "{event}");
+    out.push(("events".into(), event));
+    out
+}
+
+fn assert_no_planted(responses: &[(String, String)]) {
+    for (what, body) in responses {
+        for s in KNOWN.iter().chain(SHAPED) {
+            assert!(!body.contains(s), "{s} in {what}: {body}");
+        }
+        assert!(!body.contains("QUFBQUFB"), "a key's body in {what}: {body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_response_carries_a_planted_secret_and_consoles_need_the_token() {
+    let (d, st) = state();
+    let host = plant_leaky_cluster(&st, d.path());
+    let view = |responses: &[(String, String)]| -> serde_json::Value {
+        let body = &responses
+            .iter()
+            .find(|(p, _)| p == "/api/clusters/webleak")
+            .unwrap()
+            .1;
+        serde_json::from_str(body).unwrap()
+    };
+
+    // Loopback without a token: every local user; no console logs.
+    let s = start(&st, None).await;
+    let responses = every_response(&format!("http://{}", s.local_addr()), vec![]).await;
+    s.stop().await;
+    assert_no_planted(&responses);
+    let v = view(&responses);
+    assert_eq!(v["nodes"][0]["name"], "webleak-worker-0", "{v}");
+    assert_eq!(v["consoles_withheld"], true, "{v}");
+    assert_eq!(v["consoles"], serde_json::json!([]));
+    assert!(!responses
+        .iter()
+        .any(|(_, b)| b.contains("visible-console-line")));
+    // What was redacted is still there to read around it.
+    let note = v["install"]["targets"][0]["note"].as_str().unwrap();
+    assert!(
+        note.contains("https://robot:<redacted>@registry.example/v2"),
+        "{note}"
+    );
+    assert!(note.contains("Authorization: Bearer <redacted>"), "{note}");
+    assert!(note.contains("<redacted private key>"), "{note}");
+
+    // With the token: the console tail, redacted.
+    let token = "t0ken-t0ken-t0ken-5678";
+    let s = start(&st, Some(token)).await;
+    let responses = every_response(
+        &format!("http://{}", s.local_addr()),
+        vec![("Authorization", format!("Bearer {token}"))],
+    )
+    .await;
+    s.stop().await;
+    assert_no_planted(&responses);
+    let v = view(&responses);
+    assert_eq!(v["consoles_withheld"], false, "{v}");
+    let lines: Vec<&str> = v["consoles"][0]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(lines.contains(&"visible-console-line"), "{lines:?}");
+    assert!(lines.contains(&"<redacted private key>"), "{lines:?}");
+    assert!(lines.contains(&"echoed <redacted> here"), "{lines:?}");
+    assert!(
+        lines.contains(&"Authorization: Bearer <redacted>"),
+        "{lines:?}"
+    );
+
+    host.domain("webleak-worker-0")
+        .unwrap()
+        .unwrap()
+        .undefine()
+        .unwrap();
+}

@@ -16,6 +16,7 @@ use crate::cluster::Status;
 use crate::install::state::InstallStatus;
 use crate::libvirt::Host;
 use crate::plan::{DnsRecord, Plan};
+use crate::redact::Redactor;
 use crate::state::{ClusterDir, StateDir};
 
 /// Bytes read from the end of a console log.
@@ -75,6 +76,9 @@ pub struct ClusterView {
     pub status: Status,
     pub lab: Lab,
     pub consoles: Vec<ConsoleTail>,
+    /// The page has no token: console logs are not shown (any local user can
+    /// reach a loopback page, and a console shows what a node prints).
+    pub consoles_withheld: bool,
 }
 
 /// The plan facts of the picture of the lab (the plan holds no secret).
@@ -264,8 +268,13 @@ fn row(state: &StateDir, hosts: &mut Hosts, name: &str) -> ClusterRow {
     r
 }
 
-/// The full view of one cluster. `Ok(None)` when it has no plan.
-pub fn cluster(state: &StateDir, name: &str) -> Result<Option<ClusterView>> {
+/// The full view of one cluster, with console tails redacted by `consoles`
+/// (none without it). `Ok(None)` when it has no plan.
+pub fn cluster(
+    state: &StateDir,
+    name: &str,
+    consoles: Option<&Redactor>,
+) -> Result<Option<ClusterView>> {
     let files = state.cluster(name);
     let Some(plan) = lab_plan(&files) else {
         return Ok(None);
@@ -274,41 +283,49 @@ pub fn cluster(state: &StateDir, name: &str) -> Result<Option<ClusterView>> {
     let mut hosts = Hosts::default();
     let host = hosts.of(&files, &plan)?;
     let status = crate::cluster::status(host, state, &files)?;
-    let consoles = status
-        .libvirt
-        .nodes
-        .iter()
-        .map(|n| ConsoleTail {
-            node: n.name.clone(),
-            path: n.console_log.clone(),
-            lines: n
-                .console_log
-                .as_deref()
-                .map(|p| tail(Path::new(p)).unwrap_or_default())
-                .unwrap_or_default(),
+    let tails = consoles
+        .map(|r| {
+            status
+                .libvirt
+                .nodes
+                .iter()
+                .map(|n| ConsoleTail {
+                    node: n.name.clone(),
+                    path: n.console_log.clone(),
+                    lines: n
+                        .console_log
+                        .as_deref()
+                        .map(|p| tail(Path::new(p), r).unwrap_or_default())
+                        .unwrap_or_default(),
+                })
+                .collect()
         })
-        .collect();
+        .unwrap_or_default();
     Ok(Some(ClusterView {
         lab: Lab::of(&plan, &files, status.install.as_ref()),
         status,
-        consoles,
+        consoles: tails,
+        consoles_withheld: consoles.is_none(),
     }))
 }
 
 /// The last lines of a console log, printable: terminal escapes and control
-/// characters removed (a serial console is full of them).
-pub fn tail(path: &Path) -> Result<Vec<String>> {
+/// characters removed (a serial console is full of them), redacted as one text
+/// (a key block spans lines; one cut by the window goes too).
+pub fn tail(path: &Path, r: &Redactor) -> Result<Vec<String>> {
     let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let len = f.metadata()?.len();
     let from = len.saturating_sub(TAIL_BYTES);
     f.seek(SeekFrom::Start(from))?;
     let mut buf = Vec::new();
     f.take(TAIL_BYTES).read_to_end(&mut buf)?;
-    let text = strip_escapes(&String::from_utf8_lossy(&buf));
-    let mut lines: Vec<String> = text.split('\n').map(|l| l.trim_end().to_string()).collect();
-    if from > 0 && !lines.is_empty() {
-        lines.remove(0); // cut in the middle
+    let mut text = strip_escapes(&String::from_utf8_lossy(&buf));
+    if from > 0 {
+        // Cut in the middle: the partial first line goes before redacting.
+        text = text.split_once('\n').map_or("", |(_, t)| t).to_string();
     }
+    let text = r.redact(&text);
+    let mut lines: Vec<String> = text.split('\n').map(|l| l.trim_end().to_string()).collect();
     while lines.last().is_some_and(|l| l.is_empty()) {
         lines.pop();
     }
@@ -383,12 +400,15 @@ mod tests {
         let p = d.path().join("c.log");
         let text: String = (0..2000).map(|i| format!("line {i}\n")).collect();
         std::fs::write(&p, text).unwrap();
-        let t = tail(&p).unwrap();
+        let t = tail(&p, &Redactor::default()).unwrap();
         assert_eq!(t.len(), TAIL_LINES);
         assert_eq!(t.last().unwrap(), "line 1999");
         assert_eq!(t[0], format!("line {}", 2000 - TAIL_LINES));
         std::fs::write(&p, "a\n\n").unwrap();
-        assert_eq!(tail(&p).unwrap(), vec!["a".to_string()]);
+        assert_eq!(
+            tail(&p, &Redactor::default()).unwrap(),
+            vec!["a".to_string()]
+        );
     }
 
     #[test]
