@@ -64,6 +64,13 @@ pub fn embed(iso: &Path, ignition: &Path, out: &Path) -> Result<()> {
             String::from_utf8_lossy(&output.stderr).trim()
         );
     }
+    // The ISO carries the Ignition (secrets): 0600 before it takes its name,
+    // whatever mode coreos-installer created it with.
+    std::fs::set_permissions(
+        &partial,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .with_context(|| format!("restricting {}", partial.display()))?;
     crate::files::rename_durably(&partial, out)
         .with_context(|| format!("moving {} into place", partial.display()))
 }
@@ -91,4 +98,37 @@ pub fn embedded(iso: &Path) -> Result<Option<Vec<u8>>> {
         output.status,
         err.trim()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    /// The ISO with a config embedded holds its secrets: it is 0600 whatever
+    /// the umask, and the config reads back. (A plain ISO9660 image with a
+    /// zero-filled `images/ignition.img` is what coreos-installer embeds into.)
+    #[test]
+    fn an_embedded_iso_is_private_and_reads_back() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("root/images");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("ignition.img"), vec![0u8; 256 * 1024]).unwrap();
+        let iso = d.path().join("live.iso");
+        let made = Command::new("genisoimage")
+            .args(["-quiet", "-V", "test", "-o"])
+            .arg(&iso)
+            .arg(d.path().join("root"))
+            .status()
+            .expect("genisoimage (scripts/setup installs it)");
+        assert!(made.success());
+        let ign = d.path().join("config.ign");
+        std::fs::write(&ign, br#"{"ignition":{"version":"3.2.0"}}"#).unwrap();
+        let out = d.path().join("node.iso");
+        embed(&iso, &ign, &out).unwrap();
+        let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{mode:o}");
+        let shown = embedded(&out).unwrap().expect("an embedded config");
+        assert!(String::from_utf8_lossy(&shown).contains("3.2.0"));
+    }
 }
