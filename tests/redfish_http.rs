@@ -336,3 +336,76 @@ fn tls_with_sessions_and_a_verified_certificate() {
 
     rt.block_on(server.shutdown());
 }
+
+/// Sends a request head whose body never comes and returns the status line
+/// of the answer (empty if none arrived within 10 s).
+fn head_only(addr: SocketAddr, head: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&buf).to_string();
+    text.lines().next().unwrap_or("").to_string()
+}
+
+#[test]
+fn credentials_are_checked_before_the_body_is_read() {
+    let rt = runtime();
+    let server = rt
+        .block_on(Server::start(
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+            service(),
+        ))
+        .unwrap();
+    let addr = server.local_addr();
+    let reset = format!("/redfish/v1/Systems/{UUID}/Actions/ComputerSystem.Reset");
+    let wrong = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("admin:nope")
+    );
+    // A 10 GB body declared and never sent, and one under the cap that never
+    // comes: without (valid) credentials both are answered 401 at once.
+    for (auth, length) in [
+        (String::new(), 10_000_000_000u64),
+        (String::new(), 1000),
+        (format!("Authorization: {wrong}\r\n"), 1000),
+        ("X-Auth-Token: forged\r\n".to_string(), 10_000_000_000),
+    ] {
+        let status = head_only(
+            addr,
+            &format!(
+                "POST {reset} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+            ),
+        );
+        assert!(
+            status.starts_with("HTTP/1.1 401"),
+            "{auth} {length}: {status:?}"
+        );
+    }
+    // The login needs no credentials, so its body is small: a larger one is refused unread.
+    let status = head_only(
+        addr,
+        "POST /redfish/v1/SessionService/Sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
+    );
+    assert!(status.starts_with("HTTP/1.1 413"), "{status:?}");
+    // A login of ordinary size still works.
+    let agent = ureq::agent();
+    let (s, _) = call(
+        &agent,
+        "POST",
+        &format!("http://{addr}/redfish/v1/SessionService/Sessions"),
+        None,
+        Some("application/json"),
+        r#"{"UserName":"admin","Password":"hunter2"}"#,
+    );
+    assert_eq!(s, 201);
+    rt.block_on(server.shutdown());
+}

@@ -219,6 +219,16 @@ impl RedfishError {
         .resolution("Resubmit the request.  If the problem persists, consider resetting the service.")
     }
 
+    pub fn request_timeout(seconds: u64) -> Self {
+        Self::new(
+            408,
+            "GeneralError",
+            format!("The request body did not arrive within {seconds} seconds."),
+            vec![],
+        )
+        .resolution("Send the whole request body at once.")
+    }
+
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(503, "ServiceTemporarilyUnavailable", message.into(), vec![])
             .resolution("Wait and resubmit the request.")
