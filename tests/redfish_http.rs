@@ -409,3 +409,140 @@ fn credentials_are_checked_before_the_body_is_read() {
     assert_eq!(s, 201);
     rt.block_on(server.shutdown());
 }
+
+/// The in-memory machine with an insert that waits until the test opens
+/// the gate, counting the inserts that reached it (each would be a download).
+struct GatedInsert {
+    m: MemoryMachine,
+    reached: std::sync::atomic::AtomicUsize,
+    open: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+}
+
+impl GatedInsert {
+    fn open_gate(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+impl Machine for GatedInsert {
+    fn list(&self) -> Result<Vec<SystemRef>, MachineError> {
+        self.m.list()
+    }
+    fn resolve(&self, id: &str) -> Result<SystemRef, MachineError> {
+        self.m.resolve(id)
+    }
+    fn system(&self, uuid: &str) -> Result<SystemInfo, MachineError> {
+        self.m.system(uuid)
+    }
+    fn reset(&self, uuid: &str, reset: ResetType) -> Result<(), MachineError> {
+        self.m.reset(uuid, reset)
+    }
+    fn set_boot(&self, uuid: &str, patch: BootPatch) -> Result<(), MachineError> {
+        self.m.set_boot(uuid, patch)
+    }
+    fn insert_media(
+        &self,
+        uuid: &str,
+        slot: MediaSlot,
+        r: &InsertRequest,
+    ) -> Result<(), MachineError> {
+        self.reached
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let open = self.open.lock().unwrap();
+        let _open = self
+            .opened
+            .wait_timeout_while(open, Duration::from_secs(30), |o| !*o)
+            .unwrap();
+        self.m.insert_media(uuid, slot, r)
+    }
+    fn eject_media(&self, uuid: &str, slot: MediaSlot) -> Result<(), MachineError> {
+        self.m.eject_media(uuid, slot)
+    }
+}
+
+fn uuid(i: usize) -> String {
+    format!("5b0d7c1e-8f43-4c8e-a1d2-3e4f5a6b7c{i:02}")
+}
+
+#[test]
+fn one_insert_per_slot_and_a_few_in_flight() {
+    let machine = Arc::new(GatedInsert {
+        m: MemoryMachine::new((0..6).map(|i| MemorySystem::new(&uuid(i), &format!("n{i}")))),
+        reached: Default::default(),
+        open: Default::default(),
+        opened: Default::default(),
+    });
+    let service = Arc::new(Service::new(
+        machine.clone(),
+        Auth::new("admin", "hunter2", Duration::from_secs(600)),
+        "svc",
+    ));
+    let rt = runtime();
+    let server = rt
+        .block_on(Server::start("127.0.0.1:0".parse().unwrap(), None, service))
+        .unwrap();
+    let base = format!("http://{}", server.local_addr());
+    let insert = move |system: String| {
+        let url = format!(
+            "{base}/redfish/v1/Systems/{system}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"
+        );
+        let (s, r) = call(
+            &ureq::agent(),
+            "POST",
+            &url,
+            Some(&basic()),
+            Some("application/json"),
+            r#"{"Image":"http://192.0.2.1/x.iso"}"#,
+        );
+        (s, r.header("Retry-After").map(str::to_string))
+    };
+    let reached = || machine.reached.load(std::sync::atomic::Ordering::SeqCst);
+    let wait_until = |what: &str, f: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !f() {
+            assert!(Instant::now() < deadline, "never saw: {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+
+    // Six concurrent inserts into one slot: one reaches the machine (one
+    // download), five are refused while it runs.
+    let (tx, rx) = std::sync::mpsc::channel();
+    for _ in 0..6 {
+        let (tx, insert) = (tx.clone(), insert.clone());
+        std::thread::spawn(move || tx.send(insert(uuid(0))).unwrap());
+    }
+    let mut refused = Vec::new();
+    for _ in 0..5 {
+        refused.push(
+            rx.recv_timeout(Duration::from_secs(20))
+                .expect("five answers while the first insert runs")
+                .0,
+        );
+    }
+    assert_eq!(refused, vec![409; 5]);
+    assert_eq!(reached(), 1);
+
+    // Meanwhile three more systems fill the downloads in flight; the next is 503.
+    let mut pending = Vec::new();
+    for i in 1..4 {
+        let insert = insert.clone();
+        pending.push(std::thread::spawn(move || insert(uuid(i)).0));
+    }
+    wait_until("four inserts in flight", &|| reached() == 4);
+    assert_eq!(insert(uuid(4)), (503, Some("30".to_string())));
+    assert_eq!(reached(), 4);
+
+    machine.open_gate();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap().0, 204);
+    for p in pending {
+        assert_eq!(p.join().unwrap(), 204);
+    }
+    // done: the slots are free again (the next answer is the machine's: a medium is in)
+    assert_eq!(insert(uuid(4)).0, 204);
+    assert_eq!(insert(uuid(0)).0, 409);
+    assert_eq!(reached(), 6);
+    rt.block_on(server.shutdown());
+}

@@ -19,6 +19,7 @@ pub mod auth;
 pub mod bmc;
 pub mod error;
 pub mod fetch;
+pub mod inserts;
 pub mod machine;
 pub mod machine_kubevirt;
 pub mod machine_libvirt;

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::auth::{Auth, Principal};
 use super::error::RedfishError;
+use super::inserts::Inserts;
 use super::machine::{Machine, MachineError};
 use super::model::SystemInfo;
 use super::request::{self, Action, Resource, MAX_ANONYMOUS_BODY, MAX_BODY};
@@ -108,6 +109,7 @@ pub struct Service<M: Machine + ?Sized> {
     /// System bodies rendered from what [`Machine::peek`] handed out, by
     /// UUID; served while the machine hands out the same `Arc`.
     rendered: Mutex<HashMap<String, (Arc<SystemInfo>, Bytes)>>,
+    inserts: Inserts,
 }
 
 impl<M: Machine + ?Sized> Service<M> {
@@ -119,6 +121,7 @@ impl<M: Machine + ?Sized> Service<M> {
             uuid: uuid.to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
             rendered: Mutex::default(),
+            inserts: Inserts::default(),
         }
     }
 
@@ -322,6 +325,8 @@ impl<M: Machine + ?Sized> Service<M> {
                 request,
                 ..
             } => {
+                // held busy through the download, freed however it ends
+                let _held = self.inserts.begin(&system, slot)?;
                 self.machine
                     .insert_media(&system, slot, &request)
                     .map_err(m)?;
