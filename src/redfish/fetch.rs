@@ -52,7 +52,7 @@ impl Fetcher {
     /// [`UNREACHABLE`] to the client, the reason in the log.
     pub fn get(&self, url: &str, headers: &[(&str, &str)]) -> Result<ureq::Response, MachineError> {
         let mut next = source::check_url(url).map_err(|r| unreachable(written_host(url), &r))?;
-        for _ in 0..=MAX_REDIRECTS {
+        for hop in 0..=MAX_REDIRECTS {
             let host = next.host_str().unwrap_or("").to_string();
             let mut req = self.agent.request_url("GET", &next);
             for (k, v) in headers {
@@ -75,7 +75,13 @@ impl Fetcher {
                         "fetching the image failed: HTTP {code}"
                     )))
                 }
-                Err(ureq::Error::Transport(t)) => return Err(unreachable(&host, &cause(&t))),
+                Err(ureq::Error::Transport(t)) => {
+                    let reason = match hop {
+                        0 => cause(&t),
+                        n => format!("after {n} redirect(s): {}", cause(&t)),
+                    };
+                    return Err(unreachable(&host, &reason));
+                }
             }
         }
         Err(MachineError::BadRequest(format!(
