@@ -6,12 +6,13 @@
 # bmc-media.py checks every step through virsh (domstate, dumpxml, vol-list)
 # and the HTTP server's log (the same image is not downloaded twice).
 # Then the image-source rule (docs/bmc.md, "Where images come from"): a "lab
-# network" address in the sandbox's own network namespace serves the ISO over HTTPS with a certificate openssl makes here
-# (fetched); a second BMC, allowed that network only and given another CA
-# with --media-ca, refuses loopback (plain, 127.1, 2130706433, [::1]),
-# 169.254.169.254, a redirect to loopback and the wrong certificate with one
-# message, and none of those servers sees a connection; six concurrent
-# InsertMedia into one slot: one download, five 409.
+# network" address in the sandbox's own network namespace serves the ISO
+# over HTTPS with a certificate openssl makes here (fetched); six concurrent
+# InsertMedia into one slot: one download, five 409; a second BMC, allowed
+# that network only and given another CA with --media-ca, refuses loopback
+# (plain, 127.1, 2130706433, [::1]), 169.254.169.254, a redirect to loopback
+# and the wrong certificate with one message, and none of those servers sees
+# a connection.
 # Needs root and scripts/setup's packages; pip-installs sushy into a venv.
 NAME=bmc-media
 here=$(cd "$(dirname "$0")" && pwd)
