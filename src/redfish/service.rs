@@ -129,6 +129,11 @@ impl<M: Machine + ?Sized> Service<M> {
         &self.machine
     }
 
+    /// InsertMedia calls waiting for a download to be free.
+    pub fn inserts_waiting(&self) -> usize {
+        self.inserts.waiting()
+    }
+
     /// Admits a request from its method, target and credentials alone,
     /// before its body is read: the body cap for it ([`MAX_BODY`] once
     /// authenticated, [`MAX_ANONYMOUS_BODY`] on the routes that need no
