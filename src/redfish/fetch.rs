@@ -51,7 +51,8 @@ impl Fetcher {
     /// redirects. A source refused or unreachable at any hop is
     /// [`UNREACHABLE`] to the client, the reason in the log.
     pub fn get(&self, url: &str, headers: &[(&str, &str)]) -> Result<ureq::Response, MachineError> {
-        let mut next = source::check_url(url).map_err(|r| unreachable(written_host(url), &r))?;
+        let mut next = source::check_url(url)
+            .map_err(|r| unreachable(source::written_host(url).unwrap_or(""), &r))?;
         for hop in 0..=MAX_REDIRECTS {
             let host = next.host_str().unwrap_or("").to_string();
             let mut req = self.agent.request_url("GET", &next);
@@ -97,14 +98,6 @@ pub fn check_media_ca(path: &Path) -> Result<()> {
 
 fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
-}
-
-/// The host of a URL that did not pass the rule, for the log (never the
-/// user-info, which may hold a password).
-fn written_host(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '\\', '?', '#']).next().unwrap_or("");
-    authority.rsplit('@').next().unwrap_or("")
 }
 
 /// Logs why a source cannot be fetched from; the client's error says only

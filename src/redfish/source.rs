@@ -243,9 +243,10 @@ fn looks_numeric(host: &str) -> bool {
 }
 
 /// The host as written in `raw` (an absolute URL or a reference), cut where
-/// a WHATWG parser cuts it for http(s) but not normalised; `None` when `raw`
-/// names no host (a path or query reference).
-fn written_host(raw: &str) -> Option<&str> {
+/// a WHATWG parser cuts it for http(s) but not normalised, without the
+/// user-info (which may hold a password); `None` when `raw` names no host
+/// (a path or query reference).
+pub fn written_host(raw: &str) -> Option<&str> {
     let scheme_end = raw.find(':').filter(|&i| {
         i > 0
             && raw.as_bytes()[0].is_ascii_alphabetic()
