@@ -21,12 +21,15 @@ use shiftlab::redfish::machine_kubevirt::{KubevirtConfig, KubevirtMachine};
 use shiftlab::redfish::model::{
     BootEnabled, BootMode, BootPatch, BootTarget, InsertRequest, MediaSlot, PowerState, ResetType,
 };
+use shiftlab::redfish::source::{ImageSources, UNREACHABLE};
 use shiftlab::spec::{self, Env};
 
 /// The IPI fixture applied to a fake API; returns the fake, the machine and the plan.
 fn setup() -> (FakeKube, KubevirtMachine, plan::Plan, tempfile::TempDir) {
     let (fake, cfg, plan, home) = setup_cfg();
-    let m = KubevirtMachine::open(&cfg).unwrap();
+    // as serve builds it: images from the cluster's machine network
+    let sources = ImageSources::within(vec![plan.network.cidr.into()], vec![]);
+    let m = KubevirtMachine::open(&cfg, sources).unwrap();
     (fake, m, plan, home)
 }
 
@@ -225,6 +228,37 @@ fn a_medium_that_is_not_an_http_url_is_refused() {
     assert_eq!(fake.writes(), before);
 }
 
+#[test]
+fn a_medium_from_where_a_bmc_should_not_fetch_is_refused_before_cdi_sees_it() {
+    let (fake, m, plan, _home) = setup();
+    let before = fake.writes();
+    for image in [
+        "http://127.0.0.1:6180/x.iso",
+        "http://127.1:6180/x.iso",
+        "http://2130706433:6180/x.iso",
+        "http://[::1]:6180/x.iso",
+        "http://169.254.169.254/latest/meta-data",
+        "http://localhost:6180/x.iso",
+        // outside the cluster's machine network
+        "http://10.99.0.5:6180/x.iso",
+    ] {
+        let e = m.insert_media(
+            &plan.nodes[1].uuid,
+            MediaSlot::Cd,
+            &InsertRequest {
+                image: image.into(),
+                inserted: true,
+                write_protected: true,
+            },
+        );
+        match e {
+            Err(MachineError::BadRequest(msg)) => assert_eq!(msg, UNREACHABLE, "{image}"),
+            other => panic!("{image}: {other:?}"),
+        }
+    }
+    assert_eq!(fake.writes(), before);
+}
+
 /// The same, as Ironic speaks it: Redfish over HTTP to the BMC `shiftlab
 /// serve` builds for a `backend: kubevirt` cluster (bmc::Systems::Kubevirt).
 #[test]
@@ -239,6 +273,8 @@ fn redfish_over_http_drives_the_kubevirt_vm() {
         tls: None,
         session_timeout: bmc::DEFAULT_SESSION_TIMEOUT,
         identity: "bmc/kv3".into(),
+        image_sources: bmc::ImageSources::within(vec![plan.network.cidr.into()], vec![]),
+        media_ca: None,
     })
     .unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -336,3 +336,234 @@ fn tls_with_sessions_and_a_verified_certificate() {
 
     rt.block_on(server.shutdown());
 }
+
+/// Sends a request head whose body never comes and returns the status line
+/// of the answer (empty if none arrived within 10 s).
+fn head_only(addr: SocketAddr, head: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&buf).to_string();
+    text.lines().next().unwrap_or("").to_string()
+}
+
+#[test]
+fn credentials_are_checked_before_the_body_is_read() {
+    let rt = runtime();
+    let server = rt
+        .block_on(Server::start(
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+            service(),
+        ))
+        .unwrap();
+    let addr = server.local_addr();
+    let reset = format!("/redfish/v1/Systems/{UUID}/Actions/ComputerSystem.Reset");
+    let wrong = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("admin:nope")
+    );
+    // A 10 GB body declared and never sent, and one under the cap that never
+    // comes: without (valid) credentials both are answered 401 at once.
+    for (auth, length) in [
+        (String::new(), 10_000_000_000u64),
+        (String::new(), 1000),
+        (format!("Authorization: {wrong}\r\n"), 1000),
+        ("X-Auth-Token: forged\r\n".to_string(), 10_000_000_000),
+    ] {
+        let status = head_only(
+            addr,
+            &format!(
+                "POST {reset} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+            ),
+        );
+        assert!(
+            status.starts_with("HTTP/1.1 401"),
+            "{auth} {length}: {status:?}"
+        );
+    }
+    // The login needs no credentials, so its body is small: a larger one is refused unread.
+    let status = head_only(
+        addr,
+        "POST /redfish/v1/SessionService/Sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
+    );
+    assert!(status.starts_with("HTTP/1.1 413"), "{status:?}");
+    // A login of ordinary size still works.
+    let agent = ureq::agent();
+    let (s, _) = call(
+        &agent,
+        "POST",
+        &format!("http://{addr}/redfish/v1/SessionService/Sessions"),
+        None,
+        Some("application/json"),
+        r#"{"UserName":"admin","Password":"hunter2"}"#,
+    );
+    assert_eq!(s, 201);
+    rt.block_on(server.shutdown());
+}
+
+/// The in-memory machine with an insert that waits until the test opens
+/// the gate, counting the inserts that reached it (each would be a download)
+/// and the most that ran at once.
+struct GatedInsert {
+    m: MemoryMachine,
+    reached: std::sync::atomic::AtomicUsize,
+    running: std::sync::Mutex<(usize, usize)>,
+    open: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+}
+
+impl GatedInsert {
+    fn open_gate(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+impl Machine for GatedInsert {
+    fn list(&self) -> Result<Vec<SystemRef>, MachineError> {
+        self.m.list()
+    }
+    fn resolve(&self, id: &str) -> Result<SystemRef, MachineError> {
+        self.m.resolve(id)
+    }
+    fn system(&self, uuid: &str) -> Result<SystemInfo, MachineError> {
+        self.m.system(uuid)
+    }
+    fn reset(&self, uuid: &str, reset: ResetType) -> Result<(), MachineError> {
+        self.m.reset(uuid, reset)
+    }
+    fn set_boot(&self, uuid: &str, patch: BootPatch) -> Result<(), MachineError> {
+        self.m.set_boot(uuid, patch)
+    }
+    fn insert_media(
+        &self,
+        uuid: &str,
+        slot: MediaSlot,
+        r: &InsertRequest,
+    ) -> Result<(), MachineError> {
+        self.reached
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        {
+            let mut running = self.running.lock().unwrap();
+            running.0 += 1;
+            running.1 = running.1.max(running.0);
+        }
+        let open = self.open.lock().unwrap();
+        let open = self
+            .opened
+            .wait_timeout_while(open, Duration::from_secs(30), |o| !*o)
+            .unwrap();
+        drop(open);
+        self.running.lock().unwrap().0 -= 1;
+        self.m.insert_media(uuid, slot, r)
+    }
+    fn eject_media(&self, uuid: &str, slot: MediaSlot) -> Result<(), MachineError> {
+        self.m.eject_media(uuid, slot)
+    }
+}
+
+fn uuid(i: usize) -> String {
+    format!("5b0d7c1e-8f43-4c8e-a1d2-3e4f5a6b7c{i:02}")
+}
+
+#[test]
+fn one_insert_per_slot_and_a_few_downloads_at_once() {
+    let machine = Arc::new(GatedInsert {
+        m: MemoryMachine::new((0..6).map(|i| MemorySystem::new(&uuid(i), &format!("n{i}")))),
+        reached: Default::default(),
+        running: Default::default(),
+        open: Default::default(),
+        opened: Default::default(),
+    });
+    let service = Arc::new(Service::new(
+        machine.clone(),
+        Auth::new("admin", "hunter2", Duration::from_secs(600)),
+        "svc",
+    ));
+    let rt = runtime();
+    let server = rt
+        .block_on(Server::start(
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+            service.clone(),
+        ))
+        .unwrap();
+    let base = format!("http://{}", server.local_addr());
+    let insert = move |system: String| {
+        let url = format!(
+            "{base}/redfish/v1/Systems/{system}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"
+        );
+        call(
+            &ureq::agent(),
+            "POST",
+            &url,
+            Some(&basic()),
+            Some("application/json"),
+            r#"{"Image":"http://192.0.2.1/x.iso"}"#,
+        )
+        .0
+    };
+    let reached = || machine.reached.load(std::sync::atomic::Ordering::SeqCst);
+    let wait_until = |what: &str, f: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !f() {
+            assert!(Instant::now() < deadline, "never saw: {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+
+    // Six concurrent inserts into one slot: one reaches the machine (one
+    // download), five are refused while it runs.
+    let (tx, rx) = std::sync::mpsc::channel();
+    for _ in 0..6 {
+        let (tx, insert) = (tx.clone(), insert.clone());
+        std::thread::spawn(move || tx.send(insert(uuid(0))).unwrap());
+    }
+    let mut refused = Vec::new();
+    for _ in 0..5 {
+        let status = rx.recv_timeout(Duration::from_secs(20));
+        refused.push(status.expect("five answers while the first insert runs"));
+    }
+    assert_eq!(refused, vec![409; 5]);
+    assert_eq!(reached(), 1);
+
+    // Three more systems make four downloads; a fifth waits its turn
+    // (Ironic inserts into every host at once and does not retry a POST).
+    let mut pending = Vec::new();
+    for i in 1..5 {
+        if i == 4 {
+            wait_until("four inserts running", &|| reached() == 4);
+        }
+        let insert = insert.clone();
+        pending.push(std::thread::spawn(move || insert(uuid(i))));
+    }
+    wait_until("the fifth insert waiting", &|| {
+        service.inserts_waiting() == 1
+    });
+    assert_eq!(reached(), 4);
+
+    machine.open_gate();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap(), 204);
+    for p in pending {
+        assert_eq!(p.join().unwrap(), 204);
+    }
+    assert_eq!(
+        machine.running.lock().unwrap().1,
+        4,
+        "most downloads at once"
+    );
+    assert_eq!(reached(), 5);
+    // done: the slot is free again (the answer is the machine's: a medium is in)
+    assert_eq!(insert(uuid(0)), 409);
+    assert_eq!(reached(), 6);
+    rt.block_on(server.shutdown());
+}

@@ -33,6 +33,10 @@ fn machine(scope: Scope) -> LibvirtMachine {
         pool: "default-pool".into(),
         state_dir: dir.path().to_path_buf(),
         max_image_bytes: 1 << 20,
+        image_sources: shiftlab::redfish::source::ImageSources::anywhere(vec!["127.0.0.0/8"
+            .parse()
+            .unwrap()]),
+        media_ca: None,
     })
     .unwrap()
 }

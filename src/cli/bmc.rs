@@ -67,6 +67,17 @@ pub struct BmcArgs {
     /// Accept requests without credentials (only with --insecure-http; for benchmarks).
     #[arg(long, requires = "insecure_http")]
     pub no_auth: bool,
+    /// Also fetch virtual media from this network, whatever its addresses
+    /// are (loopback or this host's included); repeat for more. Without it,
+    /// any address but loopback, link-local, unspecified, multicast and this
+    /// host's own (docs/bmc.md, "Where images come from").
+    #[arg(long, value_name = "CIDR")]
+    pub allow_image_source: Vec<ipnet::IpNet>,
+    /// Verify image servers' certificates against the CA(s) in this PEM
+    /// file; without it, HTTPS image servers are not verified, as hardware
+    /// BMCs do not.
+    #[arg(long, value_name = "FILE")]
+    pub media_ca: Option<PathBuf>,
     /// Serve in-memory systems with these names instead of libvirt domains (for trying clients).
     #[arg(long, hide = true, value_name = "NAME")]
     pub fake: Vec<String>,

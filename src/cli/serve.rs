@@ -49,6 +49,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub web_token_file: Option<std::path::PathBuf>,
 
+    /// Let the lab BMC (ipi clusters) also fetch virtual media from this
+    /// network, loopback included; repeat for more. Without it, the lab BMC
+    /// fetches from the cluster's machine network only (docs/bmc.md)
+    #[arg(long, value_name = "CIDR")]
+    pub allow_image_source: Vec<ipnet::IpNet>,
+
+    /// Make the lab BMC verify image servers' certificates against the
+    /// CA(s) in this PEM file (docs/bmc.md)
+    #[arg(long, value_name = "FILE")]
+    pub media_ca: Option<std::path::PathBuf>,
+
     #[command(subcommand)]
     pub action: Option<ServeAction>,
 }

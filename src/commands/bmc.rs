@@ -42,6 +42,8 @@ pub fn run(args: &BmcArgs, state: &StateDir) -> Result<()> {
         credentials,
         tls: (!args.insecure_http).then(|| args.san.clone()),
         session_timeout: std::time::Duration::from_secs(args.session_timeout),
+        image_sources: bmc::ImageSources::anywhere(args.allow_image_source.clone()),
+        media_ca: args.media_ca.clone(),
     })?;
     if let Some(ca) = &bmc.ca_path {
         eprintln!("bmc CA certificate: {}", ca.display());

@@ -41,6 +41,9 @@ pub fn run(args: &ServeArgs, state: &StateDir) -> Result<()> {
                 args.web.as_deref().unwrap_or(serve::web::DEFAULT_ADDR),
                 args.web_token_file.as_deref(),
             )?;
+            if let Some(ca) = &args.media_ca {
+                crate::redfish::fetch::check_media_ca(ca)?;
+            }
             serve::daemon::run_until_signal(serve::daemon::Options {
                 state: state.clone(),
                 http_port: args.http_port,
@@ -59,6 +62,8 @@ pub fn run(args: &ServeArgs, state: &StateDir) -> Result<()> {
                 web,
                 // The default address is a convenience: taken, serve goes on without it.
                 web_required: args.web.is_some(),
+                allow_image_source: args.allow_image_source.clone(),
+                media_ca: args.media_ca.clone(),
             })
         }
     }

@@ -14,6 +14,7 @@ use sha2::{Digest as _, Sha256};
 use super::auth::Auth;
 use super::machine::{Machine, MemoryMachine, MemorySystem};
 use super::machine_libvirt::{LibvirtConfig, LibvirtMachine, Scope};
+pub use super::source::ImageSources;
 use super::{tls, Server, Service};
 
 /// Largest virtual media image accepted unless configured otherwise.
@@ -75,6 +76,11 @@ pub struct Config {
     pub session_timeout: Duration,
     /// What the service's UUID is derived from: stable for one BMC.
     pub identity: String,
+    /// Where virtual media images may be fetched from.
+    pub image_sources: ImageSources,
+    /// CA file that image servers' certificates must come from (`--media-ca`);
+    /// `None`: certificates are not verified.
+    pub media_ca: Option<PathBuf>,
 }
 
 /// A BMC ready to listen.
@@ -113,9 +119,12 @@ pub fn build(config: Config) -> Result<Bmc> {
         Systems::Memory(names) => Arc::new(MemoryMachine::new(
             names.iter().map(|n| MemorySystem::new(&derived_uuid(n), n)),
         )),
-        Systems::Kubevirt(cfg) => Arc::new(
-            crate::redfish::machine_kubevirt::KubevirtMachine::open(&cfg)?,
-        ),
+        Systems::Kubevirt(cfg) => {
+            Arc::new(crate::redfish::machine_kubevirt::KubevirtMachine::open(
+                &cfg,
+                config.image_sources.clone(),
+            )?)
+        }
         Systems::Libvirt {
             uri,
             scope,
@@ -127,6 +136,8 @@ pub fn build(config: Config) -> Result<Bmc> {
             pool,
             state_dir: config.dir.clone(),
             max_image_bytes,
+            image_sources: config.image_sources.clone(),
+            media_ca: config.media_ca.clone(),
         })?),
     };
     let (lo, hi) = SESSION_TIMEOUT_BOUNDS;
@@ -219,6 +230,8 @@ mod tests {
             tls: Some(vec!["localhost".into()]),
             session_timeout: DEFAULT_SESSION_TIMEOUT,
             identity: "test".into(),
+            image_sources: ImageSources::default(),
+            media_ca: None,
         }
     }
 

@@ -38,7 +38,7 @@ impl RedfishError {
         self
     }
 
-    fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+    pub(crate) fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.headers.push((name, value.into()));
         self
     }
@@ -217,6 +217,16 @@ impl RedfishError {
             vec![],
         )
         .resolution("Resubmit the request.  If the problem persists, consider resetting the service.")
+    }
+
+    pub fn request_timeout(seconds: u64) -> Self {
+        Self::new(
+            408,
+            "GeneralError",
+            format!("The request body did not arrive within {seconds} seconds."),
+            vec![],
+        )
+        .resolution("Send the whole request body at once.")
     }
 
     pub fn unavailable(message: impl Into<String>) -> Self {

@@ -27,6 +27,7 @@ use super::model::{
     BootEnabled, BootMode, BootOverride, BootPatch, BootTarget, Disk, InsertRequest, MediaSlot,
     MediaState, Nic, PowerState, ResetType, SystemInfo, SystemRef,
 };
+use super::source::{ImageSources, UNREACHABLE};
 use crate::kubevirt::apply::resource;
 use crate::kubevirt::render::{owner_selector, Kind};
 
@@ -53,6 +54,9 @@ pub struct KubevirtMachine {
     ns: String,
     cluster: String,
     locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// CDI fetches the image, not the BMC: its URL is vetted against the
+    /// same rule before the DataVolume is made.
+    sources: ImageSources,
 }
 
 fn backend(e: impl Into<anyhow::Error>) -> MachineError {
@@ -144,7 +148,7 @@ fn quantity_bytes(q: &str) -> Option<u64> {
 }
 
 impl KubevirtMachine {
-    pub fn open(cfg: &KubevirtConfig) -> anyhow::Result<Self> {
+    pub fn open(cfg: &KubevirtConfig, sources: ImageSources) -> anyhow::Result<Self> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -160,6 +164,7 @@ impl KubevirtMachine {
             ns: cfg.namespace.clone(),
             cluster: cfg.cluster.clone(),
             locks: Mutex::default(),
+            sources,
         })
     }
 
@@ -448,6 +453,10 @@ impl Machine for KubevirtMachine {
             return Err(MachineError::BadRequest(
                 "the image must be an http(s) URL (CDI imports it)".into(),
             ));
+        }
+        if let Err(reason) = self.sources.vet(url) {
+            tracing::warn!(%reason, "image source refused");
+            return Err(MachineError::BadRequest(UNREACHABLE.into()));
         }
         let name = vm.metadata.name.clone().unwrap_or_default();
         let dv = format!("{name}-{CDROM}");

@@ -51,6 +51,10 @@ pub struct LibvirtConfig {
     /// Where the media cache index is kept.
     pub state_dir: PathBuf,
     pub max_image_bytes: u64,
+    /// Where images may be fetched from.
+    pub image_sources: super::source::ImageSources,
+    /// CA that image servers' certificates must come from; `None`: not verified.
+    pub media_ca: Option<PathBuf>,
 }
 
 /// A domain definition as the BMC reads it: libvirt's part and the BMC's record.
@@ -394,6 +398,7 @@ impl LibvirtMachine {
                 &cfg.pool,
                 cfg.state_dir.join("media-cache.json"),
                 cfg.max_image_bytes,
+                super::fetch::Fetcher::new(cfg.image_sources.clone(), cfg.media_ca.as_deref())?,
             ),
             locks: Mutex::new(HashMap::new()),
         })

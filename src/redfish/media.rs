@@ -3,18 +3,19 @@
 //! temporary copy), hashed on the way, and reused while any domain uses it:
 //! the same URL is revalidated with a conditional GET, and the same content
 //! under another URL maps to the existing volume. Volumes nobody uses are
-//! deleted on eject.
+//! deleted on eject. Images come through [`Fetcher`], under the BMC's
+//! image-source rule.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use virt::storage_vol::StorageVol;
 
+use super::fetch::Fetcher;
 use super::machine::MachineError;
 use crate::libvirt::xml::{parse, write};
 use crate::libvirt::{Host, MEDIA_VOLUME_PREFIX as VOLUME_PREFIX};
@@ -43,20 +44,15 @@ pub struct MediaStore {
     max_bytes: u64,
     state: Mutex<State>,
     url_locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
-    agent: ureq::Agent,
+    fetcher: Fetcher,
 }
 
 impl MediaStore {
-    pub fn new(pool: &str, index_path: PathBuf, max_bytes: u64) -> Self {
+    pub fn new(pool: &str, index_path: PathBuf, max_bytes: u64, fetcher: Fetcher) -> Self {
         let entries = std::fs::read(&index_path)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
-        let agent = ureq::AgentBuilder::new()
-            .timeout_connect(Duration::from_secs(10))
-            .timeout_read(Duration::from_secs(60))
-            .redirects(5)
-            .build();
         MediaStore {
             pool: pool.to_string(),
             index_path,
@@ -66,7 +62,7 @@ impl MediaStore {
                 pins: HashMap::new(),
             }),
             url_locks: Mutex::new(HashMap::new()),
-            agent,
+            fetcher,
         }
     }
 
@@ -108,29 +104,16 @@ impl MediaStore {
             st.entries.iter().find(|e| e.url == url).cloned()
         };
         let cached = cached.filter(|e| self.volume(host, &e.volume).is_some());
-        let mut req = self.agent.get(url);
+        let mut conditions = Vec::new();
         if let Some(c) = &cached {
             if let Some(etag) = &c.etag {
-                req = req.set("If-None-Match", etag);
+                conditions.push(("If-None-Match", etag.as_str()));
             }
             if let Some(lm) = &c.last_modified {
-                req = req.set("If-Modified-Since", lm);
+                conditions.push(("If-Modified-Since", lm.as_str()));
             }
         }
-        let resp = match req.call() {
-            Ok(r) => r,
-            Err(ureq::Error::Status(code, _)) => {
-                return Err(MachineError::BadRequest(format!(
-                    "fetching the image failed: HTTP {code}"
-                )))
-            }
-            Err(e) => {
-                return Err(MachineError::BadRequest(format!(
-                    "fetching the image failed: {}",
-                    e.kind()
-                )))
-            }
-        };
+        let resp = self.fetcher.get(url, &conditions)?;
         if resp.status() == 304 {
             if let Some(c) = cached {
                 if self.pin(host, &c.volume) {

@@ -12,11 +12,14 @@
 //! - [`machine_libvirt`]: the [`Machine`] over libvirt domains, built on
 //!   [`crate::libvirt`] (connection, XML parsing and editing), with
 //!   [`metadata`] (the BMC's record in a domain) and [`media`] (virtual media
-//!   volumes).
+//!   volumes), filled by [`fetch`] under [`source`]'s rule (where images may
+//!   come from).
 
 pub mod auth;
 pub mod bmc;
 pub mod error;
+pub mod fetch;
+pub mod inserts;
 pub mod machine;
 pub mod machine_kubevirt;
 pub mod machine_libvirt;
@@ -27,6 +30,7 @@ pub mod request;
 pub mod resources;
 pub mod server;
 pub mod service;
+pub mod source;
 pub mod tls;
 
 pub use error::RedfishError;

@@ -12,6 +12,10 @@ use super::model::{
 /// Largest request body accepted (bytes).
 pub const MAX_BODY: usize = 64 * 1024;
 
+/// Largest body of a request that needs no credentials (the login's
+/// `{"UserName":..,"Password":..}`): whoever has no password sends little.
+pub const MAX_ANONYMOUS_BODY: usize = 4 * 1024;
+
 /// Largest accepted image URL.
 const MAX_URL: usize = 2048;
 

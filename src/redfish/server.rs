@@ -1,5 +1,7 @@
 //! HTTP/1.1 over TCP or TLS for a [`Service`] (the listener is
-//! [`crate::httpd`]'s), with a request body limit. A request the service can
+//! [`crate::httpd`]'s). A request is admitted from its headers first
+//! ([`Service::admit`]: route and credentials), and only then is its body
+//! read, up to a cap and within [`BODY_TIMEOUT`]. A request the service can
 //! answer from memory (a GET of a cached system) is answered on the event
 //! loop; every other one runs on the blocking pool, so a slow machine call
 //! (an image download) never holds up other requests.
@@ -21,6 +23,9 @@ use super::service::{Request, Response, Service};
 
 /// Oversized bodies up to this size are read and discarded before the 413.
 const DRAIN_LIMIT: usize = 1024 * 1024;
+/// The whole body must arrive within this time of its headers: a client
+/// that trickles it holds a connection no longer.
+pub const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A running BMC listener.
 pub struct Server {
@@ -63,22 +68,6 @@ async fn handle<M: Machine + ?Sized>(
     req: HttpRequest<Incoming>,
     service: Arc<Service<M>>,
 ) -> HttpResponse<Full<Bytes>> {
-    let declared = req
-        .headers()
-        .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if let Some(n) = declared.filter(|n| *n > MAX_BODY as u64) {
-        // Drain a moderately oversized body so the client reads the 413
-        // instead of a broken pipe; refuse larger ones outright.
-        if n <= DRAIN_LIMIT as u64 {
-            let _ = Limited::new(req.into_body(), DRAIN_LIMIT).collect().await;
-        }
-        return to_http(
-            error_response(&RedfishError::payload_too_large(MAX_BODY)),
-            true,
-        );
-    }
     let mut r = Request {
         method: req.method().as_str().to_string(),
         target: req
@@ -91,17 +80,42 @@ async fn handle<M: Machine + ?Sized>(
         auth_token: header(&req, "x-auth-token"),
         body: Vec::new(),
     };
-    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
+    // Credentials come from the headers: whoever has none is answered before
+    // a byte of the body is read, and the connection ends with that answer.
+    let cap = match service.admit(&r) {
+        Ok(cap) => cap,
+        Err(resp) => return to_http(resp, true),
+    };
+    let declared = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = declared.filter(|n| *n > cap as u64) {
+        // Drain a moderately oversized body of an authenticated client so it
+        // reads the 413 instead of a broken pipe; refuse larger ones outright.
+        if cap == MAX_BODY && n <= DRAIN_LIMIT as u64 {
+            let drain = Limited::new(req.into_body(), DRAIN_LIMIT).collect();
+            let _ = tokio::time::timeout(BODY_TIMEOUT, drain).await;
+        }
+        return to_http(error_response(&RedfishError::payload_too_large(cap)), true);
+    }
+    let read = tokio::time::timeout(BODY_TIMEOUT, Limited::new(req.into_body(), cap).collect());
+    let body = match read.await {
+        Ok(Ok(b)) => b.to_bytes(),
+        Ok(Err(e)) => {
             let err = if e
                 .downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
             {
-                RedfishError::payload_too_large(MAX_BODY)
+                RedfishError::payload_too_large(cap)
             } else {
                 RedfishError::malformed_json("the request body could not be read")
             };
+            return to_http(error_response(&err), true);
+        }
+        Err(_) => {
+            let err = RedfishError::request_timeout(BODY_TIMEOUT.as_secs());
             return to_http(error_response(&err), true);
         }
     };

@@ -16,9 +16,10 @@ use serde_json::Value;
 
 use super::auth::{Auth, Principal};
 use super::error::RedfishError;
+use super::inserts::Inserts;
 use super::machine::{Machine, MachineError};
 use super::model::SystemInfo;
-use super::request::{self, Action, Resource};
+use super::request::{self, Action, Resource, MAX_ANONYMOUS_BODY, MAX_BODY};
 use super::resources as res;
 
 /// A request as the service sees it.
@@ -108,6 +109,7 @@ pub struct Service<M: Machine + ?Sized> {
     /// System bodies rendered from what [`Machine::peek`] handed out, by
     /// UUID; served while the machine hands out the same `Arc`.
     rendered: Mutex<HashMap<String, (Arc<SystemInfo>, Bytes)>>,
+    inserts: Inserts,
 }
 
 impl<M: Machine + ?Sized> Service<M> {
@@ -119,11 +121,38 @@ impl<M: Machine + ?Sized> Service<M> {
             uuid: uuid.to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
             rendered: Mutex::default(),
+            inserts: Inserts::default(),
         }
     }
 
     pub fn machine(&self) -> &Arc<M> {
         &self.machine
+    }
+
+    /// InsertMedia calls waiting for a download to be free.
+    pub fn inserts_waiting(&self) -> usize {
+        self.inserts.waiting()
+    }
+
+    /// Admits a request from its method, target and credentials alone,
+    /// before its body is read: the body cap for it ([`MAX_BODY`] once
+    /// authenticated, [`MAX_ANONYMOUS_BODY`] on the routes that need no
+    /// credentials), or the answer to send at once (401 for missing or wrong
+    /// credentials, 404/405 for what no route takes). Never blocks.
+    pub fn admit(&self, req: &Request) -> Result<usize, Response> {
+        let path = req.target.split(['?', '#']).next().unwrap_or("");
+        let refuse = |e: RedfishError| {
+            self.finish(req, Err(Stop::Error(e)))
+                .unwrap_or_else(|| Response::error(&RedfishError::internal()))
+        };
+        let resource = request::route(&req.method, path).map_err(refuse)?;
+        if !resource.requires_auth(&req.method) {
+            return Ok(MAX_ANONYMOUS_BODY);
+        }
+        self.auth
+            .authenticate(req.authorization.as_deref(), req.auth_token.as_deref())
+            .map_err(refuse)?;
+        Ok(MAX_BODY)
     }
 
     /// Serves one request. Never panics on client input. May block on the
@@ -301,6 +330,8 @@ impl<M: Machine + ?Sized> Service<M> {
                 request,
                 ..
             } => {
+                // held busy through the download, freed however it ends
+                let _held = self.inserts.begin(&system, slot)?;
                 self.machine
                     .insert_media(&system, slot, &request)
                     .map_err(m)?;

@@ -48,6 +48,11 @@ pub struct Options {
     /// Whether failing to bind the web page stops serve (an address given on
     /// the command line) or is only a warning (the default one).
     pub web_required: bool,
+    /// Networks the lab BMC may fetch virtual media from besides the
+    /// cluster's (`--allow-image-source`).
+    pub allow_image_source: Vec<ipnet::IpNet>,
+    /// CA the lab BMC verifies image servers against (`--media-ca`).
+    pub media_ca: Option<PathBuf>,
 }
 
 /// How often serve checks that the firewall rules are still in place (a
@@ -513,6 +518,8 @@ impl Daemon {
         }
         let plan = served.plan.clone();
         let dir = files.bmc_dir();
+        let allow = self.opts.allow_image_source.clone();
+        let media_ca = self.opts.media_ca.clone();
         let cluster_dir = files.clone();
         let setup = tokio::task::spawn_blocking(move || -> Result<_> {
             use crate::redfish::bmc::{self, Credentials, Systems};
@@ -546,6 +553,9 @@ impl Daemon {
                 tls: Some(Vec::new()),
                 session_timeout: bmc::DEFAULT_SESSION_TIMEOUT,
                 identity: format!("bmc/{}", plan.cluster),
+                // images come from the cluster's machine network (Ironic's)
+                image_sources: bmc::ImageSources::within(vec![plan.network.cidr.into()], allow),
+                media_ca,
             })
         })
         .await

@@ -14,7 +14,9 @@ port=${BMC_E2E_PORT:-18443}
 bmc_venv
 (cd "$repo" && cargo build -q --bin shiftlab)
 e2e_workdir bmc-clients
-"$bin" bmc --connect "$uri" --allow "$domain" --listen "127.0.0.1:$port" --bmc-dir "$work/state" >"$work/bmc.log" 2>&1 &
+# BMC_E2E_ISO is served on loopback: allowed explicitly.
+"$bin" bmc --connect "$uri" --allow "$domain" --listen "127.0.0.1:$port" --bmc-dir "$work/state" \
+  --allow-image-source 127.0.0.0/8 >"$work/bmc.log" 2>&1 &
 pid=$!
 on_exit 'stop_pid "$pid"'
 wait_for 10 "the BMC on 127.0.0.1:$port" curl -sk "https://127.0.0.1:$port/redfish/v1/"

@@ -71,8 +71,10 @@ python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$wo
 mirror_pid=$!
 wait_for 10 "the mirror" curl -fs "$base/$V/release.txt"
 
-# serve runs the lab's DNS, HTTP and the BMC (TLS with the lab CA, lab password).
-SHIFTLAB_LOG=info "$bin" serve --host-dns off --scan-interval 1 >"$work/serve.log" 2>&1 &
+# serve runs the lab's DNS, HTTP and the BMC (TLS with the lab CA, lab password);
+# the fake Ironic serves the ISO from the loopback mirror, which the lab BMC
+# fetches from only when told (real Ironic serves it on the lab network).
+SHIFTLAB_LOG=info "$bin" serve --host-dns off --scan-interval 1 --allow-image-source 127.0.0.0/8 >"$work/serve.log" 2>&1 &
 serve=$!
 wait_for 20 "serve's control socket" test -S "$SHIFTLAB_HOME/serve.sock"
 

@@ -2,7 +2,9 @@
 # tests/e2e/lab-bmc.sh IMAGE — the lab's Redfish BMC inside `shiftlab serve`, in
 # the sandbox: an ipi cluster's domains, addressed by the UUIDs install-config
 # names, behind TLS (the lab CA) and the lab password; power through Redfish is
-# seen by libvirt; domains of other clusters are not exposed.
+# seen by libvirt; domains of other clusters are not exposed; virtual media
+# only from the cluster's machine network (serve has no --allow-image-source
+# here): an image on loopback is refused and its server sees nothing.
 set -euo pipefail
 NAME=lab-bmc
 . "$(dirname "$0")/lib.sh"
@@ -36,4 +38,17 @@ curl -sf --cacert "$ca" -u "admin:$pw" -H 'Content-Type: application/json' \
 curl -sf --cacert "$ca" -u "admin:$pw" -H 'Content-Type: application/json' \
 	-d '{"ResetType":"ForceOff"}' "https://192.168.195.1:8443/$sys/Actions/ComputerSystem.Reset" >/dev/null || fail "power off"
 [[ $(virsh domstate "$dom") == "shut off" ]] || fail "$dom did not stop"
+# loopback is not the lab's network: refused, with the one message, nothing fetched
+mkdir -p "$work/www" && echo iso >"$work/www/x.iso"
+python3 -m http.server 18099 --bind 127.0.0.1 --directory "$work/www" >"$work/iso.log" 2>&1 &
+iso=$!
+on_exit 'stop_pid "$iso"'
+iso_up() { [[ -n $(ss -ltnH 'sport = :18099') ]]; }
+wait_for 10 "the loopback ISO server" iso_up
+code=$(curl -s -o "$work/insert.json" -w '%{http_code}' --cacert "$ca" -u "admin:$pw" -H 'Content-Type: application/json' \
+	-d '{"Image":"http://127.0.0.1:18099/x.iso"}' "https://192.168.195.1:8443/$sys/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia")
+[[ $code == 400 ]] || fail "a loopback image: HTTP $code"
+jq -r '.error.message' "$work/insert.json" | contains 'refused or unreachable' || fail "message: $(cat "$work/insert.json")"
+! grep -q 'GET /x.iso' "$work/iso.log" || fail "the lab BMC fetched from loopback"
+grep -F 'is a loopback address' "$work/serve.log" >/dev/null || fail "serve's log does not say why"
 echo "PASS $NAME"

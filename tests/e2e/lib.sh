@@ -289,12 +289,15 @@ iso_server() {
 
 # bmc_start PORT DOMAIN...: `shiftlab bmc` (TLS, its password and CA under
 # $work/bmc) for the domains on https://127.0.0.1:PORT, logging to $work/bmc.log
-# (the server in pids).
+# (the server in pids). Images may come from the suite's loopback servers
+# (--allow-image-source 127.0.0.0/8), and from wherever the array bmc_sources
+# adds (more --allow-image-source flags).
 bmc_start() {
 	local port=$1 d allow=()
 	shift
 	for d; do allow+=(--allow "$d"); done
 	"$bin" -v bmc --connect qemu:///system "${allow[@]}" --pool default \
+		--allow-image-source 127.0.0.0/8 ${bmc_sources[@]+"${bmc_sources[@]}"} \
 		--listen "127.0.0.1:$port" --bmc-dir "$work/bmc" >"$work/bmc.log" 2>&1 &
 	pids+=($!)
 	wait_for 10 "the BMC" curl -sk "https://127.0.0.1:$port/redfish/v1/"

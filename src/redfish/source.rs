@@ -1,0 +1,507 @@
+//! Where virtual media images may come from.
+//!
+//! A BMC fetches what a client names, so whoever holds its password could
+//! make it read the host's own services (loopback, the host's addresses, a
+//! metadata service on link-local) or probe ports. The rule, checked on the
+//! URL as written and on every address a connection is about to use (at
+//! every redirect hop, so DNS answers and redirects cannot sneak past it):
+//!
+//! - the host is written as it is used: no IPv4 as a number or short form
+//!   (`2130706433`, `127.1`, octal, hex), no percent-escapes, no other
+//!   spelling a URL parser rewrites;
+//! - the address is not loopback, link-local, unspecified, multicast or
+//!   broadcast, nor one of the host's own (read when the fetch starts);
+//! - the address is inside the image networks when there are any (the lab
+//!   BMC: the cluster's machine network);
+//! - an address inside an explicitly allowed network (`--allow-image-source`)
+//!   passes the last two checks whatever its class, never the first.
+//!
+//! Clients get one message, [`UNREACHABLE`], for a refused source and an
+//! unreachable one alike; the reason goes to the BMC's log.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs as _};
+
+use ipnet::IpNet;
+
+/// The answer for every refused or unreachable image source: refused by the
+/// rule, connection refused, no DNS answer, timeout or TLS failure all read
+/// the same, so the BMC tells nobody what listens where.
+pub const UNREACHABLE: &str =
+    "the image could not be fetched: its source is refused or unreachable (the BMC's log says why)";
+
+/// The image-source rule of one BMC.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImageSources {
+    /// `None`: any address outside the refused classes; else only these.
+    within: Option<Vec<IpNet>>,
+    /// Allowed whatever their class (`--allow-image-source`).
+    allow: Vec<IpNet>,
+}
+
+impl ImageSources {
+    /// Any address but the refused classes and the host's own, plus `allow`
+    /// (the standalone BMC).
+    pub fn anywhere(allow: Vec<IpNet>) -> Self {
+        ImageSources {
+            within: None,
+            allow,
+        }
+    }
+
+    /// Only addresses inside `networks` (outside the refused classes), plus
+    /// `allow` (the lab BMC: the cluster's machine network).
+    pub fn within(networks: Vec<IpNet>, allow: Vec<IpNet>) -> Self {
+        ImageSources {
+            within: Some(networks),
+            allow,
+        }
+    }
+
+    /// Why `ip` is refused as an image source, given the host's own
+    /// addresses; `None` if it may be fetched from.
+    pub fn refusal(&self, ip: IpAddr, own: &[IpAddr]) -> Option<String> {
+        let ip = canonical(ip);
+        if self.allow.iter().any(|n| n.contains(&ip)) {
+            return None;
+        }
+        if let Some(class) = refused_class(ip) {
+            return Some(format!("{ip} is a {class} address"));
+        }
+        if own.iter().any(|a| canonical(*a) == ip) {
+            return Some(format!("{ip} is an address of this host"));
+        }
+        match &self.within {
+            Some(nets) if !nets.iter().any(|n| n.contains(&ip)) => {
+                let nets: Vec<String> = nets.iter().map(|n| n.to_string()).collect();
+                Some(format!(
+                    "{ip} is outside the image networks ({})",
+                    nets.join(", ")
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    /// The addresses of a resolved name that may be fetched from, or why
+    /// none may.
+    pub fn admit(&self, addrs: Vec<SocketAddr>, own: &[IpAddr]) -> Result<Vec<SocketAddr>, String> {
+        let mut reasons = Vec::new();
+        let allowed: Vec<SocketAddr> = addrs
+            .into_iter()
+            .filter(|a| match self.refusal(a.ip(), own) {
+                Some(r) => {
+                    reasons.push(r);
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        if allowed.is_empty() {
+            if reasons.is_empty() {
+                return Err("the name has no address".into());
+            }
+            return Err(reasons.join("; "));
+        }
+        Ok(allowed)
+    }
+
+    /// The whole rule without connecting, for a URL another component
+    /// fetches (KubeVirt's CDI): the URL as written, then every address its
+    /// host resolves to now.
+    pub fn vet(&self, raw: &str) -> Result<(), String> {
+        let url = check_url(raw)?;
+        let host = url.host_str().ok_or("the URL has no host")?;
+        let port = url.port_or_known_default().ok_or("the URL has no port")?;
+        let addrs: Vec<SocketAddr> = (host, port)
+            .to_socket_addrs()
+            .or_else(|_| format!("{host}:{port}").to_socket_addrs())
+            .map_err(|e| format!("resolving {host}: {e}"))?
+            .collect();
+        let own = host_addresses().map_err(|e| format!("reading this host's addresses: {e}"))?;
+        self.admit(addrs, &own).map(|_| ())
+    }
+}
+
+/// An IPv4 address carried in IPv6 (`::ffff:a.b.c.d`) as the IPv4 address
+/// it reaches.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => ip,
+        },
+        v4 => v4,
+    }
+}
+
+/// The refused class `ip` belongs to, if any.
+fn refused_class(ip: IpAddr) -> Option<&'static str> {
+    match canonical(ip) {
+        IpAddr::V4(a) => {
+            if a.is_loopback() {
+                Some("loopback")
+            } else if a.is_link_local() {
+                Some("link-local")
+            } else if a.octets()[0] == 0 {
+                Some("unspecified")
+            } else if a.is_multicast() {
+                Some("multicast")
+            } else if a.is_broadcast() {
+                Some("broadcast")
+            } else {
+                None
+            }
+        }
+        IpAddr::V6(a) => {
+            let first = a.segments()[0];
+            if a.is_loopback() {
+                Some("loopback")
+            } else if a.is_unspecified() {
+                Some("unspecified")
+            } else if a.is_multicast() {
+                Some("multicast")
+            } else if first & 0xffc0 == 0xfe80 {
+                Some("link-local")
+            } else if a.segments()[..6].iter().all(|s| *s == 0) {
+                // ::a.b.c.d, the deprecated IPv4-compatible form
+                Some("IPv4-compatible")
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// Checks a URL as written and parses it: http or https, and a host the
+/// parser keeps as written (see the module's rule).
+pub fn check_url(raw: &str) -> Result<url::Url, String> {
+    check_text(raw)?;
+    let url = url::Url::parse(raw).map_err(|e| format!("the URL does not parse: {e}"))?;
+    check_parsed(raw, &url)?;
+    Ok(url)
+}
+
+/// Resolves a redirect's `Location` against the URL it came from and checks
+/// it as [`check_url`] does.
+pub fn check_redirect(base: &url::Url, location: &str) -> Result<url::Url, String> {
+    check_text(location)?;
+    let url = base
+        .join(location)
+        .map_err(|e| format!("the redirect does not parse: {e}"))?;
+    check_parsed(location, &url)?;
+    Ok(url)
+}
+
+fn check_text(raw: &str) -> Result<(), String> {
+    // URL parsers drop tabs and newlines and trim spaces: what they fetch
+    // would differ from what was checked.
+    if raw.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err("the URL holds a space or a control character".into());
+    }
+    Ok(())
+}
+
+fn check_parsed(raw: &str, url: &url::Url) -> Result<(), String> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "the scheme {} is not accepted; use http or https",
+            url.scheme()
+        ));
+    }
+    let Some(written) = written_host(raw) else {
+        // a reference without a host keeps the one already checked
+        return Ok(());
+    };
+    let used = url.host_str().unwrap_or("");
+    if written.starts_with('[') {
+        // an IPv6 literal: its address is what the address rule judges
+        return Ok(());
+    }
+    if written.to_ascii_lowercase() != used {
+        if looks_numeric(written) {
+            return Err(format!(
+                "the host {written} is an IPv4 address written as a number or in short form; write it as a.b.c.d"
+            ));
+        }
+        return Err(format!(
+            "the host {written} is not written as it is used ({used}); write it in ASCII without escapes"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a host's last label is a number (decimal, or hex with 0x), which
+/// makes a URL parser read the whole host as an IPv4 address.
+fn looks_numeric(host: &str) -> bool {
+    let last = host.trim_end_matches('.').rsplit('.').next().unwrap_or("");
+    let hex = last.strip_prefix("0x").or_else(|| last.strip_prefix("0X"));
+    match hex {
+        Some(h) => h.bytes().all(|b| b.is_ascii_hexdigit()),
+        None => !last.is_empty() && last.bytes().all(|b| b.is_ascii_digit()),
+    }
+}
+
+/// The host as written in `raw` (an absolute URL or a reference), cut where
+/// a WHATWG parser cuts it for http(s) but not normalised, without the
+/// user-info (which may hold a password); `None` when `raw` names no host
+/// (a path or query reference).
+pub fn written_host(raw: &str) -> Option<&str> {
+    let scheme_end = raw.find(':').filter(|&i| {
+        i > 0
+            && raw.as_bytes()[0].is_ascii_alphabetic()
+            && raw[..i]
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+    });
+    let rest = match scheme_end {
+        // http: and https: take the authority after any run of slashes
+        Some(i) => raw[i + 1..].trim_start_matches(['/', '\\']),
+        None => {
+            let is_slash = |c: Option<char>| matches!(c, Some('/') | Some('\\'));
+            let mut chars = raw.chars();
+            if !(is_slash(chars.next()) && is_slash(chars.next())) {
+                return None;
+            }
+            raw.trim_start_matches(['/', '\\'])
+        }
+    };
+    let authority = rest.split(['/', '\\', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or("");
+    if host_port.starts_with('[') {
+        return Some(host_port.split_inclusive(']').next().unwrap_or(host_port));
+    }
+    Some(host_port.split(':').next().unwrap_or(""))
+}
+
+/// Every address on this host's interfaces, now.
+pub fn host_addresses() -> io::Result<Vec<IpAddr>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list freed below.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned.
+        let ifa = unsafe { &*cur };
+        if !ifa.ifa_addr.is_null() {
+            // SAFETY: the family says which sockaddr the pointer holds.
+            match unsafe { (*ifa.ifa_addr).sa_family } as i32 {
+                libc::AF_INET => {
+                    let sa = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                    out.push(IpAddr::from(u32::from_be(sa.sin_addr.s_addr).to_be_bytes()));
+                }
+                libc::AF_INET6 => {
+                    let sa = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+                    out.push(IpAddr::from(sa.sin6_addr.s6_addr));
+                }
+                _ => {}
+            }
+        }
+        cur = ifa.ifa_next;
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}
+
+/// A resolver for the image fetch: resolves as usual, then keeps only the
+/// addresses the rule admits, so every connection (each redirect hop, each
+/// DNS answer) is checked right before it is made.
+pub struct Resolver(pub std::sync::Arc<ImageSources>);
+
+impl ureq::Resolver for Resolver {
+    fn resolve(&self, netloc: &str) -> io::Result<Vec<SocketAddr>> {
+        let addrs = netloc.to_socket_addrs()?.collect();
+        let own = host_addresses()?;
+        self.0
+            .admit(addrs, &own)
+            .map_err(|reason| io::Error::new(io::ErrorKind::PermissionDenied, reason))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(s: &str) -> IpNet {
+        s.parse().unwrap()
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn hosts_written_in_another_form_are_refused_even_where_allowed() {
+        for raw in [
+            "http://2130706433/x.iso",
+            "http://127.1/x.iso",
+            "http://127.0.1/x.iso",
+            "http://0x7f000001/x.iso",
+            "http://0x7f.0.0.1/x.iso",
+            "http://0177.0.0.1/x.iso",
+            "http://127.0.0.1./x.iso",
+            "http://017700000001:8080/x.iso",
+            "http:2130706433/x.iso",
+            "http:\\\\2130706433\\x.iso",
+            "http://user:pw@2130706433/x.iso",
+        ] {
+            let e = check_url(raw).unwrap_err();
+            assert!(
+                e.contains("written as a number or in short form"),
+                "{raw}: {e}"
+            );
+        }
+        for raw in [
+            "http://%31%32%37.0.0.1/x.iso",
+            "http://\u{ff11}\u{ff12}\u{ff17}.0.0.1/x.iso",
+        ] {
+            assert!(check_url(raw).is_err(), "{raw}");
+        }
+        for raw in ["http://127.0.0.1/x\t.iso", "http://127.\n1/", " http://a/"] {
+            assert!(check_url(raw).unwrap_err().contains("control"), "{raw:?}");
+        }
+        for raw in [
+            "file:///etc/passwd",
+            "ftp://10.0.0.1/x",
+            "gopher://10.0.0.1/",
+        ] {
+            assert!(check_url(raw).unwrap_err().contains("scheme"), "{raw}");
+        }
+        // as written = as used
+        for raw in [
+            "http://127.0.0.1:8080/x.iso",
+            "https://10.0.0.5:6183/images/ironic-python-agent.iso",
+            "http://Mirror.Example.COM/rhcos.iso",
+            "http://user:pw@mirror.example.com/x.iso",
+            "http://[::1]:8080/x.iso",
+            "http://[fd00::5]/x.iso",
+        ] {
+            assert!(check_url(raw).is_ok(), "{raw}");
+        }
+    }
+
+    #[test]
+    fn redirects_are_checked_as_written() {
+        let base = check_url("http://10.0.0.5:8080/a/b.iso").unwrap();
+        assert_eq!(
+            check_redirect(&base, "c.iso").unwrap().as_str(),
+            "http://10.0.0.5:8080/a/c.iso"
+        );
+        assert_eq!(
+            check_redirect(&base, "/d.iso").unwrap().as_str(),
+            "http://10.0.0.5:8080/d.iso"
+        );
+        for loc in [
+            "//2130706433/x",
+            "\\\\127.1/x",
+            "/\\0x7f000001/x",
+            "http://127.1/x",
+            "https:2130706433/x",
+        ] {
+            assert!(check_redirect(&base, loc).is_err(), "{loc}");
+        }
+        assert!(check_redirect(&base, "file:///etc/shadow").is_err());
+        assert_eq!(
+            check_redirect(&base, "//10.0.0.6/x").unwrap().as_str(),
+            "http://10.0.0.6/x"
+        );
+    }
+
+    #[test]
+    fn refused_classes_own_addresses_and_networks() {
+        let own = [ip("192.168.1.10"), ip("10.88.0.1"), ip("fe80::1")];
+        let any = ImageSources::anywhere(vec![]);
+        for (addr, why) in [
+            ("127.0.0.1", "loopback"),
+            ("127.255.0.9", "loopback"),
+            ("::1", "loopback"),
+            ("::ffff:127.0.0.1", "loopback"),
+            ("169.254.169.254", "link-local"),
+            ("fe80::5", "link-local"),
+            ("0.0.0.0", "unspecified"),
+            ("0.1.2.3", "unspecified"),
+            ("::", "unspecified"),
+            ("224.0.0.1", "multicast"),
+            ("ff02::1", "multicast"),
+            ("255.255.255.255", "broadcast"),
+            ("::7f00:1", "IPv4-compatible"),
+            ("192.168.1.10", "an address of this host"),
+            ("::ffff:10.88.0.1", "an address of this host"),
+        ] {
+            let r = any.refusal(ip(addr), &own).unwrap_or_default();
+            assert!(r.contains(why), "{addr}: {r:?}");
+        }
+        for addr in ["10.0.0.5", "192.168.1.11", "203.0.113.7", "fd00::5"] {
+            assert_eq!(any.refusal(ip(addr), &own), None, "{addr}");
+        }
+
+        // the lab BMC: its machine network only; the host's own address there is refused
+        let lab = ImageSources::within(vec![net("192.168.126.0/24")], vec![]);
+        assert_eq!(lab.refusal(ip("192.168.126.10"), &own), None);
+        let r = lab.refusal(ip("10.0.0.5"), &own).unwrap();
+        assert!(
+            r.contains("outside the image networks (192.168.126.0/24)"),
+            "{r}"
+        );
+        let lab_host = [ip("192.168.126.1")];
+        assert!(lab.refusal(ip("192.168.126.1"), &lab_host).is_some());
+        assert!(lab
+            .refusal(ip("127.0.0.1"), &own)
+            .unwrap()
+            .contains("loopback"));
+
+        // an explicit allowance covers what it names, loopback and own addresses included
+        let mirror = ImageSources::within(
+            vec![net("192.168.126.0/24")],
+            vec![net("127.0.0.0/8"), net("192.168.1.10/32")],
+        );
+        assert_eq!(mirror.refusal(ip("127.0.0.1"), &own), None);
+        assert_eq!(mirror.refusal(ip("::ffff:127.0.0.2"), &own), None);
+        assert_eq!(mirror.refusal(ip("192.168.1.10"), &own), None);
+        assert!(mirror.refusal(ip("::1"), &own).is_some());
+        assert!(mirror.refusal(ip("169.254.169.254"), &own).is_some());
+    }
+
+    #[test]
+    fn a_name_keeps_only_its_admitted_addresses() {
+        let any = ImageSources::anywhere(vec![]);
+        let sa = |s: &str| -> SocketAddr { s.parse().unwrap() };
+        assert_eq!(
+            any.admit(vec![sa("127.0.0.1:80"), sa("10.0.0.5:80")], &[]),
+            Ok(vec![sa("10.0.0.5:80")])
+        );
+        let e = any
+            .admit(vec![sa("127.0.0.1:80"), sa("[::1]:80")], &[])
+            .unwrap_err();
+        assert!(
+            e.contains("127.0.0.1 is a loopback") && e.contains("::1 is a loopback"),
+            "{e}"
+        );
+        assert!(any.admit(vec![], &[]).is_err());
+    }
+
+    #[test]
+    fn vetting_refuses_loopback_names_without_connecting() {
+        let any = ImageSources::anywhere(vec![]);
+        for raw in [
+            "http://localhost:9/x.iso",
+            "http://127.0.0.1:9/x.iso",
+            "http://[::1]:9/x.iso",
+            "http://2130706433:9/x.iso",
+        ] {
+            assert!(any.vet(raw).is_err(), "{raw}");
+        }
+        let allowed = ImageSources::anywhere(vec![net("127.0.0.0/8")]);
+        assert_eq!(allowed.vet("http://127.0.0.1:9/x.iso"), Ok(()));
+    }
+
+    #[test]
+    fn this_host_has_a_loopback_address() {
+        let own = host_addresses().unwrap();
+        assert!(own.iter().any(|a| a.is_loopback()), "{own:?}");
+    }
+}
