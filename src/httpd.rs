@@ -686,6 +686,46 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn trickled_headers_and_idle_keep_alive_are_bounded() {
+        let l = server(Limits {
+            header_timeout: Duration::from_millis(500),
+            ..Limits::DEFAULT
+        })
+        .await;
+        let addr = l.local_addr();
+        // Headers a byte at a time: progress does not extend the deadline.
+        let mut slow = connect("127.0.0.7", addr).await;
+        slow.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+        let mut closed = false;
+        for _ in 0..200 {
+            if slow.write_all(b"X").await.is_err() {
+                closed = true;
+                break;
+            }
+            let mut b = [0u8; 256];
+            match tokio::time::timeout(Duration::from_millis(50), slow.read(&mut b)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => {
+                    closed = true;
+                    break;
+                }
+                Ok(Ok(_)) => {} // hyper's 408, then the close
+                Err(_) => {}
+            }
+        }
+        assert!(closed, "trickled headers held the connection for 10 s");
+        // A keep-alive connection answered once, then idle: closed.
+        let mut idle = connect("127.0.0.8", addr).await;
+        idle.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        let ended = tokio::time::timeout(Duration::from_secs(10), idle.read_to_end(&mut got)).await;
+        assert!(ended.is_ok(), "an idle keep-alive connection was held");
+        assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 200"));
+        l.stop().await;
+    }
+
+    #[tokio::test]
     async fn a_body_that_never_comes_ends_the_connection() {
         let l = server(Limits {
             per_peer: 1,
