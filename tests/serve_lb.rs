@@ -417,3 +417,42 @@ fn a_failed_haproxy_start_is_retried_without_a_new_plan() {
     ));
     serve::forget_cluster(&state, "svc5").unwrap();
 }
+
+#[test]
+fn a_failed_dns_removal_keeps_its_record_for_destroy() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("state");
+    let state = StateDir { root: root.clone() };
+    let hosts = dir.path().join("hosts");
+    let original = "127.0.0.1 localhost\n";
+    std::fs::write(&hosts, original).unwrap();
+    let plan = loopback_plan("svc6", 60, 26000, true);
+    let _serve = start_serve(&root, &hosts, 26080);
+    write_plan(&root, &plan);
+    let files = state.cluster("svc6");
+    wait_until("svc6's host dns", Duration::from_secs(20), || {
+        files.host_dns().is_file()
+    });
+    // The hosts file cannot be read (a directory in its place): removal fails.
+    let aside = dir.path().join("hosts.aside");
+    std::fs::rename(&hosts, &aside).unwrap();
+    std::fs::create_dir(&hosts).unwrap();
+    let e = serve::forget_cluster(&state, "svc6").unwrap_err();
+    assert!(
+        format!("{e:#}").contains("removing host dns of svc6"),
+        "{e:#}"
+    );
+    assert!(
+        files.host_dns().is_file(),
+        "the record went without its entries"
+    );
+    // Once the file is back, destroy's hook removes the entries after all.
+    std::fs::remove_dir(&hosts).unwrap();
+    std::fs::rename(&aside, &hosts).unwrap();
+    assert!(std::fs::read_to_string(&hosts)
+        .unwrap()
+        .contains("api.svc6.lab.test"));
+    serve::forget_cluster(&state, "svc6").unwrap();
+    assert_eq!(std::fs::read_to_string(&hosts).unwrap(), original);
+    assert!(!files.host_dns().exists());
+}
