@@ -456,3 +456,34 @@ fn a_failed_dns_removal_keeps_its_record_for_destroy() {
     assert_eq!(std::fs::read_to_string(&hosts).unwrap(), original);
     assert!(!files.host_dns().exists());
 }
+
+#[test]
+fn the_control_socket_caps_its_connections() {
+    use serve::control::{request, Request};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("state");
+    let state = StateDir { root: root.clone() };
+    let hosts = dir.path().join("hosts");
+    std::fs::write(&hosts, "").unwrap();
+    let _serve = start_serve(&root, &hosts, 27080);
+    wait_until("the control socket", Duration::from_secs(10), || {
+        request(&state, &Request::Ping).is_ok_and(|r| r.is_some())
+    });
+    // 32 connections that never send their line hold every place...
+    let held: Vec<_> = (0..32)
+        .map(|_| std::os::unix::net::UnixStream::connect(state.serve_socket()).unwrap())
+        .collect();
+    wait_until("a 33rd closed unanswered", Duration::from_secs(10), || {
+        request(&state, &Request::Ping).is_err()
+    });
+    // ...until they go.
+    drop(held);
+    wait_until("answered again", Duration::from_secs(10), || {
+        request(&state, &Request::Ping).is_ok_and(|r| r.is_some_and(|r| r.ok))
+    });
+    let log = std::fs::read_to_string(root.with_extension("log")).unwrap();
+    assert!(
+        log.contains("control connections refused over the cap"),
+        "{log}"
+    );
+}
