@@ -6,6 +6,7 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod doctor;
+pub mod fdlimit;
 pub mod files;
 pub mod gather;
 pub mod host;

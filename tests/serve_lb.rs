@@ -30,8 +30,19 @@ impl Drop for Serve {
 }
 
 fn start_serve(state: &Path, hosts: &Path, http_port: u16) -> Serve {
+    start_serve_with(state, hosts, http_port, |_| {})
+}
+
+fn start_serve_with(
+    state: &Path,
+    hosts: &Path,
+    http_port: u16,
+    more: impl FnOnce(&mut Command),
+) -> Serve {
     let log = std::fs::File::create(state.with_extension("log")).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_shiftlab"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_shiftlab"));
+    more(&mut cmd);
+    let child = cmd
         .args(["--state-dir"])
         .arg(state)
         .args([
@@ -244,5 +255,235 @@ fn a_destroyed_directory_stops_its_haproxy_and_dns() {
     assert_eq!(
         std::fs::read_to_string(&hosts).unwrap(),
         "127.0.0.1 localhost\n"
+    );
+}
+
+/// Set the soft open-file limit of `pid` (the hard one kept); the old soft one.
+fn set_soft_nofile(pid: u32, soft: u64) -> u64 {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: reading the limits of the serve child this test started.
+    assert_eq!(
+        unsafe { libc::prlimit(pid as i32, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) },
+        0
+    );
+    let new = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: old.rlim_max,
+    };
+    // SAFETY: as above, lowering or restoring its soft limit.
+    assert_eq!(
+        unsafe { libc::prlimit(pid as i32, libc::RLIMIT_NOFILE, &new, std::ptr::null_mut()) },
+        0
+    );
+    old.rlim_cur
+}
+
+#[test]
+fn out_of_descriptors_is_no_cluster_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("state");
+    let state = StateDir { root: root.clone() };
+    let hosts = dir.path().join("hosts");
+    std::fs::write(&hosts, "127.0.0.1 localhost\n").unwrap();
+    let plan = loopback_plan("svc4", 40, 24000, true);
+    let _backends = start_backends(&plan);
+    let serve = start_serve(&root, &hosts, 24080);
+    let pid = serve.0.id();
+    let log = root.with_extension("log");
+    write_plan(&root, &plan);
+    let api: SocketAddr = "127.77.40.2:24001".parse().unwrap();
+    wait_until("svc4 served", Duration::from_secs(20), || {
+        get_body(api, "/readyz").is_some()
+            && std::fs::read_to_string(&hosts)
+                .unwrap()
+                .contains("api.svc4.lab.test")
+    });
+    let files = state.cluster("svc4");
+    let haproxy = std::fs::read_to_string(files.haproxy_pid()).unwrap();
+
+    // serve raised its soft limit when it started.
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let f: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(f[3], f[4], "soft limit not at the hard one: {line}");
+
+    // Every descriptor number below the soft limit in use: the next scan
+    // cannot open the state directory (set again while serve closes one).
+    let lowest_free = || {
+        let used: BTreeSet<u64> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
+        (0..).find(|n| !used.contains(n)).unwrap()
+    };
+    let before = set_soft_nofile(pid, lowest_free());
+    let mut failed = false;
+    for _ in 0..100 {
+        let text = std::fs::read_to_string(&log).unwrap();
+        if text.contains("scan failed") {
+            failed = true;
+            break;
+        }
+        set_soft_nofile(pid, lowest_free());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    set_soft_nofile(pid, before);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("cluster gone"), "{text}");
+    assert!(failed, "no failed scan logged:\n{text}");
+    assert!(
+        text.contains("Too many open files"),
+        "the scan's error names the cause:\n{text}"
+    );
+    wait_until("the scans recover", Duration::from_secs(20), || {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("scan succeeded again")
+    });
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("cluster gone"), "{text}");
+    // The same HAProxy serves on; host DNS is as it was.
+    assert_eq!(
+        std::fs::read_to_string(files.haproxy_pid()).unwrap(),
+        haproxy
+    );
+    assert!(is_haproxy(haproxy.trim().parse().unwrap()));
+    assert!(get_body(api, "/readyz").is_some());
+    assert!(std::fs::read_to_string(&hosts)
+        .unwrap()
+        .contains("api.svc4.lab.test"));
+    assert!(files.host_dns().is_file());
+    serve::forget_cluster(&state, "svc4").unwrap();
+}
+
+#[test]
+fn a_failed_haproxy_start_is_retried_without_a_new_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("state");
+    let state = StateDir { root: root.clone() };
+    let hosts = dir.path().join("hosts");
+    std::fs::write(&hosts, "127.0.0.1 localhost\n").unwrap();
+    // The real HAProxy, its configuration check failing while `refuse` exists
+    // (as it does when serve is out of descriptors).
+    let refuse = dir.path().join("refuse");
+    let wrapper = dir.path().join("haproxy");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n[ -e {r} ] && [ \"$1\" = -c ] && {{ echo injected failure >&2; exit 1; }}\nexec {h} \"$@\"\n",
+            r = refuse.display(),
+            h = serve::haproxy::binary().unwrap().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::write(&refuse, "").unwrap();
+    let plan = loopback_plan("svc5", 50, 25000, true);
+    let _backends = start_backends(&plan);
+    let _serve = start_serve_with(&root, &hosts, 25080, |c| {
+        c.env("SHIFTLAB_HAPROXY", &wrapper);
+    });
+    write_plan(&root, &plan);
+    let log = root.with_extension("log");
+    wait_until("the failed start logged", Duration::from_secs(20), || {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("injected failure")
+    });
+    // The plan stays as it is; the next retry starts it.
+    std::fs::remove_file(&refuse).unwrap();
+    let api: SocketAddr = "127.77.50.2:25001".parse().unwrap();
+    wait_until(
+        "haproxy started on a retry",
+        Duration::from_secs(30),
+        || get_body(api, "/readyz").is_some(),
+    );
+    assert!(is_haproxy(
+        std::fs::read_to_string(state.cluster("svc5").haproxy_pid())
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    ));
+    serve::forget_cluster(&state, "svc5").unwrap();
+}
+
+#[test]
+fn a_failed_dns_removal_keeps_its_record_for_destroy() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("state");
+    let state = StateDir { root: root.clone() };
+    let hosts = dir.path().join("hosts");
+    let original = "127.0.0.1 localhost\n";
+    std::fs::write(&hosts, original).unwrap();
+    let plan = loopback_plan("svc6", 60, 26000, true);
+    let _serve = start_serve(&root, &hosts, 26080);
+    write_plan(&root, &plan);
+    let files = state.cluster("svc6");
+    wait_until("svc6's host dns", Duration::from_secs(20), || {
+        files.host_dns().is_file()
+    });
+    // The hosts file cannot be read (a directory in its place): removal fails.
+    let aside = dir.path().join("hosts.aside");
+    std::fs::rename(&hosts, &aside).unwrap();
+    std::fs::create_dir(&hosts).unwrap();
+    let e = serve::forget_cluster(&state, "svc6").unwrap_err();
+    assert!(
+        format!("{e:#}").contains("removing host dns of svc6"),
+        "{e:#}"
+    );
+    assert!(
+        files.host_dns().is_file(),
+        "the record went without its entries"
+    );
+    // Once the file is back, destroy's hook removes the entries after all.
+    std::fs::remove_dir(&hosts).unwrap();
+    std::fs::rename(&aside, &hosts).unwrap();
+    assert!(std::fs::read_to_string(&hosts)
+        .unwrap()
+        .contains("api.svc6.lab.test"));
+    serve::forget_cluster(&state, "svc6").unwrap();
+    assert_eq!(std::fs::read_to_string(&hosts).unwrap(), original);
+    assert!(!files.host_dns().exists());
+}
+
+#[test]
+fn the_control_socket_caps_its_connections() {
+    use serve::control::{request, Request};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("state");
+    let state = StateDir { root: root.clone() };
+    let hosts = dir.path().join("hosts");
+    std::fs::write(&hosts, "").unwrap();
+    let _serve = start_serve(&root, &hosts, 27080);
+    wait_until("the control socket", Duration::from_secs(10), || {
+        request(&state, &Request::Ping).is_ok_and(|r| r.is_some())
+    });
+    // 32 connections that never send their line hold every place...
+    let held: Vec<_> = (0..32)
+        .map(|_| std::os::unix::net::UnixStream::connect(state.serve_socket()).unwrap())
+        .collect();
+    wait_until("a 33rd closed unanswered", Duration::from_secs(10), || {
+        request(&state, &Request::Ping).is_err()
+    });
+    // ...until they go.
+    drop(held);
+    wait_until("answered again", Duration::from_secs(10), || {
+        request(&state, &Request::Ping).is_ok_and(|r| r.is_some_and(|r| r.ok))
+    });
+    let log = std::fs::read_to_string(root.with_extension("log")).unwrap();
+    assert!(
+        log.contains("control connections refused over the cap"),
+        "{log}"
     );
 }

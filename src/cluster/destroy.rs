@@ -14,7 +14,7 @@ pub fn destroy(
     name: &ClusterName,
     purge_images: bool,
 ) -> Result<Vec<String>> {
-    let had_services = state.cluster(name.as_str()).has_plan();
+    let had_services = state.cluster(name.as_str()).has_plan()?;
     crate::serve::forget_cluster(state, name.as_str())
         .context("stopping the cluster's host services")?;
     // The installer's bootstrap VM (IPI) first: it is known by the infraID in
@@ -50,7 +50,7 @@ pub fn destroy_kubevirt(
 ) -> Result<Option<Vec<String>>> {
     let cluster = state.cluster(name.as_str());
     let planned_there =
-        cluster.has_plan() && cluster.read_plan().is_ok_and(|p| p.kubevirt.is_some());
+        cluster.has_plan()? && cluster.read_plan().is_ok_and(|p| p.kubevirt.is_some());
     let mut removed = match crate::kubevirt::backend::destroy_recorded(&cluster)? {
         Some(r) => r,
         None if kubevirt_file || planned_there => Vec::new(),

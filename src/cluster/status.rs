@@ -87,7 +87,7 @@ pub fn status(host: &Host, state: &StateDir, cluster: &ClusterDir) -> Result<Sta
         Some(l) => l,
         // Planned, or installing before `infra` made anything: its services
         // and targets without libvirt objects.
-        None if cluster.has_plan()
+        None if cluster.has_plan()?
             || cluster.install_state().is_file()
             || cluster.install_plan().is_file() =>
         {
@@ -104,7 +104,7 @@ pub fn status(host: &Host, state: &StateDir, cluster: &ClusterDir) -> Result<Sta
             host.uri
         ),
     };
-    let services = if cluster.has_plan() {
+    let services = if cluster.has_plan()? {
         Some(crate::serve::services_status(state, cluster.name())?)
     } else {
         None

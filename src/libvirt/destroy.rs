@@ -190,7 +190,7 @@ fn purge_base_images(host: &Host, state: &StateDir) -> Result<Vec<String>> {
     let mut removed = Vec::new();
     let mut rec = ledger::load_host(state)?;
     let clusters: Vec<ledger::Ledger> = state
-        .cluster_dirs()
+        .cluster_dirs()?
         .iter()
         .filter_map(|c| ledger::load(c).ok().flatten())
         .collect();

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::UnixListener;
 use tokio::sync::{mpsc, oneshot};
 
@@ -20,7 +20,8 @@ use super::control::{self, Request, Response};
 use super::haproxy::{self, Applied, Supervisor};
 use super::http::{self, Digests};
 use super::resolver::{Responder, Zone};
-use super::{cluster_names, http_address, is_retired, read_dns_record, render_haproxy, Endpoints};
+use super::scan::{self, Presence};
+use super::{http_address, is_retired, read_dns_record, render_haproxy, Endpoints};
 use crate::host::dns::{ClusterDns, HostDns, Mechanism, Record};
 use crate::host::firewall::{self, Firewall, Openings};
 use crate::plan::Plan;
@@ -129,10 +130,22 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let mut tick = tokio::time::interval(d.opts.scan_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
+    // The last scan's error, logged when it changes (not at every scan).
+    let mut scan_error: Option<String> = None;
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
-            _ = tick.tick() => { let _ = d.reconcile_all().await; }
+            _ = tick.tick() => {
+                let now = d.reconcile_all().await.err().map(|e| format!("{e:#}"));
+                match (&now, &scan_error) {
+                    (Some(e), last) if last.as_ref() != Some(e) => {
+                        tracing::warn!(error = %e, "scan failed; the clusters stay served as they are (retrying)");
+                    }
+                    (None, Some(_)) => tracing::info!("scan succeeded again"),
+                    _ => {}
+                }
+                scan_error = now;
+            }
             Some((req, reply)) = rx.recv() => {
                 let resp = d.handle(req).await;
                 let _ = reply.send(resp);
@@ -170,8 +183,17 @@ pub fn run_until_signal(opts: Options) -> Result<()> {
     runtime()?.block_on(run(opts, shutdown_signal()))
 }
 
-/// The runtime a daemon (serve, bmc) runs on.
+/// The runtime a daemon (serve, bmc) runs on, the open-file limit raised
+/// first ([`crate::fdlimit`]).
 pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    match crate::fdlimit::raise() {
+        Ok(soft) => tracing::debug!(
+            open_files = soft,
+            connections = crate::fdlimit::connection_budget(soft),
+            "open-file limit"
+        ),
+        Err(e) => tracing::warn!(error = %format!("{e:#}"), "keeping the open-file limit"),
+    }
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -194,21 +216,50 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// Control connections served at once; more are closed at once (the CLI
+/// sends one request per connection, a handful at a time).
+const CONTROL_MAX: usize = 32;
+/// How long a control client has to send its request line, and to take the answer.
+const CONTROL_IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest request line read (a request is a few dozen bytes).
+const CONTROL_MAX_LINE: u64 = 64 * 1024;
+
 async fn accept_control(
     listener: UnixListener,
     tx: mpsc::Sender<(Request, oneshot::Sender<Response>)>,
 ) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(CONTROL_MAX));
+    let mut refusals = crate::httpd::RefusalLog::default();
+    let mut errors = crate::httpd::RefusalLog::default();
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                if let Some(n) = errors.note(Instant::now(), crate::httpd::REFUSAL_LOG_EVERY) {
+                    tracing::warn!(error = %e, errors = n, "accepting on the control socket");
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            drop(stream);
+            if let Some(n) = refusals.note(Instant::now(), crate::httpd::REFUSAL_LOG_EVERY) {
+                tracing::warn!(
+                    refused = n,
+                    cap = CONTROL_MAX,
+                    "control connections refused over the cap"
+                );
+            }
             continue;
         };
         let tx = tx.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             let (r, mut w) = stream.into_split();
             let mut line = String::new();
-            let mut reader = tokio::io::BufReader::new(r);
-            let read = tokio::time::timeout(Duration::from_secs(5), reader.read_line(&mut line));
+            let mut reader = tokio::io::BufReader::new(r).take(CONTROL_MAX_LINE);
+            let read = tokio::time::timeout(CONTROL_IO_TIMEOUT, reader.read_line(&mut line));
             if !matches!(read.await, Ok(Ok(n)) if n > 0) {
                 return;
             }
@@ -227,7 +278,7 @@ async fn accept_control(
             };
             let mut out = serde_json::to_string(&resp).unwrap_or_default();
             out.push('\n');
-            let _ = w.write_all(out.as_bytes()).await;
+            let _ = tokio::time::timeout(CONTROL_IO_TIMEOUT, w.write_all(out.as_bytes())).await;
         });
     }
 }
@@ -263,23 +314,24 @@ impl Daemon {
     }
 
     async fn reconcile_all(&mut self) -> Result<()> {
-        let present = cluster_names(&self.opts.state);
-        let gone: Vec<String> = self
-            .clusters
-            .keys()
-            .filter(|n| !present.contains(n))
-            .cloned()
-            .collect();
-        for name in gone {
+        let found = scan::clusters(&self.opts.state);
+        for name in scan::gone(&self.served(), &found) {
             tracing::info!(cluster = %name, "cluster gone: stopping its services");
             if let Some(s) = self.clusters.remove(&name) {
                 self.stop(&name, s, true).await;
             }
         }
+        let found = found.context("scanning the state directory")?;
         let mut errors = Vec::new();
-        for name in present {
-            if let Err(e) = self.reconcile_one(&name, false).await {
-                errors.push(format!("{name}: {e:#}"));
+        for (name, presence) in found {
+            match presence {
+                Presence::Planned => {
+                    if let Err(e) = self.reconcile_one(&name, false).await {
+                        errors.push(format!("{name}: {e:#}"));
+                    }
+                }
+                Presence::Absent => {}
+                Presence::Unknown(e) => errors.push(format!("{name}: {e}")),
             }
         }
         if errors.is_empty() {
@@ -299,7 +351,7 @@ impl Daemon {
     /// Converge one cluster. `force`: re-apply even if nothing changed on disk.
     async fn reconcile_one(&mut self, name: &str, force: bool) -> Result<()> {
         let files = self.opts.state.cluster(name);
-        if is_retired(&files) {
+        if is_retired(&files).with_context(|| format!("cluster {name}"))? {
             self.forget(name).await;
             return Ok(());
         }
@@ -644,14 +696,17 @@ impl Daemon {
             let record = s.dns.or_else(|| read_dns_record(&files));
             if let Some(record) = record {
                 let host = self.host.clone();
+                // The record goes only with the entries: else destroy tries again.
                 match tokio::task::spawn_blocking(move || host.remove(&record)).await {
-                    Ok(Ok(())) => tracing::info!(cluster = %name, "host dns removed"),
+                    Ok(Ok(())) => {
+                        tracing::info!(cluster = %name, "host dns removed");
+                        let _ = std::fs::remove_file(files.host_dns());
+                    }
                     Ok(Err(e)) => {
                         tracing::warn!(cluster = %name, error = %format!("{e:#}"), "removing host dns")
                     }
                     Err(e) => tracing::warn!(cluster = %name, error = %e, "removing host dns"),
                 }
-                let _ = std::fs::remove_file(files.host_dns());
             }
             let record = s.firewall.or_else(|| super::read_firewall_record(&files));
             if let Some(record) = record {

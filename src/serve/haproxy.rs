@@ -286,16 +286,21 @@ async fn supervise(cluster: String, files: ClusterDir, bin: PathBuf, mut rx: mps
     let _ = tokio::task::spawn_blocking(move || stop_by_pid_file(&f)).await;
 
     let mut running: Option<Running> = None;
+    // What serve asked for, and what the running HAProxy was loaded with. They
+    // differ after a failure (out of descriptors, a reload that timed out):
+    // the configuration is applied again with backoff, without waiting for a
+    // new plan.
+    let mut desired: Option<String> = None;
     let mut current: Option<String> = None;
     let mut backoff = BACKOFF_MIN;
     let mut next_start: Option<tokio::time::Instant> = None;
     loop {
-        if running.is_none() && current.is_some() {
-            if let Some(t) = next_start.filter(|t| *t <= tokio::time::Instant::now()) {
-                let _ = t;
+        if let Some(text) = desired.clone() {
+            if next_start.is_some_and(|t| t <= tokio::time::Instant::now()) {
                 next_start = None;
-                match start(&cluster, &files, &bin).await {
-                    Ok(r) => running = Some(r),
+                match apply(&cluster, &files, &bin, &text, &mut current, &mut running).await {
+                    Ok(Applied::Unchanged) => {}
+                    Ok(a) => tracing::info!(%cluster, applied = ?a, "haproxy back"),
                     Err(e) => {
                         tracing::warn!(%cluster, error = %format!("{e:#}"), retry_in = ?backoff, "haproxy did not start");
                         next_start = Some(tokio::time::Instant::now() + backoff);
@@ -320,17 +325,19 @@ async fn supervise(cluster: String, files: ClusterDir, bin: PathBuf, mut rx: mps
             }
             msg = rx.recv() => match msg {
                 Some(Msg::Apply(text, reply)) => {
+                    desired = Some(text.clone());
                     let result = apply(&cluster, &files, &bin, &text, &mut current, &mut running).await;
-                    if result.is_err() && running.is_none() && current.is_some() {
+                    if result.is_err() {
                         next_start = Some(tokio::time::Instant::now() + backoff);
                         backoff = (backoff * 2).min(BACKOFF_MAX);
-                    } else if result.is_ok() {
+                    } else {
+                        next_start = None;
                         backoff = BACKOFF_MIN;
                     }
                     let _ = reply.send(result);
                 }
                 Some(Msg::Kick) => {
-                    if running.is_none() && current.is_some() {
+                    if desired.is_some() && (running.is_none() || current != desired) {
                         backoff = BACKOFF_MIN;
                         next_start = Some(tokio::time::Instant::now());
                     }
@@ -351,10 +358,9 @@ async fn supervise(cluster: String, files: ClusterDir, bin: PathBuf, mut rx: mps
                     return;
                 }
             },
-            // Only while a start is due: a deadline left over while haproxy runs or
-            // while there is no configuration would fire at once on every turn
-            // (a busy loop).
-            _ = tokio::time::sleep_until(wake), if next_start.is_some() && running.is_none() && current.is_some() => {}
+            // Only while a retry is due (set only with a configuration): a
+            // deadline left over would fire at once on every turn (a busy loop).
+            _ = tokio::time::sleep_until(wake), if next_start.is_some() && desired.is_some() => {}
         }
     }
 }
@@ -376,7 +382,18 @@ async fn apply(
     match running {
         Some(r) => {
             let (pid, sock) = (r.pid, files.haproxy_sock());
-            let took = tokio::task::spawn_blocking(move || reload(pid, &sock)).await??;
+            let reloaded = tokio::task::spawn_blocking(move || reload(pid, &sock))
+                .await
+                .map_err(|e| anyhow!("haproxy reload task: {e}"))
+                .and_then(|r| r);
+            let took = match reloaded {
+                Ok(t) => t,
+                Err(e) => {
+                    // Not known to be loaded: the retry reloads again.
+                    *current = None;
+                    return Err(e);
+                }
+            };
             tracing::info!(%cluster, pid, reload_ms = took.as_secs_f64() * 1000.0, "haproxy reloaded");
             Ok(Applied::Reloaded(took))
         }

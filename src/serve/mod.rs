@@ -15,6 +15,7 @@ pub mod haproxy;
 pub mod http;
 pub mod ready;
 pub mod resolver;
+pub mod scan;
 pub mod status;
 pub mod unit;
 pub mod web;
@@ -54,28 +55,36 @@ pub fn read_firewall_record(cluster: &ClusterDir) -> Option<crate::host::firewal
         .flatten()
 }
 
-/// Identity of the current `plan.json` (a rewrite gives a new one).
-fn plan_identity(cluster: &ClusterDir) -> Option<String> {
-    let m = std::fs::metadata(cluster.plan()).ok()?;
-    Some(format!(
+/// Identity of the current `plan.json` (a rewrite gives a new one); `None`
+/// when there is none.
+fn plan_identity(cluster: &ClusterDir) -> Result<Option<String>> {
+    let m = match std::fs::metadata(cluster.plan()) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(e).with_context(|| format!("inspecting {}", cluster.plan().display()))
+        }
+    };
+    Ok(Some(format!(
         "{} {} {}.{}",
         m.dev(),
         m.ino(),
         m.mtime(),
         m.mtime_nsec()
-    ))
+    )))
 }
 
-/// Whether [`forget_cluster`] retired this very `plan.json`. A plan written
-/// again (create after a failed destroy) is served again.
-pub fn is_retired(cluster: &ClusterDir) -> bool {
-    match (
-        std::fs::read_to_string(cluster.serve_stopped()),
-        plan_identity(cluster),
-    ) {
-        (Ok(m), Some(id)) => m.trim() == id,
-        (_, None) => true,
-        (Err(_), Some(_)) => false,
+/// Whether there is nothing to serve: no `plan.json`, or [`forget_cluster`]
+/// retired this very one (a plan written again, by create after a failed
+/// destroy, is served again). A failure to look is an error, never "retired".
+pub fn is_retired(cluster: &ClusterDir) -> Result<bool> {
+    let Some(id) = plan_identity(cluster)? else {
+        return Ok(true);
+    };
+    match std::fs::read_to_string(cluster.serve_stopped()) {
+        Ok(m) => Ok(m.trim() == id),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("reading {}", cluster.serve_stopped().display())),
     }
 }
 
@@ -109,16 +118,6 @@ pub fn http_address(plan: &Plan) -> Option<Ipv4Addr> {
     plan.http_address()
 }
 
-/// The clusters with a plan under `<state>/clusters`, sorted.
-pub fn cluster_names(state: &StateDir) -> Vec<String> {
-    state
-        .cluster_dirs()
-        .into_iter()
-        .filter(ClusterDir::has_plan)
-        .map(|c| c.name().to_string())
-        .collect()
-}
-
 /// The destroy hook: stop the cluster's HAProxy and HTTP listener and remove
 /// its host DNS entries and host firewall rules, through a running serve if there is one, else
 /// directly. Marks the plan so that serve does not start it again before the
@@ -126,7 +125,7 @@ pub fn cluster_names(state: &StateDir) -> Vec<String> {
 pub fn forget_cluster(state: &StateDir, name: &str) -> Result<()> {
     let checked = ClusterName::parse(name)?;
     let files = state.cluster(name);
-    if let Some(id) = plan_identity(&files) {
+    if let Some(id) = plan_identity(&files)? {
         crate::files::write_atomic(&files.serve_stopped(), format!("{id}\n").as_bytes())?;
     }
     match control::request(state, &control::Request::Forget { cluster: checked }) {
@@ -139,13 +138,20 @@ pub fn forget_cluster(state: &StateDir, name: &str) -> Result<()> {
     }
     // Whatever serve did or did not do, nothing of the cluster may keep running.
     haproxy::stop_by_pid_file(&files).with_context(|| format!("stopping haproxy of {name}"))?;
+    // Each record goes only once what it records is undone; one that cannot
+    // be read stops here (destroy would otherwise leave the entries behind).
     let host = HostDns::system(state.host_dns_lock());
-    if let Some(record) = read_dns_record(&files) {
+    let record: Option<dns::Record> = crate::files::read_json(&files.host_dns())
+        .with_context(|| format!("removing host dns of {name}"))?;
+    if let Some(record) = record {
         host.remove(&record)
             .with_context(|| format!("removing host dns of {name}"))?;
         let _ = std::fs::remove_file(files.host_dns());
     }
-    if let Some(record) = read_firewall_record(&files) {
+    let record: Option<crate::host::firewall::Record> =
+        crate::files::read_json(&files.host_firewall())
+            .with_context(|| format!("removing the host firewall rules of {name}"))?;
+    if let Some(record) = record {
         crate::host::firewall::Firewall {
             runner: &crate::host::firewall::System,
         }

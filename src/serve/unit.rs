@@ -6,8 +6,14 @@ use anyhow::{bail, Context, Result};
 
 pub const UNIT_NAME: &str = "shiftlab-serve.service";
 
+/// The unit's open-file limit (soft and hard).
+pub const LIMIT_NOFILE: u64 = 65_536;
+
 /// The unit text. `KillMode=mixed`: serve receives `SIGTERM` and stops its
 /// HAProxy processes itself before systemd kills what remains.
+/// `LimitNOFILE`: systemd's default soft limit (1,024) is what a connection
+/// flood on the artifact port used up; serve keeps a reserve of it for itself
+/// (`crate::fdlimit`).
 pub fn unit_text(exe: &Path, state_root: &Path) -> String {
     format!(
         "[Unit]\n\
@@ -23,6 +29,7 @@ pub fn unit_text(exe: &Path, state_root: &Path) -> String {
          RestartSec=2s\n\
          KillMode=mixed\n\
          TimeoutStopSec=20s\n\
+         LimitNOFILE={LIMIT_NOFILE}\n\
          \n\
          [Install]\n\
          WantedBy=multi-user.target\n",
@@ -95,6 +102,7 @@ mod tests {
         );
         assert!(t.contains("ExecStart=/usr/bin/shiftlab --state-dir /var/lib/shiftlab serve\n"));
         assert!(t.contains("KillMode=mixed"));
+        assert!(t.contains("\nLimitNOFILE=65536\n"));
         assert!(t.contains("WantedBy=multi-user.target"));
     }
 

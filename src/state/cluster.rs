@@ -185,8 +185,14 @@ impl ClusterDir {
         Ok(password)
     }
 
-    pub fn has_plan(&self) -> bool {
-        self.plan().is_file()
+    /// Whether the cluster has a plan: `false` only when `plan.json` (or the
+    /// directory) is positively absent; a failure to look is an error.
+    pub fn has_plan(&self) -> Result<bool> {
+        match std::fs::metadata(self.plan()) {
+            Ok(m) => Ok(m.is_file()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e).with_context(|| format!("inspecting {}", self.plan().display())),
+        }
     }
 
     /// The recorded plan; refused when another shiftlab version wrote it in
@@ -308,12 +314,17 @@ mod tests {
             root: d.path().into(),
         };
         let c = state.cluster("lab1");
-        assert!(!c.has_plan());
+        assert!(!c.has_plan().unwrap());
+        // Not looked at is not absent.
+        let f = d.path().join("file");
+        std::fs::write(&f, "x").unwrap();
+        let odd = ClusterDir::new("lab9", f.join("lab9"));
+        assert!(odd.has_plan().is_err());
         let e = format!("{:#}", c.read_plan().unwrap_err());
         assert!(e.contains("clusters/lab1/plan.json"), "{e}");
         let p = plan();
         c.write_plan(&p).unwrap();
-        assert!(c.has_plan());
+        assert!(c.has_plan().unwrap());
         assert_eq!(c.read_plan().unwrap(), p);
         // (was kube::csr's partial schema of plan.json)
         assert!(format!(

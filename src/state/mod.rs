@@ -77,17 +77,27 @@ impl StateDir {
     }
 
     /// Every cluster directory, by name; an entry whose name is not a cluster
-    /// name is no cluster of shiftlab's and is passed over.
-    pub fn cluster_dirs(&self) -> Vec<ClusterDir> {
-        let mut names: Vec<String> = std::fs::read_dir(self.clusters())
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str().map(str::to_string))
-            .filter(|n| crate::spec::is_cluster_name(n))
-            .collect();
+    /// name is no cluster of shiftlab's and is passed over. No `clusters/`
+    /// directory is no cluster; any other failure to read it is an error (out
+    /// of descriptors is not "no cluster").
+    pub fn cluster_dirs(&self) -> Result<Vec<ClusterDir>> {
+        let dir = self.clusters();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
+            if let Some(n) = entry.file_name().to_str() {
+                if crate::spec::is_cluster_name(n) {
+                    names.push(n.to_string());
+                }
+            }
+        }
         names.sort();
-        names.iter().map(|n| self.cluster(n)).collect()
+        Ok(names.iter().map(|n| self.cluster(n)).collect())
     }
 
     /// Hold the host-wide lock (`.host.lock`) around the objects clusters share:
@@ -242,6 +252,33 @@ mod tests {
             .unwrap();
         assert!(!real.join("lab1").exists());
         assert!(real.is_dir());
+    }
+
+    #[test]
+    fn listing_clusters_fails_loudly_but_a_missing_directory_is_none() {
+        let (d, state) = state();
+        std::fs::create_dir_all(state.cluster("lab1").path()).unwrap();
+        std::fs::create_dir_all(state.clusters().join("not a name")).unwrap();
+        let names = |s: &StateDir| -> Vec<String> {
+            s.cluster_dirs()
+                .unwrap()
+                .iter()
+                .map(|c| c.name().to_string())
+                .collect()
+        };
+        assert_eq!(names(&state), ["lab1"]);
+        let none = StateDir {
+            root: d.path().join("none"),
+        };
+        assert!(names(&none).is_empty());
+        // Not a directory: an error, never an empty list.
+        let file = StateDir {
+            root: d.path().join("file"),
+        };
+        std::fs::create_dir_all(&file.root).unwrap();
+        std::fs::write(file.clusters(), "x").unwrap();
+        let e = format!("{:#}", file.cluster_dirs().unwrap_err());
+        assert!(e.contains("reading") && e.contains("clusters"), "{e}");
     }
 
     #[test]

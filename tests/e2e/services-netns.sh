@@ -9,11 +9,14 @@
 #     /config/<role> on 22623, 80/443 on workers, GET :8000/fail-readyz;
 #   - a private mount namespace where /etc/hosts is a bind-mounted copy, so the
 #     real hosts-file mechanism runs without touching the machine's file.
-# It runs `shiftlab serve` there and drives it with the CLI only.
+# It runs `shiftlab serve` there (under systemd's default soft open-file limit,
+# 1,024) and drives it with the CLI only; then floods its artifact port with
+# 2,000 half-open requests from one node's address, and from 20 addresses,
+# while another node fetches its Ignition and the CLI and the page are used.
 NAME=services-netns
 . "$(dirname "$0")/lib.sh"
 [ -n "${E2E_TRACE:-}" ] && set -x
-tag=svce2e$$
+tag=${SVC_E2E_TAG:-svce2e$$}
 H=${tag}h
 NODES="bootstrap:10 ctlplane-0:11 ctlplane-1:12 ctlplane-2:13 worker-0:20 worker-1:21"
 
@@ -75,7 +78,11 @@ for p in ports + [8000]:
 threading.Event().wait()
 PY
   done
-  ip netns exec "$H" unshare -m --propagation private "$0" --inside
+  # worker-1 floods from 20 addresses of its own.
+  for i in $(seq 100 119); do
+    ip -n "${tag}-worker-1" addr add "192.168.150.$i/24" dev eth0
+  done
+  SVC_E2E_TAG=$tag ip netns exec "$H" unshare -m --propagation private "$0" --inside
   exit $?
 fi
 
@@ -110,7 +117,8 @@ HOME=$work sl plan -f "$work/cluster.yaml" -o json >"$state/clusters/svc/plan.js
 # The binary itself in the background, not the sl function: $! is then serve's
 # own pid (a backgrounded function runs in a subshell: killing that left serve
 # running).
-SHIFTLAB_LOG=info "$bin" --state-dir "$state" serve --host-dns hosts --scan-interval 1 >"$work/serve.log" 2>&1 &
+# Under systemd's default limits (soft 1,024): serve raises its own.
+SHIFTLAB_LOG=info prlimit --nofile=1024:16384 "$bin" --state-dir "$state" serve --host-dns hosts --scan-interval 1 >"$work/serve.log" 2>&1 &
 serve=$!
 on_exit 'stop_pid "$serve"'
 wait_for 10 "serve's control socket" test -S "$state/serve.sock"
@@ -159,6 +167,47 @@ echo '{"ignition":{"version":"3.4.0"}}' >"$state/clusters/svc/http/worker.ign"
 curl -sf http://192.168.150.1:8080/worker.ign | cmp - "$state/clusters/svc/http/worker.ign" || fail "artifact"
 [ "$(curl -sf http://192.168.150.1:8080/worker.ign.sha512)" = "sha512-$(sha512sum <"$state/clusters/svc/http/worker.ign" | cut -d' ' -f1)" ] || fail "digest"
 [ "$(curl -s -o /dev/null -w '%{http_code}' --path-as-is http://192.168.150.1:8080/../plan.json)" = 404 ] || fail "traversal"
+
+# Floods of half-open requests on the artifact port (open to the nodes by
+# design), from one node's address, then from 20: meanwhile another node
+# fetches its Ignition through the private route, the CLI reaches serve, the
+# page loads. Afterwards HAProxy and host DNS are as they were.
+grep '^Max open files' "/proc/$serve/limits" | contains -E '16384 +16384' || fail "soft open-file limit not raised: $(grep '^Max open files' "/proc/$serve/limits")"
+token=$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 32)
+[ ${#token} -eq 32 ] || token=$(printf 'a%.0s' $(seq 32))
+(umask 077; mkdir -p "$state/clusters/svc/http-private"; printf '%s\n' "$token" >"$state/clusters/svc/http-token")
+echo '{"ignition":{"version":"3.4.0"},"secret":"x"}' >"$state/clusters/svc/http-private/ctlplane-1.ign"
+chmod 600 "$state/clusters/svc/http-private/ctlplane-1.ign"
+haproxy_pid=$(cat "$state/clusters/svc/haproxy.pid")
+here=$(cd "$(dirname "$0")" && pwd)
+in_node() { local n=$1; shift; ip netns exec "${tag}-$n" "$@"; }
+flood() { # node label sources...
+  local node=$1 label=$2 ready=$work/flood-$2
+  shift 2
+  rm -f "$ready"
+  in_node "$node" python3 "$here/flood.py" 192.168.150.1 8080 2000 "$@" --hold 120 --ready "$ready" >/dev/null 2>&1 &
+  flooder=$!
+  wait_for 90 "the $label flood to open its connections" test -s "$ready"
+  echo "flood from $label: $(cat "$ready"); serve holds $(ls "/proc/$serve/fd" | wc -l) descriptors"
+  in_node ctlplane-1 curl -sf --max-time 10 "http://192.168.150.1:8080/$token/ctlplane-1.ign" \
+    | cmp - "$state/clusters/svc/http-private/ctlplane-1.ign" || fail "Ignition during the $label flood"
+  sl serve notify svc || fail "serve notify during the $label flood"
+  curl -sf --max-time 10 http://127.0.0.1:8090/ | contains -i '<html' || fail "web page during the $label flood"
+  curl -sf --max-time 10 http://api.svc.lab.test:6443/readyz >/dev/null || fail "the API during the $label flood"
+  stop_pid "$flooder"
+  flooder=
+}
+on_exit 'stop_pid "${flooder:-}"'
+flood worker-0 "one address"
+flood worker-1 "20 addresses" $(for i in $(seq 100 119); do echo "--source 192.168.150.$i"; done)
+sleep 2 # a scan or two after the flood
+contains 'cluster gone' "$work/serve.log" && fail "serve logged a cluster gone under the flood"
+[ "$(cat "$state/clusters/svc/haproxy.pid")" = "$haproxy_pid" ] && kill -0 "$haproxy_pid" || fail "haproxy did not run through the flood"
+curl -sf --max-time 2 http://api.svc.lab.test:6443/readyz >/dev/null || fail "the API after the flood"
+getent hosts api.svc.lab.test | grep '^192.168.150.2 ' >/dev/null || fail "host dns lost in the flood"
+test -f "$state/clusters/svc/host-dns.json" || fail "host-dns.json lost in the flood"
+contains 'connections refused over the limits' "$work/serve.log" || fail "refusals not logged"
+[ "$(grep -c 'connections refused over the limits' "$work/serve.log")" -le 10 ] || fail "refusals logged per connection"
 
 # Destroy: forget (the hook), then the directory goes.
 pid=$(cat "$state/clusters/svc/haproxy.pid")

@@ -201,7 +201,8 @@ impl Hosts {
 /// written by `infra`), else the one the install recorded before its first
 /// target. `None`: neither, no cluster to show.
 fn lab_plan(files: &ClusterDir) -> Option<Result<Plan>> {
-    if files.has_plan() {
+    // A plan that cannot even be looked at is shown as its error.
+    if files.has_plan().unwrap_or(true) {
         Some(files.read_plan())
     } else if files.install_plan().is_file() {
         Some(crate::state::read_plan_file(&files.install_plan()))
@@ -213,10 +214,13 @@ fn lab_plan(files: &ClusterDir) -> Option<Result<Plan>> {
 /// Every cluster with a plan (or an install under way), in name order.
 pub fn overview(state: &StateDir) -> Overview {
     let mut hosts = Hosts::default();
-    let clusters = state
-        .cluster_dirs()
+    let dirs = state.cluster_dirs().unwrap_or_else(|e| {
+        tracing::warn!(error = %format!("{e:#}"), "listing the clusters for the page");
+        Vec::new()
+    });
+    let clusters = dirs
         .into_iter()
-        .filter(|c| c.has_plan() || c.install_plan().is_file())
+        .filter(|c| c.has_plan().unwrap_or(true) || c.install_plan().is_file())
         .map(|c| row(state, &mut hosts, c.name()))
         .collect();
     Overview { clusters }
