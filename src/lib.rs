@@ -18,6 +18,7 @@ pub mod kubevirt;
 pub mod libvirt;
 pub mod output;
 pub mod plan;
+pub mod process;
 pub mod redact;
 pub mod redfish;
 pub mod release;

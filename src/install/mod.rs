@@ -8,12 +8,11 @@
 //!   fingerprint;
 //! - [`targets`]: one file per target, dispatched by [`targets::run`];
 //! - [`ipi`]: the bare-metal IPI install around `openshift-install create cluster`;
-//! - [`installer`] and [`process`]: running `openshift-install`; [`redact`]: its
-//!   output without the secrets it prints.
+//! - [`installer`]: running `openshift-install` (a child tied to shiftlab's life,
+//!   [`crate::process`]); [`redact`]: its output without the secrets it prints.
 
 pub mod installer;
 pub mod ipi;
-pub mod process;
 pub mod redact;
 pub mod state;
 pub mod target;
