@@ -23,6 +23,7 @@ pub mod redact;
 pub mod redfish;
 pub mod release;
 pub mod render;
+pub mod runtime;
 pub mod serve;
 pub mod spec;
 pub mod state;

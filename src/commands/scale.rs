@@ -78,13 +78,6 @@ impl Outcome {
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
-}
-
 /// fd 1 pointed at fd 2 until dropped.
 struct StdoutToStderr(Option<i32>);
 
@@ -225,7 +218,7 @@ pub fn apply(
         if ipi {
             // The machine controller drains and deletes each Node before its Machine goes.
             let names: Vec<&str> = change.remove.iter().map(|n| n.name.as_str()).collect();
-            let deleted = runtime()?.block_on(async {
+            let deleted = crate::runtime::block_on(async {
                 let client = crate::kube::approve::client_from_kubeconfig(&kubeconfig).await?;
                 let machines = baremetal::scale_down_begin(&client, &names, req.workers).await?;
                 outcome.objects.extend(
@@ -311,7 +304,7 @@ pub fn apply(
             .iter()
             .map(|n| baremetal::render(n, &inputs))
             .collect::<Result<Vec<_>>>()?;
-        let applied = runtime()?.block_on(async {
+        let applied = crate::runtime::block_on(async {
             let client = crate::kube::approve::client_from_kubeconfig(&kubeconfig).await?;
             baremetal::scale_up(&client, &objects, req.workers).await
         })?;

@@ -75,7 +75,7 @@ fn userdata(ctx: &Ctx, kp: &KubevirtPlan) -> Result<BTreeMap<String, String>> {
 }
 
 fn connect(kp: &KubevirtPlan) -> Result<(tokio::runtime::Runtime, kube::Client)> {
-    let rt = apply::runtime()?;
+    let rt = crate::runtime::current_thread()?;
     let client = rt.block_on(apply::client(&kp.kubeconfig, kp.context.as_deref()))?;
     Ok((rt, client))
 }
@@ -219,7 +219,7 @@ pub fn destroy_recorded(cluster: &crate::state::ClusterDir) -> Result<Option<Vec
     let Some(ledger) = apply::load_ledger(cluster)? else {
         return Ok(None);
     };
-    let rt = apply::runtime()?;
+    let rt = crate::runtime::current_thread()?;
     let removed = rt.block_on(async {
         let client = apply::client(&ledger.kubeconfig, ledger.context.as_deref()).await?;
         apply::destroy(&client, cluster.name(), &ledger).await
@@ -272,7 +272,7 @@ pub fn status_recorded(cluster: &crate::state::ClusterDir) -> Result<Option<Stat
     let Some(ledger) = apply::load_ledger(cluster)? else {
         return Ok(None);
     };
-    let rt = apply::runtime()?;
+    let rt = crate::runtime::current_thread()?;
     let nodes = rt.block_on(async {
         let client = apply::client(&ledger.kubeconfig, ledger.context.as_deref()).await?;
         apply::inspect(&client, cluster.name(), &ledger.namespace).await

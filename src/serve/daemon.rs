@@ -167,11 +167,7 @@ pub fn run_until_signal(opts: Options) -> Result<()> {
 
 /// The runtime a daemon (serve, bmc) runs on.
 pub fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
+    crate::runtime::daemon()
 }
 
 /// Resolves on SIGTERM or SIGINT.
