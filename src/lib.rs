@@ -19,6 +19,7 @@ pub mod libvirt;
 pub mod output;
 pub mod plan;
 pub mod process;
+pub mod progress;
 pub mod redact;
 pub mod redfish;
 pub mod release;

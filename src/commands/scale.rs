@@ -12,6 +12,7 @@ use crate::kube::baremetal;
 use crate::kube::drain::Drained;
 use crate::libvirt::Host;
 use crate::output::emit;
+use crate::progress::Sink;
 use crate::spec::Method;
 use crate::state::StateDir;
 
@@ -75,34 +76,6 @@ impl Outcome {
             s.push_str("nothing to do: the cluster has that many workers\n");
         }
         s
-    }
-}
-
-/// fd 1 pointed at fd 2 until dropped.
-struct StdoutToStderr(Option<i32>);
-
-impl StdoutToStderr {
-    fn new() -> Self {
-        let _ = std::io::stdout().flush();
-        // SAFETY: dup/dup2 on the process' standard descriptors.
-        let saved = unsafe { libc::dup(1) };
-        if saved < 0 || unsafe { libc::dup2(2, 1) } < 0 {
-            return StdoutToStderr(None);
-        }
-        StdoutToStderr(Some(saved))
-    }
-}
-
-impl Drop for StdoutToStderr {
-    fn drop(&mut self) {
-        let _ = std::io::stdout().flush();
-        if let Some(saved) = self.0 {
-            // SAFETY: restores the descriptor saved in `new`.
-            unsafe {
-                libc::dup2(saved, 1);
-                libc::close(saved);
-            }
-        }
     }
 }
 
@@ -273,13 +246,13 @@ pub fn apply(
             start_workers: true,
             worker_change: true,
         },
-    );
-    {
-        // The infra target reports its progress on stdout; under -o json/yaml that
-        // goes to stderr so that stdout holds the one document.
-        let _to_stderr = (req.output != crate::cli::OutputFormat::Table).then(StdoutToStderr::new);
-        install::reach(&ctx, Target::Infra)?;
-    }
+    )
+    // Under -o json/yaml the infra target's progress goes to stderr: stdout
+    // holds the one document.
+    .with_progress(Sink::for_output(
+        req.output != crate::cli::OutputFormat::Table,
+    ));
+    install::reach(&ctx, Target::Infra)?;
     if ctx.cluster.read_plan().ok().as_ref() != Some(&new) {
         ctx.cluster.write_plan(&new)?;
         let _ = crate::serve::notify(state, Some(&new.cluster));
