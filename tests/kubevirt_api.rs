@@ -82,7 +82,7 @@ fn lib(fake: &FakeKube, network: &str) -> Lib {
     let home = tempfile::tempdir().unwrap();
     let file = cluster_file(home.path(), fake, network, "");
     let plan = plan_of(&file);
-    let rt = apply::runtime().unwrap();
+    let rt = shiftlab::runtime::current_thread().unwrap();
     let client = rt
         .block_on(apply::client(&home.path().join("kubeconfig"), None))
         .unwrap();
@@ -562,7 +562,7 @@ fn a_storage_class_the_cluster_lacks_is_said_before_anything_is_created() {
 
     // The library's apply checks the same, from the VMs' DataVolumes.
     let plan = plan_of(&file);
-    let rt = apply::runtime().unwrap();
+    let rt = shiftlab::runtime::current_thread().unwrap();
     let client = rt
         .block_on(apply::client(&home.path().join("kubeconfig"), None))
         .unwrap();

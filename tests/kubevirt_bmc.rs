@@ -61,7 +61,7 @@ fn setup_cfg() -> (FakeKube, KubevirtConfig, plan::Plan, tempfile::TempDir) {
         },
     )
     .unwrap();
-    let rt = apply::runtime().unwrap();
+    let rt = shiftlab::runtime::current_thread().unwrap();
     rt.block_on(async {
         let client = apply::client(&kc, None).await.unwrap();
         apply::apply(

@@ -161,3 +161,39 @@ fn plan_render_and_spec_import_nothing_that_touches_the_host() {
         offenders.join("\n")
     );
 }
+
+/// Targets report, they do not print: their progress goes to the sink the
+/// command chose (`crate::progress`), so that `-o json` needs no stdout swap
+/// and no command points fd 1 elsewhere around a target.
+#[test]
+fn targets_report_through_the_sink_and_commands_swap_no_stdout() {
+    let src = common::repo().join("src");
+    let rules: [(&str, &[&str]); 2] = [
+        ("install/targets", &["print!", "println!", "io::stdout"]),
+        ("commands", &["dup2", "libc::dup("]),
+    ];
+    let mut offenders = Vec::new();
+    for (dir, forbidden) in rules {
+        let mut files = Vec::new();
+        rust_files(&src.join(dir), &mut files);
+        assert!(
+            files.len() > 5,
+            "found only {} files under {dir}",
+            files.len()
+        );
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                if forbidden.iter().any(|m| code.contains(m)) {
+                    offenders.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "printing in a target, or a stdout swap in a command:\n{}",
+        offenders.join("\n")
+    );
+}

@@ -12,6 +12,7 @@ use crate::kube::baremetal;
 use crate::kube::drain::Drained;
 use crate::libvirt::Host;
 use crate::output::emit;
+use crate::progress::Sink;
 use crate::spec::Method;
 use crate::state::StateDir;
 
@@ -75,41 +76,6 @@ impl Outcome {
             s.push_str("nothing to do: the cluster has that many workers\n");
         }
         s
-    }
-}
-
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
-}
-
-/// fd 1 pointed at fd 2 until dropped.
-struct StdoutToStderr(Option<i32>);
-
-impl StdoutToStderr {
-    fn new() -> Self {
-        let _ = std::io::stdout().flush();
-        // SAFETY: dup/dup2 on the process' standard descriptors.
-        let saved = unsafe { libc::dup(1) };
-        if saved < 0 || unsafe { libc::dup2(2, 1) } < 0 {
-            return StdoutToStderr(None);
-        }
-        StdoutToStderr(Some(saved))
-    }
-}
-
-impl Drop for StdoutToStderr {
-    fn drop(&mut self) {
-        let _ = std::io::stdout().flush();
-        if let Some(saved) = self.0 {
-            // SAFETY: restores the descriptor saved in `new`.
-            unsafe {
-                libc::dup2(saved, 1);
-                libc::close(saved);
-            }
-        }
     }
 }
 
@@ -225,7 +191,7 @@ pub fn apply(
         if ipi {
             // The machine controller drains and deletes each Node before its Machine goes.
             let names: Vec<&str> = change.remove.iter().map(|n| n.name.as_str()).collect();
-            let deleted = runtime()?.block_on(async {
+            let deleted = crate::runtime::block_on(async {
                 let client = crate::kube::approve::client_from_kubeconfig(&kubeconfig).await?;
                 let machines = baremetal::scale_down_begin(&client, &names, req.workers).await?;
                 outcome.objects.extend(
@@ -280,13 +246,13 @@ pub fn apply(
             start_workers: true,
             worker_change: true,
         },
-    );
-    {
-        // The infra target reports its progress on stdout; under -o json/yaml that
-        // goes to stderr so that stdout holds the one document.
-        let _to_stderr = (req.output != crate::cli::OutputFormat::Table).then(StdoutToStderr::new);
-        install::reach(&ctx, Target::Infra)?;
-    }
+    )
+    // Under -o json/yaml the infra target's progress goes to stderr: stdout
+    // holds the one document.
+    .with_progress(Sink::for_output(
+        req.output != crate::cli::OutputFormat::Table,
+    ));
+    install::reach(&ctx, Target::Infra)?;
     if ctx.cluster.read_plan().ok().as_ref() != Some(&new) {
         ctx.cluster.write_plan(&new)?;
         let _ = crate::serve::notify(state, Some(&new.cluster));
@@ -311,7 +277,7 @@ pub fn apply(
             .iter()
             .map(|n| baremetal::render(n, &inputs))
             .collect::<Result<Vec<_>>>()?;
-        let applied = runtime()?.block_on(async {
+        let applied = crate::runtime::block_on(async {
             let client = crate::kube::approve::client_from_kubeconfig(&kubeconfig).await?;
             baremetal::scale_up(&client, &objects, req.workers).await
         })?;

@@ -40,7 +40,7 @@ pub fn embed(iso: &Path, ignition: &Path, out: &Path) -> Result<()> {
     let partial = out.with_extension("iso.partial");
     let _ = std::fs::remove_file(&partial);
     // Tied to shiftlab: killed with it, it leaves only the partial file.
-    let child = crate::install::process::spawn_tied(
+    let child = crate::process::spawn_tied(
         Command::new(&bin)
             .args(["iso", "ignition", "embed", "--force", "--ignition-file"])
             .arg(ignition)

@@ -57,10 +57,10 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
     // One killed with an earlier shiftlab (kill -9 leaves no chance to stop it)
     // must not race this one over the asset directory.
     let record = ctx.cluster.installer_pid();
-    if let Some(pid) = super::process::stop_leftover(&record, std::time::Duration::from_secs(30))? {
+    if let Some(pid) = crate::process::stop_leftover(&record, std::time::Duration::from_secs(30))? {
         eprintln!("    stopped openshift-install (pid {pid}) left running by an earlier shiftlab");
     }
-    let mut child = super::process::spawn_tied(
+    let mut child = crate::process::spawn_tied(
         Command::new(&bin)
             .args(args)
             .arg("--dir")
@@ -70,7 +70,7 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
             .stderr(Stdio::piped()),
     )
     .with_context(|| format!("running {}", bin.display()))?;
-    super::process::record(&record, &child)?;
+    crate::process::record(&record, &child)?;
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_style(
         indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")

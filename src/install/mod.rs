@@ -8,12 +8,11 @@
 //!   fingerprint;
 //! - [`targets`]: one file per target, dispatched by [`targets::run`];
 //! - [`ipi`]: the bare-metal IPI install around `openshift-install create cluster`;
-//! - [`installer`] and [`process`]: running `openshift-install`; [`redact`]: its
-//!   output without the secrets it prints.
+//! - [`installer`]: running `openshift-install` (a child tied to shiftlab's life,
+//!   [`crate::process`]); [`redact`]: its output without the secrets it prints.
 
 pub mod installer;
 pub mod ipi;
-pub mod process;
 pub mod redact;
 pub mod state;
 pub mod target;
@@ -24,6 +23,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::plan::Plan;
+use crate::progress::Sink;
 use crate::spec::ClusterSpec;
 use crate::state::{ClusterDir, StateDir};
 use state::Locked;
@@ -49,6 +49,8 @@ pub struct Ctx<'a> {
     pub cluster: ClusterDir,
     pub flow: Flow,
     pub options: Options,
+    /// Where the targets report what they did (stdout on a terminal).
+    pub progress: Sink,
 }
 
 impl<'a> Ctx<'a> {
@@ -65,7 +67,13 @@ impl<'a> Ctx<'a> {
             plan,
             state,
             options,
+            progress: Sink::terminal(),
         }
+    }
+
+    /// The same, its progress sent to `progress` (stderr under `-o json`).
+    pub fn with_progress(self, progress: Sink) -> Self {
+        Ctx { progress, ..self }
     }
 }
 
@@ -99,16 +107,18 @@ fn reach_locked(ctx: &Ctx, goal: Target) -> Result<Locked> {
         let again = ctx.options.worker_change && target == Target::Infra;
         if locked.is_done(target) && step.kind != Kind::Converge && !again {
             if target == goal {
-                eprintln!("{goal} is done already (shiftlab status shows what each target did)");
+                ctx.progress.aside(format_args!(
+                    "{goal} is done already (shiftlab status shows what each target did)"
+                ));
             }
             continue;
         }
-        eprintln!("==> {target}");
+        ctx.progress.aside(format_args!("==> {target}"));
         locked.start(ctx.flow, target, None)?;
         let note =
             targets::run(target, ctx, &mut locked).with_context(|| format!("target {target}"))?;
         if let Some(n) = &note {
-            eprintln!("    {n}");
+            ctx.progress.aside(format_args!("    {n}"));
         }
         locked.done(target, note)?;
     }

@@ -359,18 +359,9 @@ pub async fn watch(
     watch_until(client, nodes, opts, on_pass, interrupt).await
 }
 
-/// A runtime for the blocking wrappers: commands and install targets are
-/// synchronous.
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
-}
-
 /// One pass ([`approve_pending_for`]) with the admin credentials of `kubeconfig`.
 pub fn approve_once_blocking(kubeconfig: &Path, nodes: &[NodeIdentity]) -> Result<Report> {
-    runtime()?.block_on(async {
+    crate::runtime::block_on(async {
         let client = client_from_kubeconfig(kubeconfig).await?;
         approve_pending_for(&client, nodes).await
     })
@@ -383,7 +374,7 @@ pub fn pending_blocking(
     nodes: &[NodeIdentity],
     timeout: Duration,
 ) -> Result<usize> {
-    runtime()?.block_on(async {
+    crate::runtime::block_on(async {
         tokio::time::timeout(timeout, async {
             let client = client_from_kubeconfig(kubeconfig).await?;
             let api: Api<CertificateSigningRequest> = Api::all(client);
@@ -414,7 +405,7 @@ pub fn watch_blocking(
     opts: &WatchOptions,
     on_pass: impl FnMut(&Report),
 ) -> Result<WatchReport> {
-    runtime()?.block_on(async {
+    crate::runtime::block_on(async {
         let client = client_from_kubeconfig(kubeconfig).await?;
         watch(&client, nodes, opts, on_pass).await
     })

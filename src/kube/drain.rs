@@ -180,16 +180,9 @@ pub async fn ingress_replicas(client: &Client) -> Result<Option<u32>> {
     Ok(n.map(|n| n as u32))
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
-}
-
 /// [`ingress_replicas`] with the admin credentials of `kubeconfig`.
 pub fn ingress_replicas_blocking(kubeconfig: &Path) -> Result<Option<u32>> {
-    runtime()?.block_on(async {
+    crate::runtime::block_on(async {
         let client = client_from_kubeconfig(kubeconfig).await?;
         ingress_replicas(&client).await
     })
@@ -203,7 +196,7 @@ pub fn drain_blocking(
     timeout: Duration,
     interval: Duration,
 ) -> Result<Option<Drained>> {
-    runtime()?.block_on(async {
+    crate::runtime::block_on(async {
         let client = client_from_kubeconfig(kubeconfig).await?;
         drain(&client, name, fqdn, timeout, interval).await
     })

@@ -186,14 +186,10 @@ pub fn bring_back_blocking(
     timeout: Duration,
     interval: Duration,
 ) -> Result<BringBack> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?
-        .block_on(async {
-            let client = client_from_kubeconfig(kubeconfig).await?;
-            bring_back(&client, identities, wanted, fresh, timeout, interval).await
-        })
+    crate::runtime::block_on(async {
+        let client = client_from_kubeconfig(kubeconfig).await?;
+        bring_back(&client, identities, wanted, fresh, timeout, interval).await
+    })
 }
 
 #[cfg(test)]

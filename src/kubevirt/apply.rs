@@ -441,11 +441,3 @@ pub async fn inspect(client: &Client, cluster: &str, ns: &str) -> Result<Vec<VmS
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
 }
-
-/// A runtime for the blocking callers (install targets, commands).
-pub fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
-}

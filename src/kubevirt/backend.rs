@@ -75,7 +75,7 @@ fn userdata(ctx: &Ctx, kp: &KubevirtPlan) -> Result<BTreeMap<String, String>> {
 }
 
 fn connect(kp: &KubevirtPlan) -> Result<(tokio::runtime::Runtime, kube::Client)> {
-    let rt = apply::runtime()?;
+    let rt = crate::runtime::current_thread()?;
     let client = rt.block_on(apply::client(&kp.kubeconfig, kp.context.as_deref()))?;
     Ok((rt, client))
 }
@@ -87,6 +87,7 @@ fn print_dns_records(
     client: &kube::Client,
     plan: &crate::plan::Plan,
     kp: &KubevirtPlan,
+    progress: &crate::progress::Sink,
 ) -> Result<()> {
     let [api, ingress] = crate::plan::kubevirt::service_names(plan);
     let read = |name: &str| -> Result<super::dns::ServiceAddress> {
@@ -98,9 +99,9 @@ fn print_dns_records(
             }))
     };
     let (api, ingress) = (read(&api)?, read(&ingress)?);
-    println!("add to your DNS (docs/kubevirt.md, \"DNS you must add\"):");
+    progress.say("add to your DNS (docs/kubevirt.md, \"DNS you must add\"):");
     for r in super::dns::records(plan, kp.service_type, &api, &ingress) {
-        println!("  {r}");
+        progress.say(format_args!("  {r}"));
     }
     Ok(())
 }
@@ -151,20 +152,24 @@ impl Backend for Kubevirt {
         // pointer configs merge from).
         ctx.cluster.write_plan(plan)?;
         match crate::serve::notify(ctx.state, Some(&plan.cluster)) {
-            Ok(true) => println!("shiftlab serve picked up {}", plan.cluster),
-            Ok(false) => println!(
-                "note: start `shiftlab serve`: the VMs fetch their Ignition from it (docs/kubevirt.md)"
+            Ok(true) => ctx
+                .progress
+                .say(format_args!("shiftlab serve picked up {}", plan.cluster)),
+            Ok(false) => ctx.progress.say(
+                "note: start `shiftlab serve`: the VMs fetch their Ignition from it (docs/kubevirt.md)",
             ),
             Err(e) => tracing::warn!("notifying shiftlab serve: {e:#}"),
         }
         for c in &report.created {
-            println!("created {c}");
+            ctx.progress.say(format_args!("created {c}"));
         }
         for c in &report.used_as_is {
-            println!("using {c} as it is (not shiftlab's: left in place on destroy)");
+            ctx.progress.say(format_args!(
+                "using {c} as it is (not shiftlab's: left in place on destroy)"
+            ));
         }
         if kp.network == crate::spec::PodNetwork::Pod {
-            print_dns_records(&rt, &client, plan, kp)?;
+            print_dns_records(&rt, &client, plan, kp, &ctx.progress)?;
         }
         Ok(Some(format!(
             "{} created, {} applied unchanged or updated in namespace {}",
@@ -219,7 +224,7 @@ pub fn destroy_recorded(cluster: &crate::state::ClusterDir) -> Result<Option<Vec
     let Some(ledger) = apply::load_ledger(cluster)? else {
         return Ok(None);
     };
-    let rt = apply::runtime()?;
+    let rt = crate::runtime::current_thread()?;
     let removed = rt.block_on(async {
         let client = apply::client(&ledger.kubeconfig, ledger.context.as_deref()).await?;
         apply::destroy(&client, cluster.name(), &ledger).await
@@ -272,7 +277,7 @@ pub fn status_recorded(cluster: &crate::state::ClusterDir) -> Result<Option<Stat
     let Some(ledger) = apply::load_ledger(cluster)? else {
         return Ok(None);
     };
-    let rt = apply::runtime()?;
+    let rt = crate::runtime::current_thread()?;
     let nodes = rt.block_on(async {
         let client = apply::client(&ledger.kubeconfig, ledger.context.as_deref()).await?;
         apply::inspect(&client, cluster.name(), &ledger.namespace).await

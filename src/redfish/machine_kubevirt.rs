@@ -149,11 +149,7 @@ fn quantity_bytes(q: &str) -> Option<u64> {
 
 impl KubevirtMachine {
     pub fn open(cfg: &KubevirtConfig, sources: ImageSources) -> anyhow::Result<Self> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .context("starting the async runtime")?;
+        let rt = crate::runtime::multi_thread(1)?;
         let client = rt.block_on(crate::kubevirt::apply::client(
             &cfg.kubeconfig,
             cfg.context.as_deref(),

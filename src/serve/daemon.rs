@@ -194,11 +194,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         ),
         Err(e) => tracing::warn!(error = %format!("{e:#}"), "keeping the open-file limit"),
     }
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
+    crate::runtime::daemon()
 }
 
 /// Resolves on SIGTERM or SIGINT.

@@ -69,7 +69,10 @@ fn base_disk_image(ctx: &Ctx, locked: &Locked) -> Result<PathBuf> {
         let path = ctx.state.standin_image();
         let _host = ctx.state.lock_host()?;
         if !path.exists() {
-            eprintln!("building the stand-in node image {}", path.display());
+            ctx.progress.aside(format_args!(
+                "building the stand-in node image {}",
+                path.display()
+            ));
             crate::image::standin::build(&path).context("building the stand-in image")?;
         }
         return Ok(path);
@@ -107,7 +110,10 @@ pub(crate) fn run_libvirt(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         let old = ctx.cluster.http_public().join(format!("{}.ign", node.name));
         if old.exists() {
             std::fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
-            println!("withdrew {} from the HTTP server", old.display());
+            ctx.progress.say(format_args!(
+                "withdrew {} from the HTTP server",
+                old.display()
+            ));
         }
     }
     // Say what the host services will change on the host, and what may keep a
@@ -115,7 +121,7 @@ pub(crate) fn run_libvirt(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     let http = crate::serve::http_address(plan)
         .map(|a| std::net::SocketAddrV4::new(a, crate::serve::DEFAULT_HTTP_PORT));
     for n in crate::libvirt::preflight::host_notes(&host, plan, http) {
-        println!("preflight: {n}");
+        ctx.progress.say(format_args!("preflight: {n}"));
     }
     let opts = apply::ApplyOptions {
         base_image: image.as_deref(),
@@ -125,38 +131,40 @@ pub(crate) fn run_libvirt(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     };
     let (report, accel, why) = apply::apply(&host, plan, ctx.state, &opts)?;
     for n in crate::libvirt::preflight::label_notes(&host, plan) {
-        println!("warning: {n}");
+        ctx.progress.say(format_args!("warning: {n}"));
     }
     // The services (load balancer, HTTP, DNS) read the plan from here.
     ctx.cluster.write_plan(plan)?;
     // Tell a running `shiftlab serve` at once; it also rescans on its own.
     match crate::serve::notify(ctx.state, Some(&spec.cluster)) {
-        Ok(true) => println!("shiftlab serve picked up {}", spec.cluster),
-        Ok(false) if plan.load_balancer.is_some() => println!(
-            "note: shiftlab serve is not running: start it for the load balancer, HTTP server and host DNS (see docs/serve.md)"
+        Ok(true) => ctx
+            .progress
+            .say(format_args!("shiftlab serve picked up {}", spec.cluster)),
+        Ok(false) if plan.load_balancer.is_some() => ctx.progress.say(
+            "note: shiftlab serve is not running: start it for the load balancer, HTTP server and host DNS (see docs/serve.md)",
         ),
         Ok(false) => {}
         Err(e) => tracing::warn!("notifying shiftlab serve: {e:#}"),
     }
-    println!(
+    ctx.progress.say(format_args!(
         "domains run with {} ({why})",
         match accel {
             crate::libvirt::xml::write::Accel::Kvm => "KVM",
             crate::libvirt::xml::write::Accel::Tcg => "QEMU TCG",
         }
-    );
+    ));
     for c in &report.created {
-        println!("created {c}");
+        ctx.progress.say(format_args!("created {c}"));
     }
     for s in &report.started {
-        println!("started {s}");
+        ctx.progress.say(format_args!("started {s}"));
     }
     if report.created.is_empty() && report.started.is_empty() && report.drift.is_empty() {
-        println!(
+        ctx.progress.say(format_args!(
             "nothing to do: {} matches its plan ({} objects unchanged)",
             spec.cluster,
             report.unchanged.len()
-        );
+        ));
     }
     if !report.drift.is_empty() {
         bail!(

@@ -32,12 +32,16 @@ fn finish(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     );
     locked.update_facts(|f| f.console = Some(console.clone()))?;
     let assets = ctx.cluster.assets();
-    println!("The cluster is installed.");
-    println!("  console:  {console}");
-    println!(
+    let p = &ctx.progress;
+    p.say("The cluster is installed.");
+    p.say(format_args!("  console:  {console}"));
+    p.say(format_args!(
         "  user:     kubeadmin, password in {}",
         assets.kubeadmin_password().display()
-    );
-    println!("  export KUBECONFIG={}", assets.kubeconfig().display());
+    ));
+    p.say(format_args!(
+        "  export KUBECONFIG={}",
+        assets.kubeconfig().display()
+    ));
     Ok(Some(console))
 }

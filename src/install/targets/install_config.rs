@@ -78,7 +78,7 @@ pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
         std::env::var_os(crate::host::fips::SKIP_ENV).is_some_and(|v| !v.is_empty()),
     ) {
         crate::host::fips::Decision::Fine => {}
-        crate::host::fips::Decision::Warn(w) => eprintln!("warning: {w}"),
+        crate::host::fips::Decision::Warn(w) => ctx.progress.aside(format_args!("warning: {w}")),
         crate::host::fips::Decision::Refuse(e) => anyhow::bail!("{e}"),
     }
     let secrets = Secrets {

@@ -85,7 +85,7 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         notes.push(format!("CoreOS image {}", image.display()));
     }
     for n in progress.notes() {
-        eprintln!("    {n}");
+        ctx.progress.aside(format_args!("    {n}"));
     }
     Ok(Some(notes.join(", ")))
 }

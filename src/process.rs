@@ -1,5 +1,6 @@
-//! The `openshift-install` child: tied to shiftlab's life, and recorded so that a
-//! rerun after `kill -9` stops one that is still running rather than racing it.
+//! A long child (`openshift-install`, `coreos-installer`): tied to shiftlab's
+//! life, and recorded so that a rerun after `kill -9` stops one that is still
+//! running rather than racing it.
 //!
 //! The child runs in its own process group with `PR_SET_PDEATHSIG` (SIGTERM when
 //! the thread that spawned it dies, which here is the one that waits for it). The
