@@ -50,7 +50,8 @@ pub struct Inputs<'a> {
     /// `(file name, bytes)` in, its URL path out. Called only after the
     /// backend's own checks passed.
     pub publish_private: &'a dyn Fn(&str, &[u8]) -> Result<String>,
-    /// A line for the user before anything is created (preflight notes).
+    /// A line for the user while the backend works: what may get in the way,
+    /// said before anything is created, and warnings after.
     pub say: &'a dyn Fn(&str),
 }
 

@@ -83,14 +83,15 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     let (spec, plan) = (ctx.spec, ctx.plan);
     let backend = crate::backend::of(plan);
     let kubevirt = backend::kind(plan) == BackendKind::Kubevirt;
-    // KubeVirt nodes boot the stream's disk, never the base image.
+    // KubeVirt nodes boot their own disk (`kubevirt.image` or the stream's),
+    // never a base image, and no ISO.
     let image = if kubevirt {
         None
     } else {
         base_image(ctx, locked)?
     };
     let ignition = node_ignition(ctx)?;
-    // The live ISO the iso target made, for the nodes that boot one.
+    // The live ISO the iso target made, for the libvirt nodes that boot one.
     let iso = if kubevirt {
         None
     } else {
