@@ -197,3 +197,41 @@ fn targets_report_through_the_sink_and_commands_swap_no_stdout() {
         offenders.join("\n")
     );
 }
+
+/// The seam the right way up: the pipeline calls a backend, never the other
+/// way round. A backend works on plain data (plan, state directories, inputs)
+/// and knows no target, install lock, daemon or CLI; KubeVirt's building
+/// blocks sit below the backend that puts them together.
+#[test]
+fn backends_sit_below_the_pipeline_and_kubevirt_below_the_backend() {
+    let src = common::repo().join("src");
+    let rules: [(&str, &[&str]); 2] = [
+        ("backend", &["install", "serve", "commands", "cli"]),
+        ("kubevirt", &["install", "commands", "cli", "backend"]),
+    ];
+    let mut offenders = Vec::new();
+    for (module, forbidden) in rules {
+        let mut files = Vec::new();
+        rust_files(&src.join(module), &mut files);
+        assert!(!files.is_empty(), "no files for {module}");
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                let hit = forbidden.iter().any(|m| {
+                    ["::", ";", "}", ","]
+                        .iter()
+                        .any(|end| code.contains(&format!("crate::{m}{end}")))
+                });
+                if hit {
+                    offenders.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "backend or kubevirt reach up:\n{}",
+        offenders.join("\n")
+    );
+}

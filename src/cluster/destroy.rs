@@ -51,7 +51,7 @@ pub fn destroy_kubevirt(
     let cluster = state.cluster(name.as_str());
     let planned_there =
         cluster.has_plan()? && cluster.read_plan().is_ok_and(|p| p.kubevirt.is_some());
-    let mut removed = match crate::kubevirt::backend::destroy_recorded(&cluster)? {
+    let mut removed = match crate::backend::kubevirt::destroy_recorded(&cluster)? {
         Some(r) => r,
         None if kubevirt_file || planned_there => Vec::new(),
         None => return Ok(None),

@@ -10,7 +10,7 @@ pub mod scale;
 mod status;
 
 pub use destroy::{destroy, destroy_kubevirt};
-pub use status::{list_table, status, Status};
+pub use status::{kubevirt_status, list_table, status, KubevirtStatus, Status};
 
 use anyhow::Result;
 

@@ -244,6 +244,58 @@ pub fn list_table(clusters: &[ClusterSummary]) -> String {
     render_table_rows(&["CLUSTER", "NETWORK", "NODES", "RUNNING"], &rows)
 }
 
+/// `shiftlab status` of a cluster on KubeVirt: its VMs as the API has them,
+/// and the install targets.
+#[derive(Debug, Serialize)]
+pub struct KubevirtStatus {
+    pub cluster: String,
+    pub backend: &'static str,
+    pub namespace: String,
+    pub nodes: Vec<crate::kubevirt::apply::VmStatus>,
+    pub install: Option<InstallStatus>,
+}
+
+impl KubevirtStatus {
+    pub fn table(&self) -> String {
+        let mut out = format!(
+            "cluster {} on KubeVirt, namespace {}\n",
+            self.cluster, self.namespace
+        );
+        let rows: Vec<Vec<String>> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let dash = || "-".to_string();
+                vec![
+                    n.name.clone(),
+                    n.role.clone().unwrap_or_else(dash),
+                    n.run_strategy.clone().unwrap_or_else(dash),
+                    n.status.clone().unwrap_or_else(dash),
+                ]
+            })
+            .collect();
+        out.push_str(&render_table_rows(
+            &["NODE", "ROLE", "RUN STRATEGY", "STATUS"],
+            &rows,
+        ));
+        out
+    }
+}
+
+/// The status of a cluster recorded on KubeVirt; `None` when it is not.
+pub fn kubevirt_status(cluster: &ClusterDir) -> Result<Option<KubevirtStatus>> {
+    let Some((namespace, nodes)) = crate::backend::kubevirt::nodes_recorded(cluster)? else {
+        return Ok(None);
+    };
+    Ok(Some(KubevirtStatus {
+        cluster: cluster.name().to_string(),
+        backend: "kubevirt",
+        namespace,
+        nodes,
+        install: crate::install::status(cluster)?,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

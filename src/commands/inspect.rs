@@ -21,7 +21,7 @@ pub fn list(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
 
 pub fn status(args: &StatusArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
     let cluster = state.cluster(&args.name);
-    if let Some(status) = crate::kubevirt::backend::status_recorded(&cluster)? {
+    if let Some(status) = crate::cluster::kubevirt_status(&cluster)? {
         return emit(out, args.output, &status, || status.table());
     }
     let host = Host::open(&uri(&args.connect, crate::cluster::recorded_uri(&cluster)?))?;

@@ -1,4 +1,4 @@
-//! The KubeVirt backend: the plan's nodes as KubeVirt `VirtualMachine`s on a
+//! KubeVirt: the plan's nodes as KubeVirt `VirtualMachine`s on a
 //! Kubernetes cluster (any, OpenShift Virtualization included), with CDI for
 //! disks and Multus or the pod network for networking.
 //!
@@ -6,14 +6,14 @@
 //! - [`haproxy`]: `network: pod`'s in-cluster HAProxy in front of the nodes;
 //! - [`dns`]: `network: pod`'s DNS records for the Services, for the user;
 //! - [`apply`]: server-side apply through kube-rs, ownership, destroy, inspect;
-//! - [`backend`]: the [`crate::backend::Backend`] implementation the install
-//!   pipeline reaches;
 //! - [`machine`]: the Redfish BMC's `Machine` on KubeVirt VMs (IPI).
+//!
+//! These are building blocks: `crate::backend::kubevirt` puts them together
+//! for the install pipeline, which they know nothing of.
 //!
 //! docs/kubevirt.md is the user's page.
 
 pub mod apply;
-pub mod backend;
 pub mod dns;
 pub mod haproxy;
 pub mod render;

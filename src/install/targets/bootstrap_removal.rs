@@ -25,7 +25,7 @@ pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
         }
     }
     for node in plan.nodes_with_role(Role::Bootstrap) {
-        removed.extend(backend.remove_node(ctx, node)?);
+        removed.extend(backend.remove_node(plan, &ctx.cluster, node)?);
     }
     Ok(Some(if removed.is_empty() {
         "the bootstrap was already gone".into()

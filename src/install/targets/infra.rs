@@ -1,6 +1,6 @@
-//! The infra target: the plan applied to libvirt — network, pool, base image,
-//! overlays, each fw_cfg node's Ignition, domains — and recorded (`plan.json`)
-//! for the host services. On upi it runs once, after the installer wrote its
+//! The infra target: the plan applied by the cluster's backend (on libvirt:
+//! network, pool, base image, overlays, each fw_cfg node's Ignition, domains)
+//! and recorded (`plan.json`) for the host services. On upi it runs once, after the installer wrote its
 //! Ignition configs; in the lab alone it converges on the plan each time.
 
 use std::collections::BTreeMap;
@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use super::Note;
+use crate::backend::{self, Inputs};
 use crate::install::state::Locked;
 use crate::install::Ctx;
-use crate::libvirt::{apply, Host};
 use crate::plan::Boot;
-use crate::spec::Role;
+use crate::spec::{BackendKind, Role};
 
 /// Each fw_cfg node's Ignition: the installer's config for its role (from the
 /// cluster's asset directory) wrapped with the node's own settings. In rehearsal
@@ -80,19 +80,26 @@ fn base_disk_image(ctx: &Ctx, locked: &Locked) -> Result<PathBuf> {
     bail!("image: no base image given; set `image:` to a local CoreOS qcow2 (or `rehearsal: true`)")
 }
 
-/// The infra target, on the cluster's backend (crate::backend).
+/// The infra target: the pipeline's inputs prepared, the cluster's backend
+/// (crate::backend) applied once, the plan recorded for the host services.
 pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
-    crate::backend::of(ctx.plan).apply(ctx, locked)
-}
-
-/// The libvirt backend's infra (crate::backend::libvirt).
-pub(crate) fn run_libvirt(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     let (spec, plan) = (ctx.spec, ctx.plan);
-    let host = Host::open(&plan.libvirt.uri)?;
-    let image = base_image(ctx, locked)?;
+    let backend = crate::backend::of(plan);
+    let kubevirt = backend::kind(plan) == BackendKind::Kubevirt;
+    // KubeVirt nodes boot their own disk (`kubevirt.image` or the stream's),
+    // never a base image, and no ISO.
+    let image = if kubevirt {
+        None
+    } else {
+        base_image(ctx, locked)?
+    };
     let ignition = node_ignition(ctx)?;
-    // The live ISO the iso target made, for the nodes that boot one.
-    let iso = super::iso::path(&ctx.cluster, ctx.flow);
+    // The live ISO the iso target made, for the libvirt nodes that boot one.
+    let iso = if kubevirt {
+        None
+    } else {
+        super::iso::path(&ctx.cluster, ctx.flow)
+    };
     if let Some(p) = &iso {
         if !p.is_file() {
             bail!(
@@ -101,38 +108,43 @@ pub(crate) fn run_libvirt(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
             );
         }
     }
-    // Nothing here fetches its Ignition over HTTP: fw_cfg nodes get it from QEMU,
-    // ISO nodes have it embedded, IPI nodes get it from Ironic. So none is
-    // published; one that carries secrets would go through
-    // `serve::http::publish_private` (behind the cluster's token). An older
-    // shiftlab put every node's config in the open `http/`: withdraw those.
-    for node in &plan.nodes {
-        let old = ctx.cluster.http_public().join(format!("{}.ign", node.name));
-        if old.exists() {
-            std::fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
-            ctx.progress.say(format_args!(
-                "withdrew {} from the HTTP server",
-                old.display()
-            ));
+    if !kubevirt {
+        // Nothing here fetches its Ignition over HTTP: fw_cfg nodes get it from QEMU,
+        // ISO nodes have it embedded, IPI nodes get it from Ironic. So none is
+        // published; one that carries secrets would go through
+        // `serve::http::publish_private` (behind the cluster's token). An older
+        // shiftlab put every node's config in the open `http/`: withdraw those.
+        for node in &plan.nodes {
+            let old = ctx.cluster.http_public().join(format!("{}.ign", node.name));
+            if old.exists() {
+                std::fs::remove_file(&old)
+                    .with_context(|| format!("removing {}", old.display()))?;
+                ctx.progress.say(format_args!(
+                    "withdrew {} from the HTTP server",
+                    old.display()
+                ));
+            }
         }
     }
-    // Say what the host services will change on the host, and what may keep a
-    // node from its Ignition, before anything is created.
     let http = crate::serve::http_address(plan)
         .map(|a| std::net::SocketAddrV4::new(a, crate::serve::DEFAULT_HTTP_PORT));
-    for n in crate::libvirt::preflight::host_notes(&host, plan, http) {
-        ctx.progress.say(format_args!("preflight: {n}"));
-    }
-    let opts = apply::ApplyOptions {
-        base_image: image.as_deref(),
-        iso: iso.as_deref(),
-        ignition,
-        start_all: ctx.options.start_workers,
+    // KubeVirt's VMs fetch their full config behind the cluster's HTTP token.
+    let publish = |name: &str, bytes: &[u8]| -> Result<String> {
+        crate::serve::http::publish_private(&ctx.cluster, name, bytes)
     };
-    let (report, accel, why) = apply::apply(&host, plan, ctx.state, &opts)?;
-    for n in crate::libvirt::preflight::label_notes(&host, plan) {
-        ctx.progress.say(format_args!("warning: {n}"));
-    }
+    let say = |line: &str| ctx.progress.say(line);
+    let inputs = Inputs {
+        state: ctx.state,
+        base_image: image.as_deref(),
+        installer: locked.facts().openshift_install.as_deref(),
+        iso: iso.as_deref(),
+        ignition: &ignition,
+        http,
+        start_all: ctx.options.start_workers,
+        publish_private: &publish,
+        say: &say,
+    };
+    let report = backend.apply(plan, &ctx.cluster, &inputs)?;
     // The services (load balancer, HTTP, DNS) read the plan from here.
     ctx.cluster.write_plan(plan)?;
     // Tell a running `shiftlab serve` at once; it also rescans on its own.
@@ -140,31 +152,17 @@ pub(crate) fn run_libvirt(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         Ok(true) => ctx
             .progress
             .say(format_args!("shiftlab serve picked up {}", spec.cluster)),
+        Ok(false) if kubevirt => ctx.progress.say(
+            "note: start `shiftlab serve`: the VMs fetch their Ignition from it (docs/kubevirt.md)",
+        ),
         Ok(false) if plan.load_balancer.is_some() => ctx.progress.say(
             "note: shiftlab serve is not running: start it for the load balancer, HTTP server and host DNS (see docs/serve.md)",
         ),
         Ok(false) => {}
         Err(e) => tracing::warn!("notifying shiftlab serve: {e:#}"),
     }
-    ctx.progress.say(format_args!(
-        "domains run with {} ({why})",
-        match accel {
-            crate::libvirt::xml::write::Accel::Kvm => "KVM",
-            crate::libvirt::xml::write::Accel::Tcg => "QEMU TCG",
-        }
-    ));
-    for c in &report.created {
-        ctx.progress.say(format_args!("created {c}"));
-    }
-    for s in &report.started {
-        ctx.progress.say(format_args!("started {s}"));
-    }
-    if report.created.is_empty() && report.started.is_empty() && report.drift.is_empty() {
-        ctx.progress.say(format_args!(
-            "nothing to do: {} matches its plan ({} objects unchanged)",
-            spec.cluster,
-            report.unchanged.len()
-        ));
+    for line in &report.lines {
+        ctx.progress.say(line);
     }
     if !report.drift.is_empty() {
         bail!(
@@ -173,9 +171,5 @@ pub(crate) fn run_libvirt(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
             report.drift.join("\n  - ")
         );
     }
-    Ok(Some(format!(
-        "{} created, {} started",
-        report.created.len(),
-        report.started.len()
-    )))
+    Ok(Some(report.summary))
 }

@@ -19,7 +19,7 @@ pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
     if later.is_empty() {
         return Ok(Some("no node is planned to start after bootstrap".into()));
     }
-    let started = crate::backend::of(ctx.plan).start(ctx, &later)?;
+    let started = crate::backend::of(ctx.plan).start(ctx.plan, &later)?;
     Ok(Some(if started.is_empty() {
         "every worker already runs".into()
     } else {

@@ -1,20 +1,19 @@
-//! The KubeVirt implementation of [`crate::backend::Backend`]: the infra target
-//! renders the cluster's objects and applies them; power is `runStrategy`.
+//! The KubeVirt backend: apply renders the cluster's objects and applies them
+//! (src/kubevirt holds the building blocks); power is `runStrategy`.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
 
-use super::apply::{self, Ledger};
-use super::render::{self, Inputs, Kind};
-use super::KubevirtPlan;
-use crate::backend::Backend;
-use crate::install::state::Locked;
-use crate::install::targets::Note;
-use crate::install::Ctx;
-use crate::plan::{Boot, Node};
+use super::{Backend, Inputs, Report};
+use crate::kubevirt::apply::{self, Ledger};
+use crate::kubevirt::render::{self, Kind};
+use crate::kubevirt::{dns, plan_of, KubevirtPlan};
+use crate::plan::{Boot, Node, Plan};
 use crate::spec::Role;
+use crate::state::ClusterDir;
 
 pub struct Kubevirt;
 
@@ -44,12 +43,13 @@ pub fn image_from_stream(json: &str) -> Result<String> {
         })
 }
 
-/// The node image: the cluster file's, or the release's stream metadata.
-pub fn node_image(kp: &KubevirtPlan, locked: &Locked) -> Result<String> {
+/// The node image: the cluster file's, or the release's stream metadata
+/// (read from the installer the release target fetched).
+pub fn node_image(kp: &KubevirtPlan, installer: Option<&Path>) -> Result<String> {
     if let Some(i) = &kp.image {
         return Ok(i.clone());
     }
-    let Some(installer) = &locked.facts().openshift_install else {
+    let Some(installer) = installer else {
         bail!("kubevirt.image: no node image; set it (an http(s):// disk URL or docker:// containerDisk), or let the release target fetch the installer first");
     };
     let json = crate::release::coreos_stream_json(installer)?;
@@ -58,16 +58,15 @@ pub fn node_image(kp: &KubevirtPlan, locked: &Locked) -> Result<String> {
 
 /// Each disk-booted node's pointer Ignition, its full config published behind
 /// the cluster's HTTP token.
-fn userdata(ctx: &Ctx, kp: &KubevirtPlan) -> Result<BTreeMap<String, String>> {
+fn userdata(inputs: &Inputs, kp: &KubevirtPlan) -> Result<BTreeMap<String, String>> {
     let Some(base) = &kp.http_url else {
         bail!("kubevirt.http_url: no URL at which the VMs reach shiftlab's HTTP server");
     };
     let mut out = BTreeMap::new();
-    for (node, bytes) in crate::install::targets::infra::node_ignition(ctx)? {
-        let path =
-            crate::serve::http::publish_private(&ctx.cluster, &format!("{node}.ign"), &bytes)?;
+    for (node, bytes) in inputs.ignition {
+        let path = (inputs.publish_private)(&format!("{node}.ign"), bytes)?;
         out.insert(
-            node,
+            node.clone(),
             crate::ignition::pointer_config(&format!("{base}{path}"))?,
         );
     }
@@ -82,28 +81,27 @@ fn connect(kp: &KubevirtPlan) -> Result<(tokio::runtime::Runtime, kube::Client)>
 
 /// Pod mode: the DNS records the user adds, with the Services' addresses as
 /// the cluster has them now (docs/kubevirt.md, "DNS you must add").
-fn print_dns_records(
+fn dns_records(
     rt: &tokio::runtime::Runtime,
     client: &kube::Client,
-    plan: &crate::plan::Plan,
+    plan: &Plan,
     kp: &KubevirtPlan,
-    progress: &crate::progress::Sink,
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let [api, ingress] = crate::plan::kubevirt::service_names(plan);
-    let read = |name: &str| -> Result<super::dns::ServiceAddress> {
+    let read = |name: &str| -> Result<dns::ServiceAddress> {
         Ok(rt
             .block_on(apply::service_address(client, &kp.namespace, name))?
-            .unwrap_or_else(|| super::dns::ServiceAddress {
+            .unwrap_or_else(|| dns::ServiceAddress {
                 name: name.to_string(),
                 ..Default::default()
             }))
     };
     let (api, ingress) = (read(&api)?, read(&ingress)?);
-    progress.say("add to your DNS (docs/kubevirt.md, \"DNS you must add\"):");
-    for r in super::dns::records(plan, kp.service_type, &api, &ingress) {
-        progress.say(format_args!("  {r}"));
+    let mut lines = vec!["add to your DNS (docs/kubevirt.md, \"DNS you must add\"):".to_string()];
+    for r in dns::records(plan, kp.service_type, &api, &ingress) {
+        lines.push(format!("  {r}"));
     }
-    Ok(())
+    Ok(lines)
 }
 
 impl Backend for Kubevirt {
@@ -111,9 +109,8 @@ impl Backend for Kubevirt {
         "kubevirt"
     }
 
-    fn apply(&self, ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
-        let plan = ctx.plan;
-        let kp = super::plan_of(plan)?;
+    fn apply(&self, plan: &Plan, cluster: &ClusterDir, inputs: &Inputs) -> Result<Report> {
+        let kp = plan_of(plan)?;
         // The API first: an unreachable one (or one without KubeVirt) stops
         // the run before any node config is published.
         let (rt, client) = connect(kp)?;
@@ -122,16 +119,16 @@ impl Backend for Kubevirt {
             kp.network == crate::spec::PodNetwork::Multus,
             kp.storage_class.as_deref(),
         ))?;
-        let image = node_image(kp, locked)?;
-        let userdata = userdata(ctx, kp)?;
+        let image = node_image(kp, inputs.installer)?;
+        let userdata = userdata(inputs, kp)?;
         let objects = render::render(
             plan,
-            &Inputs {
+            &render::Inputs {
                 image: &image,
                 userdata: &userdata,
             },
         )?;
-        let mut ledger = apply::load_ledger(&ctx.cluster)?.unwrap_or_else(|| Ledger::of(kp));
+        let mut ledger = apply::load_ledger(cluster)?.unwrap_or_else(|| Ledger::of(kp));
         if ledger.namespace != kp.namespace {
             bail!(
                 "the cluster's objects are in namespace {}; destroy it before moving it to {}",
@@ -139,7 +136,7 @@ impl Backend for Kubevirt {
                 kp.namespace
             );
         }
-        let cluster = ctx.cluster.clone();
+        let cluster = cluster.clone();
         let save = move |l: &Ledger| apply::save_ledger(&cluster, l);
         let report = rt.block_on(apply::apply(
             &client,
@@ -148,43 +145,38 @@ impl Backend for Kubevirt {
             &mut ledger,
             &save,
         ))?;
-        // shiftlab serve reads the plan from here (the HTTP server the
-        // pointer configs merge from).
-        ctx.cluster.write_plan(plan)?;
-        match crate::serve::notify(ctx.state, Some(&plan.cluster)) {
-            Ok(true) => ctx
-                .progress
-                .say(format_args!("shiftlab serve picked up {}", plan.cluster)),
-            Ok(false) => ctx.progress.say(
-                "note: start `shiftlab serve`: the VMs fetch their Ignition from it (docs/kubevirt.md)",
-            ),
-            Err(e) => tracing::warn!("notifying shiftlab serve: {e:#}"),
-        }
-        for c in &report.created {
-            ctx.progress.say(format_args!("created {c}"));
-        }
-        for c in &report.used_as_is {
-            ctx.progress.say(format_args!(
-                "using {c} as it is (not shiftlab's: left in place on destroy)"
-            ));
-        }
+        let mut lines: Vec<String> = report
+            .created
+            .iter()
+            .map(|c| format!("created {c}"))
+            .collect();
+        lines.extend(
+            report
+                .used_as_is
+                .iter()
+                .map(|c| format!("using {c} as it is (not shiftlab's: left in place on destroy)")),
+        );
         if kp.network == crate::spec::PodNetwork::Pod {
-            print_dns_records(&rt, &client, plan, kp, &ctx.progress)?;
+            lines.extend(dns_records(&rt, &client, plan, kp)?);
         }
-        Ok(Some(format!(
-            "{} created, {} applied unchanged or updated in namespace {}",
-            report.created.len(),
-            report.updated.len(),
-            kp.namespace
-        )))
+        Ok(Report {
+            lines,
+            drift: Vec::new(),
+            summary: format!(
+                "{} created, {} applied unchanged or updated in namespace {}",
+                report.created.len(),
+                report.updated.len(),
+                kp.namespace
+            ),
+        })
     }
 
-    fn start(&self, ctx: &Ctx, roles: &[Role]) -> Result<Vec<String>> {
-        let kp = super::plan_of(ctx.plan)?;
+    fn start(&self, plan: &Plan, roles: &[Role]) -> Result<Vec<String>> {
+        let kp = plan_of(plan)?;
         let (rt, client) = connect(kp)?;
         rt.block_on(async {
             let mut started = Vec::new();
-            for n in ctx.plan.nodes.iter().filter(|n| roles.contains(&n.role)) {
+            for n in plan.nodes.iter().filter(|n| roles.contains(&n.role)) {
                 match apply::run_strategy(&client, &kp.namespace, &n.name).await? {
                     None => bail!("VirtualMachine/{} does not exist; run create infra", n.name),
                     Some(s) if s == "Always" => {}
@@ -198,10 +190,10 @@ impl Backend for Kubevirt {
         })
     }
 
-    fn remove_node(&self, ctx: &Ctx, node: &Node) -> Result<Vec<String>> {
-        let kp = super::plan_of(ctx.plan)?;
+    fn remove_node(&self, plan: &Plan, _cluster: &ClusterDir, node: &Node) -> Result<Vec<String>> {
+        let kp = plan_of(plan)?;
         let (rt, client) = connect(kp)?;
-        let cluster = &ctx.plan.cluster;
+        let cluster = &plan.cluster;
         rt.block_on(async {
             let mut removed = Vec::new();
             let mut targets = vec![(Kind::VirtualMachine, node.name.clone())];
@@ -220,7 +212,7 @@ impl Backend for Kubevirt {
 
 /// `shiftlab destroy cluster` for a cluster recorded on KubeVirt: every object
 /// with its owner label, then the ledger. `None` when it is not on KubeVirt.
-pub fn destroy_recorded(cluster: &crate::state::ClusterDir) -> Result<Option<Vec<String>>> {
+pub fn destroy_recorded(cluster: &ClusterDir) -> Result<Option<Vec<String>>> {
     let Some(ledger) = apply::load_ledger(cluster)? else {
         return Ok(None);
     };
@@ -234,46 +226,9 @@ pub fn destroy_recorded(cluster: &crate::state::ClusterDir) -> Result<Option<Vec
     Ok(Some(removed))
 }
 
-/// `shiftlab status` of a cluster on KubeVirt: its VMs as the API has them,
-/// and the install targets.
-#[derive(Debug, serde::Serialize)]
-pub struct Status {
-    pub cluster: String,
-    pub backend: &'static str,
-    pub namespace: String,
-    pub nodes: Vec<apply::VmStatus>,
-    pub install: Option<crate::install::state::InstallStatus>,
-}
-
-impl Status {
-    pub fn table(&self) -> String {
-        let mut out = format!(
-            "cluster {} on KubeVirt, namespace {}\n",
-            self.cluster, self.namespace
-        );
-        let rows: Vec<Vec<String>> = self
-            .nodes
-            .iter()
-            .map(|n| {
-                let dash = || "-".to_string();
-                vec![
-                    n.name.clone(),
-                    n.role.clone().unwrap_or_else(dash),
-                    n.run_strategy.clone().unwrap_or_else(dash),
-                    n.status.clone().unwrap_or_else(dash),
-                ]
-            })
-            .collect();
-        out.push_str(&crate::plan::render_table_rows(
-            &["NODE", "ROLE", "RUN STRATEGY", "STATUS"],
-            &rows,
-        ));
-        out
-    }
-}
-
-/// The status of a cluster recorded on KubeVirt; `None` when it is not.
-pub fn status_recorded(cluster: &crate::state::ClusterDir) -> Result<Option<Status>> {
+/// The VMs of a cluster recorded on KubeVirt as the API has them, with the
+/// namespace they are in; `None` when the cluster is not on KubeVirt.
+pub fn nodes_recorded(cluster: &ClusterDir) -> Result<Option<(String, Vec<apply::VmStatus>)>> {
     let Some(ledger) = apply::load_ledger(cluster)? else {
         return Ok(None);
     };
@@ -282,11 +237,5 @@ pub fn status_recorded(cluster: &crate::state::ClusterDir) -> Result<Option<Stat
         let client = apply::client(&ledger.kubeconfig, ledger.context.as_deref()).await?;
         apply::inspect(&client, cluster.name(), &ledger.namespace).await
     })?;
-    Ok(Some(Status {
-        cluster: cluster.name().to_string(),
-        backend: "kubevirt",
-        namespace: ledger.namespace,
-        nodes,
-        install: crate::install::status(cluster)?,
-    }))
+    Ok(Some((ledger.namespace, nodes)))
 }
