@@ -173,8 +173,7 @@ curl -sf http://192.168.150.1:8080/worker.ign | cmp - "$state/clusters/svc/http/
 # fetches its Ignition through the private route, the CLI reaches serve, the
 # page loads. Afterwards HAProxy and host DNS are as they were.
 grep '^Max open files' "/proc/$serve/limits" | contains -E '16384 +16384' || fail "soft open-file limit not raised: $(grep '^Max open files' "/proc/$serve/limits")"
-token=$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 32)
-[ ${#token} -eq 32 ] || token=$(printf 'a%.0s' $(seq 32))
+token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 (umask 077; mkdir -p "$state/clusters/svc/http-private"; printf '%s\n' "$token" >"$state/clusters/svc/http-token")
 echo '{"ignition":{"version":"3.4.0"},"secret":"x"}' >"$state/clusters/svc/http-private/ctlplane-1.ign"
 chmod 600 "$state/clusters/svc/http-private/ctlplane-1.ign"
