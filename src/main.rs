@@ -31,10 +31,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plan(args) => commands::plan::run(args, &mut std::io::stdout().lock()),
         Command::Render(args) => commands::render::run(args, &state),
         Command::Create(cmd) => commands::create::run(cmd, &state),
-        Command::Destroy(cmd) => commands::inspect::destroy(cmd, &state),
-        Command::List(args) => commands::inspect::list(args, &mut std::io::stdout().lock()),
+        Command::Destroy(cmd) => commands::destroy::destroy(cmd, &state),
+        Command::List(args) => commands::list::list(args, &mut std::io::stdout().lock()),
         Command::Status(args) => {
-            commands::inspect::status(args, &state, &mut std::io::stdout().lock())
+            commands::status::status(args, &state, &mut std::io::stdout().lock())
         }
         Command::ApproveCsrs(args) => {
             commands::approve_csrs::run(args, &state, &mut std::io::stdout().lock())

@@ -53,5 +53,5 @@ pub struct ConsoleArgs {
     pub force: bool,
 
     #[command(flatten)]
-    pub connect: super::inspect::ConnectArgs,
+    pub connect: super::connect::ConnectArgs,
 }

@@ -12,7 +12,7 @@ pub struct DoctorArgs {
     pub file: Option<PathBuf>,
 
     #[command(flatten)]
-    pub connect: super::inspect::ConnectArgs,
+    pub connect: super::connect::ConnectArgs,
 
     /// Decide over these recorded host facts (doctor -o json's "facts") instead of reading the host
     #[arg(long, value_name = "FILE", hide = true)]

@@ -19,7 +19,7 @@ pub struct GatherArgs {
     pub no_bootstrap: bool,
 
     #[command(flatten)]
-    pub connect: super::inspect::ConnectArgs,
+    pub connect: super::connect::ConnectArgs,
 
     /// Output format (of the summary)
     #[arg(short, long, value_enum, default_value_t)]

@@ -5,16 +5,19 @@ pub mod access;
 pub mod approve_csrs;
 pub mod bmc;
 pub mod completion;
+pub mod connect;
 pub mod create;
+pub mod destroy;
 pub mod doctor;
 pub mod gather;
 pub mod image;
-pub mod inspect;
+pub mod list;
 pub mod plan;
 pub mod power;
 pub mod render;
 pub mod scale;
 pub mod serve;
+pub mod status;
 
 use std::path::PathBuf;
 
@@ -57,11 +60,11 @@ pub enum Command {
     Create(create::CreateCommand),
     /// Remove what shiftlab created
     #[command(subcommand)]
-    Destroy(inspect::DestroyCommand),
+    Destroy(destroy::DestroyCommand),
     /// List the shiftlab clusters on a libvirt host
-    List(inspect::ListArgs),
+    List(list::ListArgs),
     /// Show a cluster's nodes: role, power state, MAC, planned and leased address, console log
-    Status(inspect::StatusArgs),
+    Status(status::StatusArgs),
     /// Approve the cluster's node CSRs: client CSRs from the node bootstrapper and serving
     /// CSRs from the nodes, for nodes of the plan only
     ApproveCsrs(approve_csrs::ApproveCsrsArgs),

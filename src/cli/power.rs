@@ -18,7 +18,7 @@ pub struct StopArgs {
     pub force: bool,
 
     #[command(flatten)]
-    pub connect: super::inspect::ConnectArgs,
+    pub connect: super::connect::ConnectArgs,
 
     /// Output format
     #[arg(short, long, value_enum, default_value_t)]
@@ -49,7 +49,7 @@ pub struct StartArgs {
     pub kubeconfig: Option<std::path::PathBuf>,
 
     #[command(flatten)]
-    pub connect: super::inspect::ConnectArgs,
+    pub connect: super::connect::ConnectArgs,
 
     /// Output format
     #[arg(short, long, value_enum, default_value_t)]

@@ -5,14 +5,16 @@ pub mod access;
 pub mod approve_csrs;
 pub mod bmc;
 pub mod create;
+pub mod destroy;
 pub mod doctor;
 pub mod gather;
-pub mod inspect;
+pub mod list;
 pub mod plan;
 pub mod power;
 pub mod render;
 pub mod scale;
 pub mod serve;
+pub mod status;
 
 use std::path::Path;
 
@@ -27,4 +29,10 @@ pub fn load_spec(file: &Path) -> Result<Loaded> {
         eprintln!("warning: {w}");
     }
     Ok(loaded)
+}
+
+/// The libvirt URI a command talks to: `--connect`, else the one the cluster
+/// was created with, else libvirt's default.
+fn libvirt_uri(connect: &crate::cli::connect::ConnectArgs, recorded: Option<String>) -> String {
+    crate::libvirt::uri(connect.uri.as_deref().or(recorded.as_deref()))
 }

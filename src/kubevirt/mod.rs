@@ -6,10 +6,11 @@
 //! - [`haproxy`]: `network: pod`'s in-cluster HAProxy in front of the nodes;
 //! - [`dns`]: `network: pod`'s DNS records for the Services, for the user;
 //! - [`apply`]: server-side apply through kube-rs, ownership, destroy, inspect;
-//! - [`machine`]: the Redfish BMC's `Machine` on KubeVirt VMs (IPI).
 //!
 //! These are building blocks: `crate::backend::kubevirt` puts them together
-//! for the install pipeline, which they know nothing of.
+//! for the install pipeline, which they know nothing of, and the Redfish BMC's
+//! `Machine` on KubeVirt VMs (IPI) is `crate::redfish::machine_kubevirt`. The
+//! plan's KubeVirt part and the objects' names are `crate::plan::kubevirt`.
 //!
 //! docs/kubevirt.md is the user's page.
 

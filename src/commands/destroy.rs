@@ -1,33 +1,8 @@
-use std::io::Write;
-
 use anyhow::{bail, Result};
 
-use crate::cli::inspect::{ConnectArgs, DestroyCommand, ListArgs, StatusArgs};
-use crate::libvirt::{inspect, Host};
-use crate::output::emit;
+use crate::cli::destroy::DestroyCommand;
+use crate::libvirt::Host;
 use crate::state::{ClusterName, StateDir};
-
-fn uri(connect: &ConnectArgs, recorded: Option<String>) -> String {
-    crate::libvirt::uri(connect.uri.as_deref().or(recorded.as_deref()))
-}
-
-pub fn list(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
-    let host = Host::open(&uri(&args.connect, None))?;
-    let clusters = inspect::list(&host)?;
-    emit(out, args.output, &clusters, || {
-        crate::cluster::list_table(&clusters)
-    })
-}
-
-pub fn status(args: &StatusArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
-    let cluster = state.cluster(&args.name);
-    if let Some(status) = crate::cluster::kubevirt_status(&cluster)? {
-        return emit(out, args.output, &status, || status.table());
-    }
-    let host = Host::open(&uri(&args.connect, crate::cluster::recorded_uri(&cluster)?))?;
-    let status = crate::cluster::status(&host, state, &cluster)?;
-    emit(out, args.output, &status, || status.table())
-}
 
 pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
     let DestroyCommand::Cluster(args) = cmd;
@@ -55,7 +30,7 @@ pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
         return Ok(());
     }
     let recorded = crate::cluster::recorded_uri(&cluster)?;
-    let host = Host::open(&uri(&args.connect, spec_uri.or(recorded)))?;
+    let host = Host::open(&super::libvirt_uri(&args.connect, spec_uri.or(recorded)))?;
     let removed = crate::cluster::destroy(&host, state, &name, args.purge_images)?;
     if removed.is_empty() {
         println!(

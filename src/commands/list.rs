@@ -1,0 +1,15 @@
+use std::io::Write;
+
+use anyhow::Result;
+
+use crate::cli::list::ListArgs;
+use crate::libvirt::{inspect, Host};
+use crate::output::emit;
+
+pub fn list(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
+    let host = Host::open(&super::libvirt_uri(&args.connect, None))?;
+    let clusters = inspect::list(&host)?;
+    emit(out, args.output, &clusters, || {
+        crate::cluster::list_table(&clusters)
+    })
+}
