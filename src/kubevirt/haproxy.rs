@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 use super::{KubevirtPlan, OWNER_LABEL};
 use crate::plan::kubevirt::{haproxy_name as name, nodes_service_name};
 use crate::plan::{Node, Plan};
-use crate::render::haproxy::{CHECK_FALL, CHECK_INTER_S, CHECK_RISE};
+use crate::render::haproxy::defaults;
 use crate::spec::Role;
 
 /// The label on the HAProxy pods, which the API and ingress Services select.
@@ -142,15 +142,7 @@ pub fn config(plan: &Plan, kp: &KubevirtPlan) -> String {
          \x20   hold valid 10s\n\
          \x20   hold nx 5s\n\
          \n\
-         defaults\n\
-         \x20   mode tcp\n\
-         \x20   log global\n\
-         \x20   option dontlognull\n\
-         \x20   timeout connect 5s\n\
-         \x20   timeout client 10m\n\
-         \x20   timeout server 10m\n\
-         \x20   timeout check 5s\n\
-         \x20   default-server inter {CHECK_INTER_S}s fastinter 2s downinter {CHECK_INTER_S}s fall {CHECK_FALL} rise {CHECK_RISE} resolvers cluster init-addr none\n\
+         {defaults}\
          \n\
          frontend health\n\
          \x20   mode http\n\
@@ -161,6 +153,7 @@ pub fn config(plan: &Plan, kp: &KubevirtPlan) -> String {
         name = name(plan),
         ns = kp.namespace,
         nodes = nodes_service_name(plan),
+        defaults = defaults(" resolvers cluster init-addr none"),
     );
     for l in listeners(plan) {
         let _ = write!(

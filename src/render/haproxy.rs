@@ -31,6 +31,23 @@ pub const CHECK_INTER_S: u32 = 5;
 pub const CHECK_FALL: u32 = 3;
 pub const CHECK_RISE: u32 = 2;
 
+/// The `defaults` section every HAProxy of shiftlab's starts from (the host's
+/// and `network: pod`'s in-cluster one): TCP, the timeouts, and the health
+/// checks' pace; `server_extra` ends the `default-server` line.
+pub fn defaults(server_extra: &str) -> String {
+    format!(
+        "defaults\n\
+         \x20   mode tcp\n\
+         \x20   log global\n\
+         \x20   option dontlognull\n\
+         \x20   timeout connect 5s\n\
+         \x20   timeout client 10m\n\
+         \x20   timeout server 10m\n\
+         \x20   timeout check 5s\n\
+         \x20   default-server inter {CHECK_INTER_S}s fastinter 2s downinter {CHECK_INTER_S}s fall {CHECK_FALL} rise {CHECK_RISE}{server_extra}\n"
+    )
+}
+
 /// How the 6443 backends are checked, after the rehearsal switch.
 fn readyz_scheme(plan: &Plan) -> &'static str {
     if plan.rehearsal {
@@ -84,18 +101,10 @@ pub fn render(plan: &Plan, opts: &Options) -> Option<String> {
          \x20   maxconn 4000\n\
          \x20   stats socket {} mode 600 level admin\n\
          \x20   hard-stop-after 30s\n\
-         \n\
-         defaults\n\
-         \x20   mode tcp\n\
-         \x20   log global\n\
-         \x20   option dontlognull\n\
-         \x20   timeout connect 5s\n\
-         \x20   timeout client 10m\n\
-         \x20   timeout server 10m\n\
-         \x20   timeout check 5s\n\
-         \x20   default-server inter {CHECK_INTER_S}s fastinter 2s downinter {CHECK_INTER_S}s fall {CHECK_FALL} rise {CHECK_RISE}\n",
+         \n",
         opts.stats_socket.display()
     );
+    out.push_str(&defaults(""));
     for f in &lb.frontends {
         let _ = write!(
             out,
