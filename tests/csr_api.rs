@@ -2,6 +2,7 @@
 //! a mock service answering with `tests/fixtures/csr/list.json`; the tests assert
 //! exactly which `/approval` PUTs happen. Nothing here opens a connection.
 
+mod common;
 #[path = "fixtures/csr/generate.rs"]
 mod generate;
 
@@ -47,10 +48,7 @@ fn fixture_dir() -> PathBuf {
 
 fn plan() -> Plan {
     let text = std::fs::read_to_string(fixture_dir().join("cluster.yaml")).unwrap();
-    let spec = spec::from_str(&text, "cluster.yaml", &Env::default())
-        .unwrap_or_else(|e| panic!("{e}"))
-        .spec;
-    plan::derive(&spec)
+    common::plan_from_yaml(&text, "cluster.yaml", None)
 }
 
 fn recorded() -> Value {

@@ -23,9 +23,7 @@ fn plan(extra: &str) -> shiftlab::plan::Plan {
     let text = format!(
         "cluster: lab1\ndomain: example.com\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\n{workers}{extra}"
     );
-    let loaded =
-        shiftlab::spec::from_str(&text, "lab1.yaml", &shiftlab::spec::Env::default()).unwrap();
-    shiftlab::plan::derive(&loaded.spec)
+    common::plan_from_yaml(&text, "lab1.yaml", None)
 }
 
 fn severity(checks: &[doctor::Check], id: &str) -> Severity {

@@ -6,19 +6,13 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use shiftlab::plan::{self, Plan};
+use shiftlab::plan::Plan;
 use shiftlab::render::haproxy::{render, Options};
-use shiftlab::spec::{self, Env};
 
 fn plan_of(name: &str) -> Plan {
     let dir = common::repo().join("tests/golden");
     let text = std::fs::read_to_string(dir.join(name)).unwrap();
-    let env = Env {
-        home: None,
-        base_dir: dir,
-        libvirt_default_uri: None,
-    };
-    plan::derive(&spec::from_str(&text, name, &env).unwrap().spec)
+    common::plan_from_yaml(&text, name, Some(&dir))
 }
 
 /// `haproxy -c` must accept the text (it parses and resolves, binds nothing).

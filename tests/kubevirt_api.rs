@@ -18,8 +18,7 @@ use serde_json::json;
 use shiftlab::kubevirt::apply::{self, Ledger};
 use shiftlab::kubevirt::render::{self, Inputs, Kind, Object};
 use shiftlab::kubevirt::OWNER_LABEL;
-use shiftlab::plan::{self, Plan};
-use shiftlab::spec::{self, Env};
+use shiftlab::plan::Plan;
 
 fn all_types() -> Vec<fake_kube::Served> {
     let mut t = core_types();
@@ -47,12 +46,7 @@ fn cluster_file(home: &Path, fake: &FakeKube, network: &str, extra: &str) -> std
 
 fn plan_of(file: &Path) -> Plan {
     let text = std::fs::read_to_string(file).unwrap();
-    let env = Env {
-        home: None,
-        base_dir: file.parent().unwrap().to_path_buf(),
-        libvirt_default_uri: None,
-    };
-    plan::derive(&spec::from_str(&text, "kv1.yaml", &env).unwrap().spec)
+    common::plan_from_yaml(&text, "kv1.yaml", file.parent())
 }
 
 fn objects(plan: &Plan) -> Vec<Object> {

@@ -3,21 +3,18 @@
 //! that shiftlab does not own. The fake host is shared by every connection of the
 //! process, so the scenarios run in one test, one after the other.
 
+mod common;
+
 use shiftlab::libvirt::xml::write::{domain_xml, Accel, NodePaths};
 use shiftlab::libvirt::{destroy, inspect, ledger, ledger::Ledger, preflight, Host};
 use shiftlab::plan;
-use shiftlab::spec::{self, Env};
 use shiftlab::state::{ClusterName, StateDir};
 
 fn plan_of(extra: &str) -> plan::Plan {
     let text = format!(
         "cluster: lab1\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\nlibvirt:\n  uri: test:///default\n{extra}"
     );
-    plan::derive(
-        &spec::from_str(&text, "t.yaml", &Env::default())
-            .unwrap()
-            .spec,
-    )
+    common::plan_from_yaml(&text, "t.yaml", None)
 }
 
 fn preflight_names_every_conflict_and_creates_nothing() {

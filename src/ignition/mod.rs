@@ -88,17 +88,11 @@ pub fn pointer_config(url: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{self, Env};
 
     fn plan() -> Plan {
-        let s = spec::from_str(
+        crate::plan::from_yaml(
             "cluster: lab1\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\n",
-            "t.yaml",
-            &Env::default(),
         )
-        .unwrap()
-        .spec;
-        crate::plan::derive(&s)
     }
 
     #[test]

@@ -140,17 +140,12 @@ fn drop_naming(v: &mut Value, names: &std::collections::BTreeSet<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{self, Env};
 
     fn plan(extra: &str) -> Plan {
         let text = format!(
             "cluster: lab1\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\n{extra}"
         );
-        crate::plan::derive(
-            &spec::from_str(&text, "t.yaml", &Env::default())
-                .unwrap()
-                .spec,
-        )
+        crate::plan::from_yaml(&text)
     }
 
     #[test]

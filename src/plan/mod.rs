@@ -235,6 +235,13 @@ pub struct LibvirtPlan {
     pub image: Option<PathBuf>,
 }
 
+/// The plan of a cluster file's text: the unit tests' one fixture.
+#[cfg(test)]
+pub(crate) fn from_yaml(text: &str) -> Plan {
+    let loaded = crate::spec::from_str(text, "t.yaml", &crate::spec::Env::default());
+    derive(&loaded.unwrap_or_else(|e| panic!("{e}")).spec)
+}
+
 impl Plan {
     /// The cluster address the artifact server binds: the host's address on a
     /// libvirt network (its gateway), or the load balancer's address on an

@@ -412,14 +412,9 @@ mod rendezvous_tests {
     use super::*;
 
     fn plan() -> Plan {
-        let spec = crate::spec::from_str(
+        crate::plan::from_yaml(
             "cluster: lab1\ndistribution: okd\nmethod: agent\nrehearsal: true\nworkers: 2\nssh_keys: ['ssh-ed25519 AAAA k']\n",
-            "t.yaml",
-            &crate::spec::Env::default(),
         )
-        .unwrap()
-        .spec;
-        crate::plan::derive(&spec)
     }
 
     #[test]

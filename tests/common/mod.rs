@@ -6,6 +6,18 @@ pub mod kube_api;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The plan of a cluster file's text: the integration tests' one fixture.
+/// `base_dir` is where relative paths in the file resolve (its directory).
+pub fn plan_from_yaml(text: &str, name: &str, base_dir: Option<&Path>) -> shiftlab::plan::Plan {
+    let env = shiftlab::spec::Env {
+        home: None,
+        base_dir: base_dir.map(Path::to_path_buf).unwrap_or_default(),
+        libvirt_default_uri: None,
+    };
+    let loaded = shiftlab::spec::from_str(text, name, &env);
+    shiftlab::plan::derive(&loaded.unwrap_or_else(|e| panic!("{e}")).spec)
+}
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

@@ -338,14 +338,9 @@ fn other_signers_and_decided_csrs_are_skipped() {
 
 #[test]
 fn identities_come_from_the_plan() {
-    let spec = crate::spec::from_str(
+    let plan = crate::plan::from_yaml(
         "cluster: lab1\ndomain: example.com\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAAtest t@t']\nworkers: 2\n",
-        "test.yaml",
-        &crate::spec::Env::default(),
-    )
-    .unwrap()
-    .spec;
-    let plan = crate::plan::derive(&spec);
+    );
     let ids = NodeIdentity::from_plan(&plan);
     // The persisted plan (typed, state::plan_from_json) gives the same identities.
     let json = serde_json::to_string(&plan).unwrap();

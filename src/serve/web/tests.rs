@@ -16,11 +16,7 @@ fn state() -> (tempfile::TempDir, StateDir) {
 
 fn test_plan(name: &str) -> crate::plan::Plan {
     let text = format!("cluster: {name}\ndomain: example.com\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAAtest t@t']\nworkers: 2\n");
-    let mut plan = crate::plan::derive(
-        &crate::spec::from_str(&text, "t.yaml", &crate::spec::Env::default())
-            .unwrap()
-            .spec,
-    );
+    let mut plan = crate::plan::from_yaml(&text);
     plan.libvirt.uri = "test:///default".into();
     plan
 }
