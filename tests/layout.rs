@@ -235,3 +235,30 @@ fn backends_sit_below_the_pipeline_and_kubevirt_below_the_backend() {
         offenders.join("\n")
     );
 }
+
+/// Commands stay glue: one short function per subcommand calling a domain
+/// module (as coreos-installer's handlers are); a loop, a rendering or a
+/// decision belongs below. Counted: lines neither blank nor `//` comments.
+#[test]
+fn each_command_file_stays_under_80_lines_of_code() {
+    let mut files = Vec::new();
+    rust_files(&common::repo().join("src/commands"), &mut files);
+    assert!(files.len() > 10, "found only {} command files", files.len());
+    let mut long = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let code = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("//"))
+            .count();
+        if code >= 80 {
+            long.push(format!("{}: {code} lines of code", f.display()));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "commands doing a domain module's work (move it under cluster/, install/, …):\n{}",
+        long.join("\n")
+    );
+}

@@ -71,6 +71,15 @@ pub fn ssh_args(
     a
 }
 
+/// The `ssh` command line of `argv` ([`ssh_args`]), each word quoted for a
+/// POSIX shell: what `ssh --print` shows.
+pub fn ssh_line(argv: &[OsString]) -> String {
+    std::iter::once("ssh".to_string())
+        .chain(argv.iter().map(|a| shell_quote(&a.to_string_lossy())))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// `export KUBECONFIG=<path>`, quoted for a POSIX shell.
 pub fn env_line(kubeconfig: &Path) -> String {
     format!(
@@ -145,6 +154,16 @@ mod tests {
             s[s.len() - 4..],
             ["--".to_string(), ip, "uptime".into(), "-p".into()]
         );
+    }
+
+    #[test]
+    fn the_printed_ssh_line_quotes_each_word() {
+        let argv: Vec<OsString> = ["-l", "core", "--", "cat it's"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        assert_eq!(ssh_line(&argv), r"ssh -l core -- 'cat it'\''s'");
+        assert_eq!(ssh_line(&[]), "ssh");
     }
 
     #[test]

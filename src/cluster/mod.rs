@@ -1,15 +1,19 @@
 //! A cluster as a whole, across the modules that each hold a part of it: its
 //! status (libvirt, host services, install targets — one value, for `status`
-//! in every output format and for anything else that shows it) and its
-//! destruction (host services, then libvirt objects, then its state).
+//! in every output format and for anything else that shows it), its
+//! destruction (host services, then libvirt objects, then its state), and day
+//! 2: opening it (`open`: state, lock, plan, host), scaling its workers
+//! (`scale`) and powering it off and on (`power`).
 
 pub mod access;
 mod destroy;
+mod open;
 pub mod power;
 pub mod scale;
 mod status;
 
 pub use destroy::{destroy, destroy_kubevirt};
+pub use open::{host_uri, known, open, Opened, Recorded};
 pub use status::{kubevirt_status, list_table, status, KubevirtStatus, Status};
 
 use anyhow::Result;

@@ -15,15 +15,18 @@
 //!   of that has passed; a cluster stopped before then comes back with expired
 //!   certificates and Pending CSRs. Stop refuses in that window unless forced.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::kube::csr::NodeIdentity;
 use crate::libvirt::Host;
 use crate::plan::{Node, Plan};
+use crate::progress::Sink;
 use crate::spec::Role;
-use crate::state::ClusterDir;
+use crate::state::{ClusterDir, StateDir};
 
 /// The install's certificates' lifetime (openshift.md "Ignition": 24 h).
 pub const FIRST_ROTATION: Duration = Duration::from_secs(24 * 3600);
@@ -91,6 +94,134 @@ impl PowerRecord {
         }
         s
     }
+
+    /// After a start: an error naming the nodes that were not Ready in time
+    /// and what to run next.
+    pub fn all_ready(&self, name: &str, timeout: Duration) -> Result<()> {
+        if let Some(a) = &self.api {
+            if !a.not_ready.is_empty() {
+                bail!(
+                    "not Ready within {}s: {} (shiftlab approve-csrs {name} --watch; shiftlab gather {name})",
+                    timeout.as_secs(),
+                    a.not_ready.join(", "),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How `stop` and `start` word their refusal of a cluster on KubeVirt.
+const ON_KUBEVIRT: (&str, &str) = (
+    "stop/start",
+    "use `virtctl stop|start` on its VirtualMachines",
+);
+
+/// `shiftlab stop`: refused within the first certificate rotation unless
+/// `force` (then a warning to `progress`), the nodes powered off, the outcome
+/// recorded.
+pub fn stop_cluster(
+    state: &StateDir,
+    name: &str,
+    connect: Option<&str>,
+    force: bool,
+    timeout: Duration,
+    progress: &Sink,
+) -> Result<PowerRecord> {
+    let c = super::open(state, name, connect, ON_KUBEVIRT.0, ON_KUBEVIRT.1)?;
+    let install = crate::install::state::read(&c.dir)?;
+    if let Some(why) = too_early(certificates_made(install.as_ref()), now()) {
+        if !force {
+            bail!("not stopping {name}: {why}");
+        }
+        progress.aside(format!("warning: stopping {name} anyway (--force): {why}"));
+    }
+    let nodes = stop(&c.host, &c.plan, timeout, Duration::from_millis(500))?;
+    let r = PowerRecord {
+        action: "stop".into(),
+        at: now(),
+        nodes,
+        api: None,
+        note: None,
+    };
+    record(&c.dir, &r)?;
+    Ok(r)
+}
+
+/// What `shiftlab start` is asked to do beyond powering on.
+#[derive(Debug, Clone)]
+pub struct StartRequest {
+    /// The admin kubeconfig; the cluster's own when `None`.
+    pub kubeconfig: Option<PathBuf>,
+    /// Leave the API, CSRs and readiness alone.
+    pub no_api: bool,
+    /// How long the nodes get to be Ready, and how often to look.
+    pub timeout: Duration,
+    pub interval: Duration,
+}
+
+/// `shiftlab start`: the nodes powered on, then (with a kubeconfig) their
+/// CSRs approved until they are Ready; the outcome recorded, a failed API side
+/// too. Nodes not Ready in time are in the record ([`PowerRecord::all_ready`]).
+pub fn start_cluster(
+    state: &StateDir,
+    name: &str,
+    connect: Option<&str>,
+    req: &StartRequest,
+) -> Result<PowerRecord> {
+    let c = super::open(state, name, connect, ON_KUBEVIRT.0, ON_KUBEVIRT.1)?;
+    // The heartbeat a powered-on node's Ready must be newer than (whole seconds,
+    // as the API writes times).
+    let since = k8s_openapi::chrono::DateTime::from_timestamp(now() as i64, 0)
+        .unwrap_or_else(k8s_openapi::chrono::Utc::now);
+    let nodes = start(&c.host, &c.plan)?;
+    let fresh = crate::kube::ready::Fresh {
+        since,
+        nodes: nodes
+            .iter()
+            .filter(|n| n.action == "started")
+            .map(|n| n.node.clone())
+            .collect(),
+    };
+    let kubeconfig = req
+        .kubeconfig
+        .clone()
+        .unwrap_or_else(|| c.dir.assets().kubeconfig());
+    let mut r = PowerRecord {
+        action: "start".into(),
+        at: now(),
+        nodes,
+        api: None,
+        note: None,
+    };
+    if req.no_api {
+        r.note = Some("--no-api: the API, CSRs and readiness were not looked at".into());
+    } else if !kubeconfig.is_file() {
+        r.note = Some(format!(
+            "no kubeconfig at {}: the API, CSRs and readiness were not looked at",
+            kubeconfig.display()
+        ));
+    } else {
+        let wanted = wanted_ready(&c.host, &c.plan)?;
+        let api = crate::kube::ready::bring_back_blocking(
+            &kubeconfig,
+            &NodeIdentity::from_plan(&c.plan),
+            &wanted,
+            Some(&fresh),
+            req.timeout,
+            req.interval,
+        );
+        match api {
+            Ok(a) => r.api = Some(a),
+            Err(e) => {
+                r.note = Some(format!("{e:#}"));
+                record(&c.dir, &r)?;
+                return Err(e.context(format!("{name} was started but did not come back")));
+            }
+        }
+    }
+    record(&c.dir, &r)?;
+    Ok(r)
 }
 
 /// Stop order: workers, then everything else (control planes, a bootstrap).

@@ -5,22 +5,12 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use crate::cli::access::{ConsoleArgs, EnvArgs, SshArgs};
-use crate::cluster::access;
-use crate::libvirt::Host;
+use crate::cluster::{access, Recorded};
 use crate::output::emit;
-use crate::state::{ClusterDir, StateDir};
+use crate::state::StateDir;
 
-/// The cluster's state, or a clear refusal when shiftlab knows no such cluster.
-fn known(state: &StateDir, name: &str) -> Result<ClusterDir> {
-    let cluster = state.cluster(name);
-    if !cluster.exists() {
-        bail!(
-            "no cluster {name} in {} (shiftlab list shows the clusters on the host)",
-            state.clusters().display()
-        );
-    }
-    Ok(cluster)
-}
+/// How a command on a cluster shiftlab does not know ends its refusal.
+const UNKNOWN: &str = " (shiftlab list shows the clusters on the host)";
 
 #[derive(Serialize)]
 struct Env {
@@ -29,7 +19,7 @@ struct Env {
 }
 
 pub fn env(args: &EnvArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
-    let cluster = known(state, &args.name)?;
+    let cluster = crate::cluster::known(state, &args.name, UNKNOWN)?;
     let kubeconfig = cluster.assets().kubeconfig();
     if !kubeconfig.is_file() {
         bail!(
@@ -45,11 +35,8 @@ pub fn env(args: &EnvArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> 
 }
 
 pub fn ssh(args: &SshArgs, state: &StateDir) -> Result<()> {
-    let cluster = known(state, &args.name)?;
-    let plan = cluster
-        .read_plan()
-        .context("was the cluster's infrastructure created with shiftlab create infra?")?;
-    let node = access::find_node(&plan, &args.node)?;
+    let c = Recorded::read_only(state, &args.name, UNKNOWN)?;
+    let node = access::find_node(&c.plan, &args.node)?;
     if let Some(i) = &args.identity {
         if !i.is_file() {
             bail!("no key file {}", i.display());
@@ -57,18 +44,12 @@ pub fn ssh(args: &SshArgs, state: &StateDir) -> Result<()> {
     }
     let argv = access::ssh_args(
         node,
-        &cluster.known_hosts(),
+        &c.dir.known_hosts(),
         args.identity.as_deref(),
         &args.command,
     );
     if args.print {
-        let words: Vec<String> = std::iter::once("ssh".to_string())
-            .chain(
-                argv.iter()
-                    .map(|a| access::shell_quote(&a.to_string_lossy())),
-            )
-            .collect();
-        println!("{}", words.join(" "));
+        println!("{}", access::ssh_line(&argv));
         return Ok(());
     }
     // exec: ssh owns the terminal and its exit status becomes ours.
@@ -77,20 +58,12 @@ pub fn ssh(args: &SshArgs, state: &StateDir) -> Result<()> {
 }
 
 pub fn console(args: &ConsoleArgs, state: &StateDir) -> Result<()> {
-    let cluster = known(state, &args.name)?;
-    let plan = cluster
-        .read_plan()
-        .context("was the cluster's infrastructure created with shiftlab create infra?")?;
-    let node = access::find_node(&plan, &args.node)?;
-    crate::kubevirt::refuse_libvirt_only(&plan, "console", "use `virtctl console`")?;
-    let recorded = crate::cluster::recorded_uri(&cluster)?;
-    let uri = crate::libvirt::uri(
-        args.connect
-            .uri
-            .as_deref()
-            .or(recorded.as_deref())
-            .or(Some(plan.libvirt.uri.as_str())),
-    );
-    let host = Host::open(&uri)?;
-    crate::libvirt::console::attach(&host, &node.name, args.force)
+    let c = Recorded::read_only(state, &args.name, UNKNOWN)?;
+    let node = access::find_node(&c.plan, &args.node)?.name.clone();
+    let c = c.connect(
+        args.connect.uri.as_deref(),
+        "console",
+        "use `virtctl console`",
+    )?;
+    crate::libvirt::console::attach(&c.host, &node, args.force)
 }

@@ -74,7 +74,8 @@ fn rescale_first(ctx: &Ctx, goal: Target) -> Result<()> {
     super::scale::apply(
         ctx.spec,
         ctx.state,
-        &super::scale::Request::defaults(ctx.spec.workers),
+        &crate::cluster::scale::Request::defaults(ctx.spec.workers),
+        crate::output::OutputFormat::Table,
         &mut std::io::stderr(),
     )
 }

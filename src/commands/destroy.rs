@@ -29,8 +29,9 @@ pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
         }
         return Ok(());
     }
-    let recorded = crate::cluster::recorded_uri(&cluster)?;
-    let host = Host::open(&super::libvirt_uri(&args.connect, spec_uri.or(recorded)))?;
+    // The flag, else the cluster file's URI, else the one it was created on.
+    let connect = args.connect.uri.as_deref().or(spec_uri.as_deref());
+    let host = Host::open(&crate::cluster::host_uri(&cluster, connect, None)?)?;
     let removed = crate::cluster::destroy(&host, state, &name, args.purge_images)?;
     if removed.is_empty() {
         println!(

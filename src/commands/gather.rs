@@ -1,6 +1,6 @@
 use std::io::Write;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use crate::cli::gather::GatherArgs;
 use crate::gather::{self, Options};
@@ -9,23 +9,10 @@ use crate::output::emit;
 use crate::state::StateDir;
 
 pub fn run(args: &GatherArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
-    let cluster = state.cluster(&args.name);
-    if !cluster.exists() {
-        bail!(
-            "no cluster {} in {}: nothing to gather",
-            args.name,
-            state.clusters().display()
-        );
-    }
-    let recorded = crate::cluster::recorded_uri(&cluster)?;
+    let cluster = crate::cluster::known(state, &args.name, ": nothing to gather")?;
+    // A gather goes on without a plan or a host: it reports what it could not reach.
     let planned = cluster.read_plan().ok().map(|p| p.libvirt.uri);
-    let uri = crate::libvirt::uri(
-        args.connect
-            .uri
-            .as_deref()
-            .or(recorded.as_deref())
-            .or(planned.as_deref()),
-    );
+    let uri = crate::cluster::host_uri(&cluster, args.connect.uri.as_deref(), planned.as_deref())?;
     let host = Host::open(&uri);
     let path = args
         .out

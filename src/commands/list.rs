@@ -7,7 +7,7 @@ use crate::libvirt::{inspect, Host};
 use crate::output::emit;
 
 pub fn list(args: &ListArgs, out: &mut dyn Write) -> Result<()> {
-    let host = Host::open(&super::libvirt_uri(&args.connect, None))?;
+    let host = Host::open(&crate::libvirt::uri(args.connect.uri.as_deref()))?;
     let clusters = inspect::list(&host)?;
     emit(out, args.output, &clusters, || {
         crate::cluster::list_table(&clusters)

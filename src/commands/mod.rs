@@ -30,9 +30,3 @@ pub fn load_spec(file: &Path) -> Result<Loaded> {
     }
     Ok(loaded)
 }
-
-/// The libvirt URI a command talks to: `--connect`, else the one the cluster
-/// was created with, else libvirt's default.
-fn libvirt_uri(connect: &crate::cli::connect::ConnectArgs, recorded: Option<String>) -> String {
-    crate::libvirt::uri(connect.uri.as_deref().or(recorded.as_deref()))
-}

@@ -12,10 +12,11 @@ pub fn status(args: &StatusArgs, state: &StateDir, out: &mut dyn Write) -> Resul
     if let Some(status) = crate::cluster::kubevirt_status(&cluster)? {
         return emit(out, args.output, &status, || status.table());
     }
-    let host = Host::open(&super::libvirt_uri(
-        &args.connect,
-        crate::cluster::recorded_uri(&cluster)?,
-    ))?;
+    let host = Host::open(&crate::cluster::host_uri(
+        &cluster,
+        args.connect.uri.as_deref(),
+        None,
+    )?)?;
     let status = crate::cluster::status(&host, state, &cluster)?;
     emit(out, args.output, &status, || status.table())
 }

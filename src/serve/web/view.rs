@@ -184,11 +184,7 @@ pub struct Hosts {
 impl Hosts {
     /// The cluster's host: the URI its ledger recorded, else its plan's.
     fn of(&mut self, cluster: &ClusterDir, plan: &Plan) -> Result<&Host> {
-        let uri = crate::libvirt::uri(
-            crate::cluster::recorded_uri(cluster)?
-                .as_deref()
-                .or(Some(plan.libvirt.uri.as_str())),
-        );
+        let uri = crate::cluster::host_uri(cluster, None, Some(&plan.libvirt.uri))?;
         if !self.open.contains_key(&uri) {
             let host = Host::open(&uri)?;
             self.open.insert(uri.clone(), host);
