@@ -23,8 +23,9 @@ pub fn destroy(
         .context("removing the installer's bootstrap VM")?;
     // The veth-linked bridge (IPI, external_bridge: veth): the links recorded
     // and aliased as this cluster's, before the NAT bridge goes with the network.
-    let links = crate::host::veth::remove(name.as_str(), state.cluster(name.as_str()).path())
-        .context("removing the veth-linked bridge")?;
+    let links =
+        crate::host::veth::remove(name.as_str(), &state.cluster(name.as_str()).host_links())
+            .context("removing the veth-linked bridge")?;
     let mut removed = crate::libvirt::destroy::destroy(host, name, state, purge_images)?;
     removed.splice(0..0, links);
     removed.splice(0..0, bootstrap);

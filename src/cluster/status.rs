@@ -118,12 +118,11 @@ pub fn status(host: &Host, state: &StateDir, cluster: &ClusterDir) -> Result<Sta
             tracing::warn!("the installer's bootstrap VM: {e:#}");
             None
         }),
-        veth_bridge: crate::host::veth::status(cluster.name(), cluster.path()).unwrap_or_else(
-            |e| {
+        veth_bridge: crate::host::veth::status(cluster.name(), &cluster.host_links())
+            .unwrap_or_else(|e| {
                 tracing::warn!("the veth-linked bridge: {e:#}");
                 None
-            },
-        ),
+            }),
         certificates: certificates(cluster)?,
     })
 }

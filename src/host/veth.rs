@@ -218,12 +218,10 @@ fn run(a: &Action) -> Result<()> {
     Ok(())
 }
 
-/// The record in the cluster directory.
-const RECORD: &str = "host-links.json";
-
-fn read_record(dir: &Path) -> Result<Option<VethBridge>> {
-    let p = dir.join(RECORD);
-    match std::fs::read_to_string(&p) {
+/// The record (the cluster's `host-links.json`, `ClusterDir::host_links`).
+fn read_record(record: &Path) -> Result<Option<VethBridge>> {
+    let p = record;
+    match std::fs::read_to_string(p) {
         Ok(t) => Ok(Some(
             serde_json::from_str(&t).with_context(|| format!("parsing {}", p.display()))?,
         )),
@@ -261,22 +259,21 @@ pub fn status_of(cluster: &str, v: &VethBridge, seen: &Observed) -> VethStatus {
 }
 
 /// The veth-linked bridge of the cluster in `dir`, if one is recorded.
-pub fn status(cluster: &str, dir: &Path) -> Result<Option<VethStatus>> {
-    let Some(v) = read_record(dir)? else {
+pub fn status(cluster: &str, record: &Path) -> Result<Option<VethStatus>> {
+    let Some(v) = read_record(record)? else {
         return Ok(None);
     };
     Ok(Some(status_of(cluster, &v, &observe()?)))
 }
 
 /// Make (or complete) the veth-linked bridge; returns what changed.
-pub fn ensure(cluster: &str, dir: &Path, v: &VethBridge) -> Result<Vec<String>> {
+pub fn ensure(cluster: &str, record: &Path, v: &VethBridge) -> Result<Vec<String>> {
     let actions = ensure_actions(cluster, v, &observe()?).map_err(anyhow::Error::msg)?;
     if actions.is_empty() {
         return Ok(Vec::new());
     }
     // Intent first: a run killed after `ip link add` still knows the links.
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    crate::files::write_atomic(&dir.join(RECORD), &serde_json::to_vec_pretty(v)?)?;
+    crate::files::write_atomic(record, &serde_json::to_vec_pretty(v)?)?;
     let mut done = Vec::new();
     for a in &actions {
         run(a)?;
@@ -291,8 +288,8 @@ pub fn ensure(cluster: &str, dir: &Path, v: &VethBridge) -> Result<Vec<String>> 
 
 /// Remove the links recorded for `cluster` (those still carrying its alias),
 /// then the record; returns what was removed.
-pub fn remove(cluster: &str, dir: &Path) -> Result<Vec<String>> {
-    let Some(v) = read_record(dir)? else {
+pub fn remove(cluster: &str, record: &Path) -> Result<Vec<String>> {
+    let Some(v) = read_record(record)? else {
         return Ok(Vec::new());
     };
     let mut removed = Vec::new();
@@ -302,7 +299,7 @@ pub fn remove(cluster: &str, dir: &Path) -> Result<Vec<String>> {
             removed.push(format!("host link {l}"));
         }
     }
-    let _ = std::fs::remove_file(dir.join(RECORD));
+    let _ = std::fs::remove_file(record);
     Ok(removed)
 }
 

@@ -12,8 +12,6 @@
 //! (pkg/types/clustermetadata.go): never by a pattern that could match another
 //! cluster's objects.
 
-use std::path::Path;
-
 use anyhow::{bail, Context, Result};
 
 use crate::install::state::Locked;
@@ -73,8 +71,8 @@ pub fn external_bridge(
 
 /// The infraID of this cluster's install, from the installer's `metadata.json`;
 /// `None` before the installer wrote it. Checked before it reaches libvirt.
-pub fn infra_id(assets: &Path) -> Result<Option<String>> {
-    let path = assets.join("metadata.json");
+pub fn infra_id(assets: &crate::state::Assets) -> Result<Option<String>> {
+    let path = assets.metadata();
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -122,7 +120,7 @@ pub struct BootstrapVm {
 /// The bootstrap VM of this cluster's install, if the installer made one and it
 /// is still defined.
 pub fn bootstrap_vm(host: &Host, cluster: &ClusterDir) -> Result<Option<BootstrapVm>> {
-    let Some(id) = infra_id(cluster.assets().path())? else {
+    let Some(id) = infra_id(&cluster.assets())? else {
         return Ok(None);
     };
     let name = bootstrap_name(&id);
@@ -158,7 +156,7 @@ pub fn bridges_of(xml: &str) -> Vec<String> {
 /// only the objects named after this cluster's infraID.
 pub fn remove_bootstrap(host: &Host, cluster: &ClusterDir) -> Result<Vec<String>> {
     let mut removed = Vec::new();
-    let Some(id) = infra_id(cluster.assets().path())? else {
+    let Some(id) = infra_id(&cluster.assets())? else {
         return Ok(removed);
     };
     let name = bootstrap_name(&id);
@@ -311,7 +309,7 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<()> {
         ExternalBridge::VethLinked { .. } => {
             // The infra target made it; a rerun completes what a kill left.
             let v = net.veth.as_ref().context("the plan has no veth-linked bridge")?;
-            for made in crate::host::veth::ensure(&ctx.spec.cluster, ctx.cluster.path(), v)? {
+            for made in crate::host::veth::ensure(&ctx.spec.cluster, &ctx.cluster.host_links(), v)? {
                 eprintln!("    made {made}");
             }
         }
@@ -322,7 +320,7 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<()> {
     ensure_bmc(ctx)?;
     let assets = ctx.cluster.assets();
     let log = std::fs::read_to_string(ctx.cluster.installer_log()).unwrap_or_default();
-    let at = progress(assets.path().join("metadata.json").is_file(), &log);
+    let at = progress(assets.metadata().is_file(), &log);
     if at == Progress::NotStarted {
         // A run killed after the installer consumed install-config.yaml, before
         // it kept it in its state file, left neither: the backup comes back.
@@ -417,18 +415,23 @@ mod tests {
     #[test]
     fn infra_ids_are_read_and_checked() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(infra_id(dir.path()).unwrap(), None);
-        let m = dir.path().join("metadata.json");
+        let state = crate::state::StateDir {
+            root: dir.path().to_path_buf(),
+        };
+        let assets = state.cluster("lab1").assets();
+        std::fs::create_dir_all(assets.path()).unwrap();
+        assert_eq!(infra_id(&assets).unwrap(), None);
+        let m = assets.metadata();
         std::fs::write(&m, r#"{"clusterName":"lab1","infraID":"lab1-x7k2p"}"#).unwrap();
-        assert_eq!(infra_id(dir.path()).unwrap().as_deref(), Some("lab1-x7k2p"));
+        assert_eq!(infra_id(&assets).unwrap().as_deref(), Some("lab1-x7k2p"));
         assert_eq!(bootstrap_name("lab1-x7k2p"), "lab1-x7k2p-bootstrap");
         for bad in ["../etc", "Lab1-x", "", "-lab1", "a b"] {
             std::fs::write(&m, serde_json::json!({ "infraID": bad }).to_string()).unwrap();
-            let e = format!("{:#}", infra_id(dir.path()).unwrap_err());
+            let e = format!("{:#}", infra_id(&assets).unwrap_err());
             assert!(e.contains("infraID"), "{e}");
         }
         std::fs::write(&m, "{}").unwrap();
-        assert!(format!("{:#}", infra_id(dir.path()).unwrap_err()).contains("no infraID"));
+        assert!(format!("{:#}", infra_id(&assets).unwrap_err()).contains("no infraID"));
     }
 
     #[test]

@@ -793,7 +793,7 @@ pub fn apply(
     // Bare-metal IPI with external_bridge: veth: the bridge the installer's
     // bootstrap VM joins, linked to the network's bridge, now that it is up.
     if let Some(v) = &plan.network.veth {
-        let made = crate::host::veth::ensure(&plan.cluster, cluster_dir.path(), v)
+        let made = crate::host::veth::ensure(&plan.cluster, &cluster_dir.host_links(), v)
             .context("making the veth-linked bridge")?;
         report.created.extend(made);
     }

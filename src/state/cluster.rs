@@ -14,13 +14,14 @@
 //! | `bin/` | an older shiftlab | a cluster-local `openshift-install` |
 //! | `libvirt.json` | libvirt apply | the ledger: volumes shiftlab created |
 //! | `kubevirt.json` | KubeVirt apply | kubeconfig, context and namespace of a `backend: kubevirt` cluster's objects |
-//! | `bmc-password`, `bmc/` | install-config, serve | the lab BMC's password (0600) and state |
+//! | `bmc-password`, `bmc/` (`bmc/tls/`) | install-config, serve | the lab BMC's password (0600) and state (its CA and certificates) |
 //! | `lb-state.json` | remove-bootstrap | whether the bootstrap left the backends |
 //! | `haproxy.cfg`, `haproxy.cfg.new`, `haproxy.pid`, `haproxy.sock` | serve | the load balancer |
 //! | `http/`, `http-private/`, `http-token` | serve | artifacts: public, and private behind the token (0600) |
 //! | `host-dns.json`, `serve.json`, `serve-stopped` | serve | host DNS record, endpoints, retired plan |
 //! | `sno-live.x86_64.iso` | the iso target (sno) | the live ISO with the node's Ignition embedded |
 //! | `host-firewall.json` | serve | the host firewall rules added for the nodes, removed at destroy |
+//! | `host-links.json` | infra (ipi, `external_bridge: veth`) | the veth-linked bridge's links, removed at destroy |
 //! | `known_hosts` | ssh | the nodes' SSH host keys |
 //! | `power.json` | stop, start | the last stop or start, per node (ACPI or forced) |
 
@@ -103,6 +104,10 @@ impl ClusterDir {
         bmc_password => "bmc-password";
         /// The lab BMC's own state directory (TLS material, media cache).
         bmc_dir => "bmc";
+        /// The lab BMC's CA and certificates (src/redfish/tls.rs).
+        bmc_tls => "bmc/tls";
+        /// The veth-linked bridge's links, recorded before they are made (src/host/veth.rs).
+        host_links => "host-links.json";
         /// Load-balancer state that outlives restarts.
         lb_state => "lb-state.json";
         /// The HAProxy configuration in force.
@@ -274,6 +279,11 @@ impl Assets {
     /// The cluster's admin kubeconfig.
     pub fn kubeconfig(&self) -> PathBuf {
         self.0.join("auth/kubeconfig")
+    }
+
+    /// The installer's `metadata.json` (the infraID, for IPI's bootstrap VM).
+    pub fn metadata(&self) -> PathBuf {
+        self.0.join("metadata.json")
     }
 
     pub fn kubeadmin_password(&self) -> PathBuf {

@@ -91,9 +91,7 @@ pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
         // The lab BMC's CA, made now if serve has not started the BMC yet (it
         // serves a certificate issued by this CA: src/redfish/tls.rs).
         bmc_ca: if spec.method == Method::Ipi && spec.bmc.verify_certificate {
-            Some(crate::redfish::tls::ca_pem(
-                &ctx.cluster.bmc_dir().join("tls"),
-            )?)
+            Some(crate::redfish::tls::ca_pem(&ctx.cluster.bmc_tls())?)
         } else {
             None
         },
