@@ -529,6 +529,40 @@ macro_rules! field_once {
     };
 }
 
+/// Like [`field_once!`], read from the key and then from its kcli aliases
+/// (kcli.rs): setting both is an error naming the second.
+macro_rules! field_or_alias {
+    ($name:ident: $reader:ident) => {
+        Key {
+            name: stringify!($name),
+            read: |obj, key, into, d| {
+                let own = obj.take(key).into_iter();
+                for (f, v) in own.chain(kcli_aliases(obj, key)) {
+                    set_once(&mut into.$name, $reader(&f, v, d), d);
+                }
+            },
+        }
+    };
+}
+
+/// A string field that a kcli boolean may also choose (`okd: true` →
+/// `distribution: okd`, kcli.rs).
+macro_rules! field_or_flag {
+    ($name:ident) => {
+        Key {
+            name: stringify!($name),
+            read: |obj, key, into, d| {
+                if let Some((f, v)) = obj.take(key) {
+                    into.$name = string(&f, v, d);
+                }
+                for chosen in kcli_flags(obj, key, d) {
+                    set_once(&mut into.$name, Some(chosen), d);
+                }
+            },
+        }
+    };
+}
+
 /// Read a section's keys in table order into `into`, then report whatever the
 /// mapping holds besides as unknown.
 fn section<T>(mut obj: Obj, table: &[Key<T>], into: &mut T, d: &mut Diagnostics) {
@@ -644,17 +678,7 @@ const DIGEST_SOURCE: &[Key<RawDigestSource>] =
 const TOP: &[Key<RawSpec>] = &[
     field!(cluster: string),
     field!(domain: string),
-    Key {
-        name: "distribution",
-        read: |obj, key, into, d| {
-            if let Some((f, v)) = obj.take(key) {
-                into.distribution = string(&f, v, d);
-            }
-            for dist in kcli_flags(obj, key, d) {
-                set_once(&mut into.distribution, Some(dist), d);
-            }
-        },
-    },
+    field_or_flag!(distribution),
     Key {
         name: "version",
         read: |obj, key, into, d| {
@@ -689,26 +713,8 @@ const TOP: &[Key<RawSpec>] = &[
             }
         },
     },
-    Key {
-        name: "method",
-        read: |obj, key, into, d| {
-            if let Some((f, v)) = obj.take(key) {
-                into.method = string(&f, v, d);
-            }
-            for method in kcli_flags(obj, key, d) {
-                set_once(&mut into.method, Some(method), d);
-            }
-        },
-    },
-    Key {
-        name: "ctlplanes",
-        read: |obj, key, into, d| {
-            let own = obj.take(key).into_iter();
-            for (f, v) in own.chain(kcli_aliases(obj, key)) {
-                set_once(&mut into.ctlplanes, uint(&f, v, d), d);
-            }
-        },
-    },
+    field_or_flag!(method),
+    field_or_alias!(ctlplanes: uint),
     field!(workers: uint),
     // Sizes: the top-level keys apply to every role; role mappings and kcli's
     // `<role>_<key>` names override them.
@@ -784,25 +790,9 @@ const TOP: &[Key<RawSpec>] = &[
     field!(rehearsal: boolean),
     field!(installation_disk: string),
     field!(network_type: string),
-    Key {
-        name: "cluster_network",
-        read: |obj, key, into, d| {
-            let own = obj.take(key).into_iter();
-            for (f, v) in own.chain(kcli_aliases(obj, key)) {
-                set_once(&mut into.cluster_network, cidr(&f, v, d), d);
-            }
-        },
-    },
+    field_or_alias!(cluster_network: cidr),
     field!(cluster_network_host_prefix: uint),
-    Key {
-        name: "service_network",
-        read: |obj, key, into, d| {
-            let own = obj.take(key).into_iter();
-            for (f, v) in own.chain(kcli_aliases(obj, key)) {
-                set_once(&mut into.service_network, cidr(&f, v, d), d);
-            }
-        },
-    },
+    field_or_alias!(service_network: cidr),
     field!(fips: boolean),
     Key {
         name: "proxy",
