@@ -17,6 +17,31 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
+/// Every line of `files` whose code (what precedes a `//`) `hit` matches, as
+/// `path:line: text`.
+fn offending_lines(files: &[std::path::PathBuf], hit: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if hit(code) {
+                out.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    out
+}
+
+/// Whether `code` names the crate's module `m` itself (`crate::m::…`,
+/// `crate::m;`, in a `use` list), not one that merely starts like it (`kube`
+/// is not `kubevirt`).
+fn names_module(code: &str, m: &str) -> bool {
+    ["::", ";", "}", ","]
+        .iter()
+        .any(|end| code.contains(&format!("crate::{m}{end}")))
+}
+
 #[test]
 fn no_module_below_commands_imports_it() {
     let src = common::repo().join("src");
@@ -139,21 +164,9 @@ fn plan_render_and_spec_import_nothing_that_touches_the_host() {
         let mut files = Vec::new();
         rust_files(&src.join(module), &mut files);
         assert!(!files.is_empty(), "no files for {module}");
-        for f in files {
-            let text = std::fs::read_to_string(&f).unwrap();
-            for (n, line) in text.lines().enumerate() {
-                let code = line.split("//").next().unwrap_or_default();
-                let hit = forbidden.iter().any(|m| {
-                    code.contains(&format!("crate::{m}::"))
-                        || code.contains(&format!("crate::{m};"))
-                        || code.contains(&format!("crate::{m}}}"))
-                        || code.contains(&format!("crate::{m},"))
-                });
-                if hit {
-                    offenders.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
-                }
-            }
-        }
+        offenders.extend(offending_lines(&files, |code| {
+            forbidden.iter().any(|m| names_module(code, m))
+        }));
     }
     assert!(
         offenders.is_empty(),
@@ -181,15 +194,9 @@ fn targets_report_through_the_sink_and_commands_swap_no_stdout() {
             "found only {} files under {dir}",
             files.len()
         );
-        for f in files {
-            let text = std::fs::read_to_string(&f).unwrap();
-            for (n, line) in text.lines().enumerate() {
-                let code = line.split("//").next().unwrap_or_default();
-                if forbidden.iter().any(|m| code.contains(m)) {
-                    offenders.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
-                }
-            }
-        }
+        offenders.extend(offending_lines(&files, |code| {
+            forbidden.iter().any(|m| code.contains(m))
+        }));
     }
     assert!(
         offenders.is_empty(),
@@ -214,20 +221,9 @@ fn backends_sit_below_the_pipeline_and_kubevirt_below_the_backend() {
         let mut files = Vec::new();
         rust_files(&src.join(module), &mut files);
         assert!(!files.is_empty(), "no files for {module}");
-        for f in files {
-            let text = std::fs::read_to_string(&f).unwrap();
-            for (n, line) in text.lines().enumerate() {
-                let code = line.split("//").next().unwrap_or_default();
-                let hit = forbidden.iter().any(|m| {
-                    ["::", ";", "}", ","]
-                        .iter()
-                        .any(|end| code.contains(&format!("crate::{m}{end}")))
-                });
-                if hit {
-                    offenders.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
-                }
-            }
-        }
+        offenders.extend(offending_lines(&files, |code| {
+            forbidden.iter().any(|m| names_module(code, m))
+        }));
     }
     assert!(
         offenders.is_empty(),
