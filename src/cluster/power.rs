@@ -10,12 +10,21 @@
 //! - Start: control planes first, then workers; then (with a kubeconfig) wait for
 //!   the API, approve the plan's nodes' pending CSRs and wait until they are Ready
 //!   (`kube::ready`).
+//! - IPI: metal3 keeps each BareMetalHost's power as its `spec.online` says and
+//!   powers a node shiftlab switched off back on (kube::bmh_online says why). So
+//!   stop, group by group, first sets the group's online hosts `online: false`
+//!   and gives metal3 the group's timeout to power them off (`metal3-off`), then
+//!   shuts down what still runs as above; the hosts it set offline are recorded
+//!   in `power.json` before they are patched. Start powers the control planes on,
+//!   waits for the API and sets those hosts (and only those) `online: true`
+//!   before it powers the workers on and approves CSRs. An API that does not
+//!   answer at stop while nodes run is a refusal unless forced.
 //! - The first certificate rotation: the install's certificates are valid for
 //!   24 hours and the kubelets' client certificates are rotated once about 80 %
 //!   of that has passed; a cluster stopped before then comes back with expired
 //!   certificates and Pending CSRs. Stop refuses in that window unless forced.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
@@ -25,7 +34,7 @@ use crate::kube::csr::NodeIdentity;
 use crate::libvirt::Host;
 use crate::plan::{Node, Plan};
 use crate::progress::Sink;
-use crate::spec::Role;
+use crate::spec::{Method, Role};
 use crate::state::{ClusterDir, StateDir};
 
 /// The install's certificates' lifetime (openshift.md "Ignition": 24 h).
@@ -36,7 +45,8 @@ pub const FIRST_ROTATION: Duration = Duration::from_secs(24 * 3600);
 pub struct NodeOutcome {
     pub node: String,
     pub role: Role,
-    /// `acpi-shutdown`, `forced-off`, `already-off`, `started`, `already-running`, `absent`.
+    /// `metal3-off`, `acpi-shutdown`, `forced-off`, `already-off`, `started`,
+    /// `already-running`, `absent`.
     pub action: String,
     /// Seconds the node took (shutdown), when it was waited for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,6 +67,10 @@ pub struct PowerRecord {
     /// Why the API side was not done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// IPI: the BareMetalHosts stop set `online: false` that start has not set
+    /// back online yet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offline_hosts: Vec<String>,
 }
 
 impl PowerRecord {
@@ -88,6 +102,12 @@ impl PowerRecord {
             if !a.not_ready.is_empty() {
                 s.push_str(&format!("not Ready in time: {}\n", a.not_ready.join(", ")));
             }
+        }
+        if !self.offline_hosts.is_empty() {
+            s.push_str(&format!(
+                "BareMetalHosts set offline by stop: {}\n",
+                self.offline_hosts.join(", ")
+            ));
         }
         if let Some(n) = &self.note {
             s.push_str(&format!("{n}\n"));
@@ -136,16 +156,170 @@ pub fn stop_cluster(
         }
         progress.aside(format!("warning: stopping {name} anyway (--force): {why}"));
     }
-    let nodes = stop(&c.host, &c.plan, timeout, Duration::from_millis(500))?;
+    let poll = Duration::from_millis(500);
+    // Hosts a previous stop set offline and no start has set back online yet.
+    let mut offline = previous_offline(&c.dir)?;
+    let mut note = None;
+    let metal3 = if c.plan.method == Method::Ipi && any_running(&c.host, &c.plan)? {
+        let kubeconfig = c.dir.assets().kubeconfig();
+        if !kubeconfig.is_file() {
+            note = Some(format!(
+                "no kubeconfig at {}: the BareMetalHosts were not looked at",
+                kubeconfig.display()
+            ));
+            None
+        } else {
+            match Metal3::connect(&kubeconfig, Duration::from_secs(2)) {
+                Ok(m) => Some(m),
+                Err(e) if force => {
+                    let why = format!(
+                        "the API does not answer ({e:#}): the BareMetalHosts stay online and metal3, if it runs, may power the nodes back on"
+                    );
+                    progress.aside(format!("warning: stopping {name} anyway (--force): {why}"));
+                    note = Some(why);
+                    None
+                }
+                Err(e) => bail!(
+                    "not stopping {name}: its API does not answer ({e:#}); on an IPI cluster metal3 powers nodes back on \
+unless their BareMetalHosts are set offline first. Bring the API back, or stop anyway with --force"
+                ),
+            }
+        }
+    } else {
+        None
+    };
+    let mut remember = |hosts: &[String]| -> Result<()> {
+        for h in hosts {
+            if !offline.contains(h) {
+                offline.push(h.clone());
+            }
+        }
+        record(
+            &c.dir,
+            &PowerRecord {
+                action: "stop".into(),
+                at: now(),
+                nodes: Vec::new(),
+                api: None,
+                note: Some("stop under way".into()),
+                offline_hosts: offline.clone(),
+            },
+        )
+    };
+    let nodes = stop_with(
+        &c.host,
+        &c.plan,
+        metal3.as_ref(),
+        timeout,
+        poll,
+        &mut remember,
+        progress,
+    )?;
     let r = PowerRecord {
         action: "stop".into(),
         at: now(),
         nodes,
         api: None,
-        note: None,
+        note,
+        offline_hosts: previous_offline(&c.dir)?,
     };
     record(&c.dir, &r)?;
     Ok(r)
+}
+
+/// The hosts the last stop set offline that no start has set back online.
+fn previous_offline(dir: &ClusterDir) -> Result<Vec<String>> {
+    Ok(crate::files::read_json::<PowerRecord>(&dir.power())?
+        .map(|r| r.offline_hosts)
+        .unwrap_or_default())
+}
+
+fn any_running(host: &Host, plan: &Plan) -> Result<bool> {
+    for n in &plan.nodes {
+        if let Some(d) = host.domain(&n.name)? {
+            if d.is_active()? {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// Metal3's side of stop and start on IPI ([`crate::kube::bmh_online`]): an
+/// API client on a runtime of its own, kept across the libvirt steps.
+pub struct Metal3 {
+    rt: tokio::runtime::Runtime,
+    client: ::kube::Client,
+    /// How often to look at the hosts.
+    interval: Duration,
+}
+
+impl Metal3 {
+    /// A client of `kubeconfig` whose API answered.
+    pub fn connect(kubeconfig: &Path, interval: Duration) -> Result<Metal3> {
+        let m = Self::new(kubeconfig, interval)?;
+        m.rt.block_on(m.client.apiserver_version())
+            .context("asking the API its version")?;
+        Ok(m)
+    }
+
+    /// A client of `kubeconfig`, the API not asked yet.
+    pub fn new(kubeconfig: &Path, interval: Duration) -> Result<Metal3> {
+        let rt = crate::runtime::current_thread()?;
+        let client = rt.block_on(crate::kube::approve::client_from_kubeconfig(kubeconfig))?;
+        Ok(Metal3 {
+            rt,
+            client,
+            interval,
+        })
+    }
+
+    /// Wait (up to `timeout`) for the API, then set `hosts` online.
+    pub fn bring_online(&self, hosts: &[String], timeout: Duration) -> Result<()> {
+        self.rt.block_on(async {
+            crate::kube::ready::wait_api(&self.client, Instant::now() + timeout, self.interval)
+                .await?;
+            crate::kube::bmh_online::set_online(&self.client, hosts, true).await
+        })
+    }
+
+    /// Set the online hosts among `names` offline (`remember` told them first)
+    /// and wait up to `timeout` until metal3 reports them off; returns them.
+    fn take_offline(
+        &self,
+        names: &[&str],
+        timeout: Duration,
+        remember: &mut dyn FnMut(&[String]) -> Result<()>,
+        progress: &Sink,
+    ) -> Result<Vec<String>> {
+        use crate::kube::bmh_online as b;
+        let hosts = self.rt.block_on(b::online(&self.client, names))?;
+        if hosts.is_empty() {
+            return Ok(hosts);
+        }
+        remember(&hosts)?;
+        self.rt
+            .block_on(b::set_online(&self.client, &hosts, false))?;
+        progress.aside(format!(
+            "BareMetalHosts set offline: {} (waiting up to {}s for metal3 to power them off)",
+            hosts.join(", "),
+            timeout.as_secs()
+        ));
+        match self
+            .rt
+            .block_on(b::wait_off(&self.client, &hosts, timeout, self.interval))
+        {
+            Ok(on) if on.is_empty() => {}
+            Ok(on) => tracing::warn!(
+                "metal3 did not report {} powered off within {}s: shutting them down",
+                on.join(", "),
+                timeout.as_secs()
+            ),
+            // The control planes' hosts take the API down with them.
+            Err(e) => tracing::warn!("{e:#}: shutting down what still runs"),
+        }
+        Ok(hosts)
+    }
 }
 
 /// What `shiftlab start` is asked to do beyond powering on.
@@ -174,7 +348,25 @@ pub fn start_cluster(
     // as the API writes times).
     let since = k8s_openapi::chrono::DateTime::from_timestamp(now() as i64, 0)
         .unwrap_or_else(k8s_openapi::chrono::Utc::now);
-    let nodes = start(&c.host, &c.plan)?;
+    let kubeconfig = req
+        .kubeconfig
+        .clone()
+        .unwrap_or_else(|| c.dir.assets().kubeconfig());
+    // IPI: the hosts stop set offline go back online once the control planes'
+    // API answers, before the workers are powered on.
+    let mut offline = previous_offline(&c.dir)?;
+    let mut restore_err = None;
+    let nodes = start_with(&c.host, &c.plan, &mut || {
+        if offline.is_empty() || req.no_api || !kubeconfig.is_file() {
+            return;
+        }
+        match Metal3::new(&kubeconfig, req.interval)
+            .and_then(|m| m.bring_online(&offline, req.timeout))
+        {
+            Ok(()) => offline.clear(),
+            Err(e) => restore_err = Some(e),
+        }
+    })?;
     let fresh = crate::kube::ready::Fresh {
         since,
         nodes: nodes
@@ -183,17 +375,23 @@ pub fn start_cluster(
             .map(|n| n.node.clone())
             .collect(),
     };
-    let kubeconfig = req
-        .kubeconfig
-        .clone()
-        .unwrap_or_else(|| c.dir.assets().kubeconfig());
     let mut r = PowerRecord {
         action: "start".into(),
         at: now(),
         nodes,
         api: None,
         note: None,
+        offline_hosts: offline.clone(),
     };
+    if let Some(e) = restore_err {
+        r.note = Some(format!("{e:#}"));
+        record(&c.dir, &r)?;
+        return Err(e.context(format!(
+            "{name} was started but its BareMetalHosts {} are still offline: metal3 powers them off again \
+(shiftlab start {name} again once the API answers, or oc -n openshift-machine-api patch bmh <host> --type merge -p '{{\"spec\":{{\"online\":true}}}}')",
+            offline.join(", ")
+        )));
+    }
     if req.no_api {
         r.note = Some("--no-api: the API, CSRs and readiness were not looked at".into());
     } else if !kubeconfig.is_file() {
@@ -219,6 +417,13 @@ pub fn start_cluster(
                 return Err(e.context(format!("{name} was started but did not come back")));
             }
         }
+    }
+    if !r.offline_hosts.is_empty() {
+        let n = r.note.take().map(|n| n + "; ").unwrap_or_default();
+        r.note = Some(format!(
+            "{n}the BareMetalHosts stop set offline stay offline and metal3 powers them off once it runs: \
+shiftlab start {name} with the API sets them online"
+        ));
     }
     record(&c.dir, &r)?;
     Ok(r)
@@ -291,77 +496,146 @@ pub fn stop(
     timeout: Duration,
     poll: Duration,
 ) -> Result<Vec<NodeOutcome>> {
+    stop_with(
+        host,
+        plan,
+        None,
+        timeout,
+        poll,
+        &mut |_| Ok(()),
+        &Sink::memory(),
+    )
+}
+
+/// [`stop`], and on IPI with `metal3`: each group's online BareMetalHosts set
+/// offline first (`remember` is told them before they are patched) and metal3
+/// given up to `timeout` to power them off; what still runs then is shut down
+/// as without.
+pub fn stop_with(
+    host: &Host,
+    plan: &Plan,
+    metal3: Option<&Metal3>,
+    timeout: Duration,
+    poll: Duration,
+    remember: &mut dyn FnMut(&[String]) -> Result<()>,
+    progress: &Sink,
+) -> Result<Vec<NodeOutcome>> {
     let mut out = Vec::new();
     for group in stop_groups(plan) {
-        let mut waiting = Vec::new();
-        for node in group {
-            let Some(d) = host.domain(&node.name)? else {
-                out.push(outcome(node, "absent", None));
-                continue;
-            };
-            if !d.is_active()? {
-                out.push(outcome(node, "already-off", None));
-                continue;
-            }
-            // A driver without the ACPI method (libvirt's test driver) gets its
-            // default graceful shutdown.
-            if d.shutdown_flags(virt::sys::VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN)
-                .is_err()
-            {
-                d.shutdown()
-                    .with_context(|| format!("asking {} to shut down", node.name))?;
-            }
-            tracing::info!("{}: ACPI shutdown sent", node.name);
-            waiting.push((node, d));
-        }
-        let start = Instant::now();
-        while !waiting.is_empty() {
-            let mut still = Vec::new();
-            for (node, d) in waiting {
-                if d.is_active()? {
-                    still.push((node, d));
-                } else {
-                    out.push(outcome(
-                        node,
-                        "acpi-shutdown",
-                        Some(start.elapsed().as_secs()),
-                    ));
-                }
-            }
-            waiting = still;
-            if waiting.is_empty() {
-                break;
-            }
-            if start.elapsed() >= timeout {
-                for (node, d) in waiting.drain(..) {
-                    tracing::warn!(
-                        "{} did not shut down within {}s: forcing it off",
-                        node.name,
-                        timeout.as_secs()
-                    );
-                    match d.destroy() {
-                        Ok(()) => {}
-                        // It went off by itself in the meantime.
-                        Err(_) if !d.is_active().unwrap_or(true) => {}
-                        Err(e) => {
-                            return Err(e).with_context(|| format!("forcing {} off", node.name))
-                        }
+        let mut group = group;
+        if let Some(m) = metal3 {
+            let mut running = Vec::new();
+            for node in &group {
+                if let Some(d) = host.domain(&node.name)? {
+                    if d.is_active()? {
+                        running.push(node.name.as_str());
                     }
-                    out.push(outcome(node, "forced-off", Some(start.elapsed().as_secs())));
                 }
-                break;
             }
-            std::thread::sleep(poll);
+            let start = Instant::now();
+            let names: Vec<&str> = group.iter().map(|n| n.name.as_str()).collect();
+            let hosts = m.take_offline(&names, timeout, remember, progress)?;
+            let mut rest = Vec::new();
+            for node in group {
+                let off = match host.domain(&node.name)? {
+                    Some(d) => !d.is_active()?,
+                    None => false,
+                };
+                if off && hosts.contains(&node.name) && running.contains(&node.name.as_str()) {
+                    out.push(outcome(node, "metal3-off", Some(start.elapsed().as_secs())));
+                } else {
+                    rest.push(node);
+                }
+            }
+            group = rest;
         }
+        shut_down(host, group, timeout, poll, &mut out)?;
     }
     Ok(out)
+}
+
+/// One group's ACPI shutdown, forced off after `timeout`.
+fn shut_down(
+    host: &Host,
+    group: Vec<&Node>,
+    timeout: Duration,
+    poll: Duration,
+    out: &mut Vec<NodeOutcome>,
+) -> Result<()> {
+    let mut waiting = Vec::new();
+    for node in group {
+        let Some(d) = host.domain(&node.name)? else {
+            out.push(outcome(node, "absent", None));
+            continue;
+        };
+        if !d.is_active()? {
+            out.push(outcome(node, "already-off", None));
+            continue;
+        }
+        // A driver without the ACPI method (libvirt's test driver) gets its
+        // default graceful shutdown.
+        if d.shutdown_flags(virt::sys::VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN)
+            .is_err()
+        {
+            d.shutdown()
+                .with_context(|| format!("asking {} to shut down", node.name))?;
+        }
+        tracing::info!("{}: ACPI shutdown sent", node.name);
+        waiting.push((node, d));
+    }
+    let start = Instant::now();
+    while !waiting.is_empty() {
+        let mut still = Vec::new();
+        for (node, d) in waiting {
+            if d.is_active()? {
+                still.push((node, d));
+            } else {
+                out.push(outcome(
+                    node,
+                    "acpi-shutdown",
+                    Some(start.elapsed().as_secs()),
+                ));
+            }
+        }
+        waiting = still;
+        if waiting.is_empty() {
+            break;
+        }
+        if start.elapsed() >= timeout {
+            for (node, d) in waiting.drain(..) {
+                tracing::warn!(
+                    "{} did not shut down within {}s: forcing it off",
+                    node.name,
+                    timeout.as_secs()
+                );
+                match d.destroy() {
+                    Ok(()) => {}
+                    // It went off by itself in the meantime.
+                    Err(_) if !d.is_active().unwrap_or(true) => {}
+                    Err(e) => return Err(e).with_context(|| format!("forcing {} off", node.name)),
+                }
+                out.push(outcome(node, "forced-off", Some(start.elapsed().as_secs())));
+            }
+            break;
+        }
+        std::thread::sleep(poll);
+    }
+    Ok(())
 }
 
 /// Power the nodes on, control planes first. Nodes already running are recorded
 /// as such; nodes whose domain is gone (a removed bootstrap) as absent.
 pub fn start(host: &Host, plan: &Plan) -> Result<Vec<NodeOutcome>> {
+    start_with(host, plan, &mut || {})
+}
+
+/// [`start`], with `between` run after the control planes and before the workers.
+pub fn start_with(host: &Host, plan: &Plan, between: &mut dyn FnMut()) -> Result<Vec<NodeOutcome>> {
     let mut out = Vec::new();
-    for group in start_groups(plan) {
+    for (i, group) in start_groups(plan).into_iter().enumerate() {
+        if i == 1 {
+            between();
+        }
         for node in group {
             let Some(d) = host.domain(&node.name)? else {
                 out.push(outcome(node, "absent", None));

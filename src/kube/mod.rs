@@ -4,6 +4,7 @@
 
 pub mod approve;
 pub mod baremetal;
+pub mod bmh_online;
 pub mod csr;
 pub mod drain;
 pub mod owner;

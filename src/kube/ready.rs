@@ -96,7 +96,7 @@ pub fn missing(wanted: &[(String, String)], ready: &[String]) -> Vec<String> {
         .collect()
 }
 
-async fn wait_api(client: &Client, deadline: Instant, interval: Duration) -> Result<()> {
+pub async fn wait_api(client: &Client, deadline: Instant, interval: Duration) -> Result<()> {
     loop {
         match client.apiserver_version().await {
             Ok(_) => return Ok(()),
