@@ -13,7 +13,7 @@ pub struct StopArgs {
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub timeout: u64,
 
-    /// Stop even within 24 hours of the install (before the first certificate rotation)
+    /// Stop even within 24 hours of the install (before the first certificate rotation), or on IPI with an API that does not answer (metal3 may power the nodes back on)
     #[arg(long)]
     pub force: bool,
 
