@@ -281,3 +281,55 @@ fn network_manager_must_leave_the_veth_linked_bridge_alone() {
         assert!(text.contains(&format!("interface-name:{l}")), "{text}");
     }
 }
+
+#[test]
+fn an_ipi_install_counts_the_installers_bootstrap_vm() {
+    let ipi = plan("method: ipi\n");
+    let nodes_mib: u64 = ipi.nodes.iter().map(|n| n.memory_mib).sum();
+    let nodes_cpus: u32 = ipi.nodes.iter().map(|n| n.vcpus).sum();
+    let nodes_disk = shiftlab::libvirt::preflight::expected_node_use(&ipi);
+    // Room for the nodes, not for the 6 GiB / 4 vCPU / 20 GiB bootstrap VM too.
+    let mut f = facts("good-host");
+    f.memory_available_mib = nodes_mib + 1024;
+    f.cpus = nodes_cpus + 2;
+    f.pool_free_bytes = Some(nodes_disk + (10 << 30));
+    let c = doctor::checks(&f, Some(&ipi));
+    let get = |id: &str| c.iter().find(|c| c.id == id).unwrap().clone();
+    let (memory, cpu, disk) = (get("memory"), get("cpu"), get("disk"));
+    assert_eq!(memory.severity, Severity::Warn, "{memory:?}");
+    assert!(
+        memory.verdict.starts_with(&format!(
+            "the nodes and the installer's bootstrap VM (<infraID>-live-provisioner: 6 GiB, 4 vCPUs, 20 GiB scratch disk) want {:.1} GiB together",
+            (nodes_mib + 6144) as f64 / 1024.0
+        )) && memory.verdict.contains("overcommitted"),
+        "{memory:?}"
+    );
+    assert!(
+        cpu.verdict.contains("bootstrap VM")
+            && cpu
+                .verdict
+                .contains(&format!("want {} vCPUs", nodes_cpus + 4)),
+        "{cpu:?}"
+    );
+    assert_eq!(cpu.severity, Severity::Info, "overcommitted: {cpu:?}");
+    assert_eq!(disk.severity, Severity::Fail, "{disk:?}");
+    assert!(disk.verdict.contains("live-provisioner"), "{disk:?}");
+    // A bootstrap VM bigger than the host cannot boot: refused, naming it.
+    let mut small = facts("good-host");
+    small.memory_total_mib = 5 * 1024;
+    small.memory_available_mib = 5 * 1024;
+    let tiny = plan("method: ipi\nmemory: 4096\n");
+    let b = doctor::checks::blocking(&doctor::checks(&small, Some(&tiny)));
+    assert!(
+        b.iter()
+            .any(|l| l.starts_with("memory: the installer's bootstrap VM")),
+        "{b:?}"
+    );
+    // A rehearsal's installer is the stand-in: no such VM counted.
+    let rehearsal = plan("method: ipi\nrehearsal: true\n");
+    let c = doctor::checks(&f, Some(&rehearsal));
+    assert!(
+        c.iter().all(|c| !c.verdict.contains("bootstrap VM")),
+        "{c:?}"
+    );
+}

@@ -57,6 +57,38 @@ fn preflight_names_every_conflict_and_creates_nothing() {
         .unwrap();
 }
 
+/// The real installer's IPI bootstrap VM takes 20 GiB next to the nodes' disks:
+/// on the test driver's pool (100 GiB), 3 control planes and 4 workers of a real
+/// cluster (85 GiB) fit, and with the bootstrap VM do not.
+fn preflight_counts_the_ipi_bootstrap_vm() {
+    let host = Host::open("test:///default").unwrap();
+    let mut p = common::plan_from_yaml(
+        "cluster: ipi9\ndistribution: okd\nrehearsal: true\nmethod: ipi\nworkers: 4\n\
+         ssh_keys: ['ssh-ed25519 AAAA k']\nlibvirt:\n  uri: test:///default\n  pool: default-pool\n",
+        "t.yaml",
+        None,
+    );
+    let problems = |p: &plan::Plan| {
+        preflight::check(&host, p, &Ledger::default(), None)
+            .unwrap()
+            .into_iter()
+            .filter(|l| l.starts_with("pool default-pool"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        problems(&p),
+        Vec::<String>::new(),
+        "a rehearsal's disks are small"
+    );
+    // The plan of a real install (what a release and a pull secret make).
+    p.rehearsal = false;
+    let text = problems(&p).join("\n");
+    assert!(
+        text.contains("the new nodes are expected to use 105 GiB (with the installer's bootstrap VM (<infraID>-live-provisioner"),
+        "{text}"
+    );
+}
+
 fn destroy_and_list_ignore_what_is_not_ours() {
     let host = Host::open("test:///default").unwrap();
     let p = plan_of("");
@@ -189,6 +221,7 @@ fn destroy_takes_only_ledger_volumes() {
 #[test]
 fn test_driver_scenarios() {
     preflight_names_every_conflict_and_creates_nothing();
+    preflight_counts_the_ipi_bootstrap_vm();
     destroy_and_list_ignore_what_is_not_ours();
     destroy_takes_only_ledger_volumes();
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::facts::HostFacts;
 use super::Severity;
 use crate::host::{firewall, security};
-use crate::plan::{Boot, Node, Plan};
+use crate::plan::{installer_vm, Boot, Node, Plan};
 use crate::spec::{Method, NetworkMode, Role};
 
 /// One finding.
@@ -525,8 +525,16 @@ fn role_min(p: &Plan, role: Role) -> (u64, u64, u64) {
     crate::spec::documented_minimum(role, p.method)
 }
 
+/// Who the capacity checks count: the nodes, and an IPI install's bootstrap VM.
+fn wanting(p: &Plan) -> String {
+    match installer_vm::bootstrap_vm(p) {
+        Some(vm) => format!("the nodes and {}", vm.name()),
+        None => "the nodes".into(),
+    }
+}
+
 fn memory(f: &HostFacts, p: &Plan) -> Check {
-    let need: u64 = p.nodes.iter().map(|n| n.memory_mib).sum();
+    let (need, _, _) = installer_vm::host_need(p, 0);
     let biggest = p.nodes.iter().map(|n| n.memory_mib).max().unwrap_or(0);
     let total = f.memory_total_mib;
     let gib = |mib: u64| format!("{:.1} GiB", mib as f64 / 1024.0);
@@ -542,10 +550,19 @@ fn memory(f: &HostFacts, p: &Plan) -> Check {
         )
         .fix("give the nodes less memory (memory: in the cluster file) or use a bigger host");
     }
+    if let Some(vm) = installer_vm::bootstrap_vm(p).filter(|vm| vm.memory_mib > total) {
+        return check(
+            "memory",
+            Severity::Fail,
+            format!("{} and the host has {}", vm.name(), gib(total)),
+        )
+        .fix("use a bigger host: the installer sizes its bootstrap VM itself");
+    }
     let mut c = Capacity::new(
         "memory",
         format!(
-            "the nodes want {} together; the host has {} ({} available)",
+            "{} want {} together; the host has {} ({} available)",
+            wanting(p),
             gib(need),
             gib(total),
             gib(f.memory_available_mib)
@@ -569,12 +586,15 @@ fn memory(f: &HostFacts, p: &Plan) -> Check {
 }
 
 fn cpu(f: &HostFacts, p: &Plan) -> Check {
-    let need: u32 = p.nodes.iter().map(|n| n.vcpus).sum();
+    let (_, need, _) = installer_vm::host_need(p, 0);
     let biggest = p.nodes.iter().map(|n| n.vcpus).max().unwrap_or(0);
     let cpus = f.cpus.max(1);
     let mut c = Capacity::new(
         "cpu",
-        format!("the nodes want {need} vCPUs; the host has {cpus} CPU threads"),
+        format!(
+            "{} want {need} vCPUs; the host has {cpus} CPU threads",
+            wanting(p)
+        ),
     );
     if biggest > cpus {
         c.note(
@@ -671,7 +691,7 @@ impl Capacity {
 }
 
 fn disk(f: &HostFacts, p: &Plan) -> Check {
-    let need = crate::libvirt::preflight::expected_node_use(p);
+    let (_, _, need) = installer_vm::host_need(p, crate::libvirt::preflight::expected_node_use(p));
     let Some(free) = f.pool_free_bytes else {
         return check(
             "disk",
@@ -688,10 +708,11 @@ fn disk(f: &HostFacts, p: &Plan) -> Check {
             .iter()
             .any(|n| n.disks[0].size_gb < role_min(p, Role::Ctlplane).2);
     let verdict = format!(
-        "{} GiB free at {}; the nodes' thin disks are expected to use {} GiB early on",
+        "{} GiB free at {}; the nodes' thin disks are expected to use {} GiB early on{}",
         free / GIB,
         p.libvirt.pool_path.display(),
-        need.div_ceil(GIB)
+        need.div_ceil(GIB),
+        installer_vm::installer_disk_words(p)
     );
     if free < need {
         return check("disk", Severity::Fail, verdict)

@@ -9,7 +9,7 @@ use ipnet::Ipv4Net;
 
 use super::xml::parse::{network_bridge, network_subnets};
 use super::{ledger::Ledger, owner_of_domain, owner_of_network, Host};
-use crate::plan::Plan;
+use crate::plan::{installer_vm, Plan};
 use crate::spec::NetworkMode;
 
 /// Bytes a node's overlay is expected to use early in its life: what the pool must
@@ -176,27 +176,30 @@ pub fn check(
                 .filter(|n| !ledger.volumes.contains(&n.disks[0].volume))
                 .collect();
             if !missing.is_empty() {
-                let need =
-                    expected_node_use(plan) / plan.nodes.len().max(1) as u64 * missing.len() as u64;
+                let need = expected_node_use(plan) / plan.nodes.len().max(1) as u64
+                    * missing.len() as u64
+                    + installer_vm::installer_disk(plan);
                 if info.available < need {
                     problems.push(format!(
-                        "pool {}: {} GiB free, the new nodes are expected to use {} GiB",
+                        "pool {}: {} GiB free, the new nodes are expected to use {} GiB{}",
                         plan.libvirt.pool,
                         info.available >> 30,
-                        need.div_ceil(1 << 30)
+                        need.div_ceil(1 << 30),
+                        installer_vm::installer_disk_words(plan)
                     ));
                 }
             }
         }
     } else if host.is_local() {
         if let Some(free) = crate::host::free_bytes(&plan.libvirt.pool_path) {
-            let need = expected_node_use(plan);
+            let need = expected_node_use(plan) + installer_vm::installer_disk(plan);
             if free < need {
                 problems.push(format!(
-                    "libvirt.pool_path {}: {} GiB free, the nodes are expected to use {} GiB",
+                    "libvirt.pool_path {}: {} GiB free, the nodes are expected to use {} GiB{}",
                     plan.libvirt.pool_path.display(),
                     free >> 30,
-                    need.div_ceil(1 << 30)
+                    need.div_ceil(1 << 30),
+                    installer_vm::installer_disk_words(plan)
                 ));
             }
         }

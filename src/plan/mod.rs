@@ -3,6 +3,7 @@
 
 mod derive;
 pub mod diff;
+pub mod installer_vm;
 pub mod kubevirt;
 pub mod network;
 mod table;
