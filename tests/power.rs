@@ -183,7 +183,7 @@ fn stop_is_refused_within_a_day_of_the_certificates_unless_forced() {
 
 const BMC_PASSWORD: &str = "PLANTED-metal3-bmc-7731";
 
-/// An IPI lab on the test driver (its own node names: the test driver is
+/// An IPI cluster on the test driver (its own node names: the test driver is
 /// shared by the tests of this process), recorded in a state directory.
 fn ipi_lab(
     home: &std::path::Path,
@@ -194,7 +194,10 @@ fn ipi_lab(
          ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n\
          libvirt:\n  uri: test:///default\n"
     );
-    let p = common::plan_from_yaml(&text, "ipi.yaml", None);
+    let mut p = common::plan_from_yaml(&text, "ipi.yaml", None);
+    // The plan of a real install (what a release and a pull secret make): a
+    // rehearsal runs no metal3.
+    p.rehearsal = false;
     let state = shiftlab::state::StateDir::resolve(Some(&home.join("state")));
     state.cluster(cluster).write_plan(&p).unwrap();
     (state, p)
@@ -469,4 +472,17 @@ fn on_ipi_stop_refuses_when_the_api_does_not_answer_unless_forced() {
         "{:?}",
         sink.lines()
     );
+    // A rehearsal runs no metal3: its API is not asked.
+    let mut rehearsal = p.clone();
+    rehearsal.rehearsal = true;
+    state.cluster("ipi3").write_plan(&rehearsal).unwrap();
+    host.domain("ipi3-worker-0")
+        .unwrap()
+        .unwrap()
+        .create()
+        .unwrap();
+    let r =
+        power::stop_cluster(&state, "ipi3", None, false, Duration::from_secs(5), &sink).unwrap();
+    assert!(!active(&host, "ipi3-worker-0"));
+    assert_eq!(r.note, None);
 }

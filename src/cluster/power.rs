@@ -160,7 +160,11 @@ pub fn stop_cluster(
     // Hosts a previous stop set offline and no start has set back online yet.
     let mut offline = previous_offline(&c.dir)?;
     let mut note = None;
-    let metal3 = if c.plan.method == Method::Ipi && any_running(&c.host, &c.plan)? {
+    // A rehearsal runs no metal3 (its installer is the stand-in).
+    let metal3 = if c.plan.method == Method::Ipi
+        && !c.plan.rehearsal
+        && any_running(&c.host, &c.plan)?
+    {
         let kubeconfig = c.dir.assets().kubeconfig();
         if !kubeconfig.is_file() {
             note = Some(format!(
