@@ -472,6 +472,37 @@ fn on_ipi_stop_refuses_when_the_api_does_not_answer_unless_forced() {
         "{:?}",
         sink.lines()
     );
+    // A start after a stop that set a host offline, the API not answering: the
+    // nodes are powered on, the host is still to bring back, and start says how.
+    let mut last: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(state.cluster("ipi3").power()).unwrap()).unwrap();
+    last["offline_hosts"] = serde_json::json!(["ipi3-worker-0"]);
+    std::fs::write(state.cluster("ipi3").power(), last.to_string()).unwrap();
+    let req = power::StartRequest {
+        kubeconfig: None,
+        no_api: false,
+        timeout: Duration::from_secs(1),
+        interval: Duration::from_millis(200),
+    };
+    let e = format!(
+        "{:#}",
+        power::start_cluster(&state, "ipi3", None, &req).unwrap_err()
+    );
+    assert!(
+        e.contains("ipi3 was started but its BareMetalHosts ipi3-worker-0 are still offline")
+            && e.contains("patch bmh"),
+        "{e}"
+    );
+    assert!(active(&host, "ipi3-worker-0"));
+    let last: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(state.cluster("ipi3").power()).unwrap()).unwrap();
+    assert_eq!(last["action"], "start");
+    assert_eq!(last["offline_hosts"], serde_json::json!(["ipi3-worker-0"]));
+    host.domain("ipi3-worker-0")
+        .unwrap()
+        .unwrap()
+        .destroy()
+        .unwrap();
     // A rehearsal runs no metal3: its API is not asked.
     let mut rehearsal = p.clone();
     rehearsal.rehearsal = true;
