@@ -3,8 +3,9 @@
 //!
 //! - the baremetal-operator (metal3-io/baremetal-operator
 //!   `controllers/metal3.io/baremetalhost_controller.go`, `manageHostPower`)
-//!   wants each host's power to be its `spec.online` (missing: false, the CRD's
-//!   default); when Ironic reports otherwise it asks for power on, or for a soft
+//!   wants each host's power to be its `spec.online` (a required field; the
+//!   CRD: "its power state will be forced to match this value"); when Ironic
+//!   reports otherwise it asks for power on, or for a soft
 //!   power off first (Redfish `GracefulShutdown`), and it reports Ironic's power
 //!   state in `status.poweredOn`;
 //! - Ironic's conductor (openstack/ironic `ironic/conductor/manager.py`,
@@ -138,7 +139,9 @@ fn pass(fake: &FakeKube, agent: &ureq::Agent, auth: &str, up: bool) -> Vec<(Stri
             }
             continue;
         }
-        let online = h["spec"]["online"].as_bool().unwrap_or(false);
+        let Some(online) = h["spec"]["online"].as_bool() else {
+            continue;
+        };
         if on != online {
             let reset = if online { "On" } else { "GracefulShutdown" };
             let r = agent
