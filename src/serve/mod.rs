@@ -10,15 +10,11 @@
 //! cluster's directory so that destroy removes them with it.
 
 pub mod control;
-pub mod daemon;
 pub mod haproxy;
-pub mod http;
+pub use crate::daemon::http;
 pub mod ready;
-pub mod resolver;
-pub mod scan;
 pub mod status;
 pub mod unit;
-pub mod web;
 
 pub use status::{services_status, ServicesStatus};
 

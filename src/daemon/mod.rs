@@ -16,15 +16,20 @@ use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::UnixListener;
 use tokio::sync::{mpsc, oneshot};
 
-use super::control::{self, Request, Response};
-use super::haproxy::{self, Applied, Supervisor};
-use super::http::{self, Digests};
-use super::resolver::{Responder, Zone};
-use super::scan::{self, Presence};
-use super::{http_address, is_retired, read_dns_record, render_haproxy, Endpoints};
+pub mod http;
+pub mod resolver;
+pub mod scan;
+pub mod web;
+
+use self::http::Digests;
+use self::resolver::{Responder, Zone};
+use self::scan::Presence;
 use crate::host::dns::{ClusterDns, HostDns, Mechanism, Record};
 use crate::host::firewall::{self, Firewall, Openings};
 use crate::plan::Plan;
+use crate::serve::control::{self, Request, Response};
+use crate::serve::haproxy::{self, Applied, Supervisor};
+use crate::serve::{http_address, is_retired, read_dns_record, render_haproxy, Endpoints};
 use crate::state::{ClusterDir, StateDir};
 
 /// How serve configures host DNS.
@@ -45,7 +50,7 @@ pub struct Options {
     pub host_firewall: bool,
     pub scan_interval: Duration,
     /// The lab's web page (`--web`), `None` when off.
-    pub web: Option<super::web::Config>,
+    pub web: Option<web::Config>,
     /// Whether failing to bind the web page stops serve (an address given on
     /// the command line) or is only a warning (the default one).
     pub web_required: bool,
@@ -104,7 +109,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let (tx, mut rx) = mpsc::channel::<(Request, oneshot::Sender<Response>)>(16);
     let web = match &opts.web {
         None => None,
-        Some(cfg) => match super::web::Server::start(opts.state.clone(), cfg).await {
+        Some(cfg) => match web::Server::start(opts.state.clone(), cfg).await {
             Ok(w) => Some(w),
             Err(e) if !opts.web_required => {
                 tracing::warn!(error = %format!("{e:#}"), "web page not served (--web ADDR to choose another address, --web off)");
@@ -704,7 +709,9 @@ impl Daemon {
                     Err(e) => tracing::warn!(cluster = %name, error = %e, "removing host dns"),
                 }
             }
-            let record = s.firewall.or_else(|| super::read_firewall_record(&files));
+            let record = s
+                .firewall
+                .or_else(|| crate::serve::read_firewall_record(&files));
             if let Some(record) = record {
                 let done = tokio::task::spawn_blocking(move || {
                     Firewall {
