@@ -11,7 +11,7 @@
 
 pub mod control;
 pub mod haproxy;
-pub use crate::daemon::http;
+pub mod http;
 pub mod ready;
 pub mod status;
 pub mod unit;
