@@ -16,11 +16,13 @@ use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::UnixListener;
 use tokio::sync::{mpsc, oneshot};
 
+pub mod haproxy;
 pub mod http;
 pub mod resolver;
 pub mod scan;
 pub mod web;
 
+use self::haproxy::{Applied, Supervisor};
 use self::http::Digests;
 use self::resolver::{Responder, Zone};
 use self::scan::Presence;
@@ -28,7 +30,7 @@ use crate::host::dns::{ClusterDns, HostDns, Mechanism, Record};
 use crate::host::firewall::{self, Firewall, Openings};
 use crate::plan::Plan;
 use crate::serve::control::{self, Request, Response};
-use crate::serve::haproxy::{self, Applied, Supervisor};
+
 use crate::serve::{http_address, is_retired, read_dns_record, render_haproxy, Endpoints};
 use crate::state::{ClusterDir, StateDir};
 
@@ -94,7 +96,7 @@ struct Daemon {
 /// Run until `shutdown` completes; then stop every HAProxy and listener
 /// (host DNS entries stay: they belong to the cluster, not to serve).
 pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()> {
-    let haproxy = haproxy::binary()?;
+    let haproxy = crate::serve::haproxy::binary()?;
     std::fs::create_dir_all(opts.state.clusters())
         .with_context(|| format!("creating {}", opts.state.root.display()))?;
     let sock = opts.state.serve_socket();
