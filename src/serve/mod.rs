@@ -52,8 +52,9 @@ pub fn read_firewall_record(cluster: &ClusterDir) -> Option<crate::host::firewal
 }
 
 /// Identity of the current `plan.json` (a rewrite gives a new one); `None`
-/// when there is none.
-fn plan_identity(cluster: &ClusterDir) -> Result<Option<String>> {
+/// when there is none. [`forget_cluster`] writes it into `serve-stopped`; the
+/// daemon serves no plan of that identity (`crate::daemon::scan::is_retired`).
+pub fn plan_identity(cluster: &ClusterDir) -> Result<Option<String>> {
     let m = match std::fs::metadata(cluster.plan()) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -68,20 +69,6 @@ fn plan_identity(cluster: &ClusterDir) -> Result<Option<String>> {
         m.mtime(),
         m.mtime_nsec()
     )))
-}
-
-/// Whether there is nothing to serve: no `plan.json`, or [`forget_cluster`]
-/// retired this very one (a plan written again, by create after a failed
-/// destroy, is served again). A failure to look is an error, never "retired".
-pub fn is_retired(cluster: &ClusterDir) -> Result<bool> {
-    let Some(id) = plan_identity(cluster)? else {
-        return Ok(true);
-    };
-    match std::fs::read_to_string(cluster.serve_stopped()) {
-        Ok(m) => Ok(m.trim() == id),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e).with_context(|| format!("reading {}", cluster.serve_stopped().display())),
-    }
 }
 
 /// The HAProxy configuration for the plan and the persisted LB state.
