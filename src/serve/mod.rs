@@ -18,7 +18,6 @@ pub mod unit;
 
 pub use status::{services_status, ServicesStatus};
 
-use std::net::Ipv4Addr;
 use std::os::unix::fs::MetadataExt as _;
 
 use anyhow::{bail, Context, Result};
@@ -28,8 +27,6 @@ use crate::host::dns::{self, HostDns};
 use crate::plan::Plan;
 use crate::render;
 use crate::state::{ClusterDir, ClusterName, StateDir};
-
-pub use crate::plan::DEFAULT_HTTP_PORT;
 
 /// The cluster's load-balancer state (bootstrap removed or not).
 pub fn read_lb_state(cluster: &ClusterDir) -> LbState {
@@ -94,11 +91,6 @@ pub struct LbState {
 pub struct Endpoints {
     /// `http://<address>:<port>/`
     pub http: Option<String>,
-}
-
-/// The cluster address the artifact server binds ([`Plan::http_address`]).
-pub fn http_address(plan: &Plan) -> Option<Ipv4Addr> {
-    plan.http_address()
 }
 
 /// The destroy hook: stop the cluster's HAProxy and HTTP listener and remove
