@@ -1,8 +1,13 @@
-//! `shiftlab serve`: the host daemon serving every cluster of this host from
-//! its state — one HAProxy per cluster, the HTTP artifact server, host DNS —
-//! and the library operations other commands call: [`forget_cluster`]
-//! (destroy), [`remove_bootstrap`] (the install driver) and
-//! [`services_status`] (status).
+//! The small library the commands and install targets use to talk to the host
+//! daemon (`shiftlab serve`, `crate::daemon`) and to do without it: [`notify`]
+//! it after a change (create, scale), [`forget_cluster`] (destroy),
+//! [`remove_bootstrap`] (the install driver), publish artifacts (`http`), read
+//! what it recorded ([`read_lb_state`], [`services_status`] for status,
+//! `ready` before the install waits on the load balancer), install its systemd
+//! unit (`unit`); `control` is the control socket's protocol and client. The
+//! records the daemon and its clients share ([`LbState`], [`Endpoints`], the
+//! control messages) are defined here and the daemon imports them; nothing
+//! here imports the daemon.
 //!
 //! Its per-cluster files (`plan.json`, `lb-state.json`, `haproxy.*`, `http/`,
 //! `http-private/`, `http-token`, `host-dns.json`, `host-firewall.json`, `serve.json`,
