@@ -1,5 +1,5 @@
 //! The HTTP/1.1 listener under shiftlab's three servers, the artifact server
-//! (`serve::http`), the web page (`serve::web`) and the Redfish BMC
+//! (`daemon::http`), the web page (`daemon::web`) and the Redfish BMC
 //! (`redfish::server`): binds one address, accepts until stopped, speaks TLS
 //! when given a configuration (with a handshake timeout), and serves each
 //! connection on its own task.

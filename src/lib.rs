@@ -5,6 +5,7 @@ pub mod backend;
 pub mod cli;
 pub mod cluster;
 pub mod commands;
+pub mod daemon;
 pub mod doctor;
 pub mod fdlimit;
 pub mod files;

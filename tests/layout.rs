@@ -34,10 +34,10 @@ fn offending_lines(files: &[std::path::PathBuf], hit: impl Fn(&str) -> bool) -> 
 }
 
 /// Whether `code` names the crate's module `m` itself (`crate::m::…`,
-/// `crate::m;`, in a `use` list), not one that merely starts like it (`kube`
-/// is not `kubevirt`).
+/// `crate::m;`, `crate::m as x`, in a `use` list), not one that merely starts
+/// like it (`kube` is not `kubevirt`).
 fn names_module(code: &str, m: &str) -> bool {
-    ["::", ";", "}", ","]
+    ["::", ";", "}", ",", " "]
         .iter()
         .any(|end| code.contains(&format!("crate::{m}{end}")))
 }
@@ -256,5 +256,106 @@ fn each_command_file_stays_under_80_lines_of_code() {
         long.is_empty(),
         "commands doing a domain module's work (move it under cluster/, install/, …):\n{}",
         long.join("\n")
+    );
+}
+
+/// serve is split the right way up: `daemon/` is `shiftlab serve` (its loop,
+/// HAProxy supervision, the artifact server, DNS, the lab BMC, the web page) and
+/// `serve/` the small client the commands and targets call. The client neither
+/// holds nor imports the daemon and serves nothing (no listener: that is the
+/// daemon's); the daemon imports the client's shared records, never the
+/// other way round.
+#[test]
+fn serve_is_the_client_and_holds_no_daemon() {
+    let src = common::repo().join("src");
+    assert!(
+        src.join("daemon/mod.rs").is_file(),
+        "the daemon has its own top-level module, src/daemon/"
+    );
+    let mut files = Vec::new();
+    rust_files(&src.join("serve"), &mut files);
+    assert!(
+        files.len() > 3,
+        "found only {} files under serve",
+        files.len()
+    );
+    let listeners = [
+        "UnixListener",
+        "TcpListener",
+        "UdpSocket",
+        "httpd::Listener",
+    ];
+    let offenders = offending_lines(&files, |code| {
+        names_module(code, "daemon")
+            || code.contains("super::daemon")
+            || code.contains("mod daemon")
+            || code.contains("mod web")
+            || listeners.iter().any(|l| code.contains(l))
+    });
+    assert!(
+        offenders.is_empty(),
+        "serve/ holds or imports the daemon, or serves something itself:\n{}",
+        offenders.join("\n")
+    );
+}
+
+/// Nothing imports the daemon but the CLI that starts it (`commands/serve.rs`,
+/// and `commands/bmc.rs` for its runtime): the daemon sits beside the
+/// pipeline and imports it, so the plan, renderers, spec, libvirt, redfish,
+/// kube, backends, install targets, cluster operations and the rest reach it
+/// only through `serve`'s client.
+#[test]
+fn nothing_but_the_cli_imports_the_daemon() {
+    let src = common::repo().join("src");
+    assert!(src.join("daemon/mod.rs").is_file(), "no src/daemon/");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.retain(|f| {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().to_string();
+        !(rel.starts_with("daemon/")
+            || rel.starts_with("commands/")
+            || rel.starts_with("cli/")
+            || rel == "main.rs"
+            || rel == "lib.rs")
+    });
+    for must in [
+        "plan", "render", "spec", "libvirt", "redfish", "kube", "backend", "install", "cluster",
+    ] {
+        assert!(
+            files.iter().any(|f| f.starts_with(src.join(must))),
+            "no files under {must}/"
+        );
+    }
+    let offenders = offending_lines(&files, |code| names_module(code, "daemon"));
+    assert!(
+        offenders.is_empty(),
+        "modules below the CLI import the daemon:\n{}",
+        offenders.join("\n")
+    );
+}
+
+/// The acceptance rule of the layering, for the rooms below the pipeline that
+/// the tests above do not cover whole: libvirt/, redfish/ and kube/ import no
+/// `install`, `commands`, `cli`, `backend` or the daemon (plan/, render/ and
+/// spec/ are held to it and more by
+/// `plan_render_and_spec_import_nothing_that_touches_the_host`, backend/ by
+/// `backends_sit_below_the_pipeline_and_kubevirt_below_the_backend`).
+#[test]
+fn libvirt_redfish_and_kube_import_nothing_of_the_pipeline() {
+    let src = common::repo().join("src");
+    let forbidden = ["install", "commands", "cli", "backend", "daemon"];
+    let mut offenders = Vec::new();
+    for module in ["libvirt", "redfish", "kube"] {
+        let mut files = Vec::new();
+        rust_files(&src.join(module), &mut files);
+        assert!(!files.is_empty(), "no files for {module}");
+        offenders.extend(offending_lines(&files, |code| {
+            forbidden.iter().any(|m| names_module(code, m))
+        }));
+    }
+    assert!(
+        offenders.is_empty(),
+        "libvirt, redfish or kube reach up:\n{}",
+        offenders.join("\n")
     );
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use services::get;
 use sha2::{Digest, Sha512};
-use shiftlab::serve::http::{Digests, Listener};
+use shiftlab::daemon::http::{Digests, Listener};
 
 fn raw(addr: SocketAddr, request: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -151,7 +151,8 @@ fn artifacts_are_served_read_only_with_ranges_and_digests() {
 /// withdrawn per node.
 #[test]
 fn private_artifacts_need_the_token_and_are_never_listed() {
-    use shiftlab::serve::http::{publish_private, unpublish_node, Roots};
+    use shiftlab::daemon::http::Roots;
+    use shiftlab::serve::http::{publish_private, unpublish_node};
     use shiftlab::state::StateDir;
     use std::os::unix::fs::PermissionsExt;
 
@@ -235,7 +236,10 @@ fn private_artifacts_need_the_token_and_are_never_listed() {
         vec![std::path::PathBuf::from("live.iso")]
     );
     // Log lines never carry the token.
-    assert_eq!(shiftlab::serve::http::loggable(&url), "/…/c1-bootstrap.ign");
+    assert_eq!(
+        shiftlab::daemon::http::loggable(&url),
+        "/…/c1-bootstrap.ign"
+    );
 
     // The bootstrap's files go when it does; the others stay.
     let removed = unpublish_node(&files, "c1-bootstrap").unwrap();

@@ -21,7 +21,7 @@ pub struct ServeArgs {
     pub install_unit: bool,
 
     /// Port of the HTTP artifact server on each cluster's address
-    #[arg(long, value_name = "PORT", default_value_t = crate::serve::DEFAULT_HTTP_PORT)]
+    #[arg(long, value_name = "PORT", default_value_t = crate::plan::DEFAULT_HTTP_PORT)]
     pub http_port: u16,
 
     /// How the host resolves api and *.apps of each cluster

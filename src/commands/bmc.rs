@@ -49,13 +49,13 @@ pub fn run(args: &BmcArgs, state: &StateDir) -> Result<()> {
         eprintln!("bmc CA certificate: {}", ca.display());
     }
     let scheme = bmc.scheme();
-    crate::serve::daemon::runtime()?.block_on(async move {
+    crate::daemon::runtime()?.block_on(async move {
         let server = bmc.start().await?;
         eprintln!(
             "redfish bmc on {scheme}://{}/redfish/v1/",
             server.local_addr()
         );
-        crate::serve::daemon::shutdown_signal().await;
+        crate::daemon::shutdown_signal().await;
         server.shutdown().await;
         Ok(())
     })

@@ -3,8 +3,9 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::cli::serve::{HostDnsArg, HostFirewallArg, ServeAction, ServeArgs};
+use crate::daemon::{self, HostDnsMode};
 use crate::host::dns::Mechanism;
-use crate::serve::{self, daemon::HostDnsMode};
+use crate::serve;
 use crate::state::StateDir;
 
 pub fn run(args: &ServeArgs, state: &StateDir) -> Result<()> {
@@ -37,14 +38,14 @@ pub fn run(args: &ServeArgs, state: &StateDir) -> Result<()> {
         }
         None => {
             // Checked before serve starts anything.
-            let web = serve::web::Config::parse(
-                args.web.as_deref().unwrap_or(serve::web::DEFAULT_ADDR),
+            let web = daemon::web::Config::parse(
+                args.web.as_deref().unwrap_or(daemon::web::DEFAULT_ADDR),
                 args.web_token_file.as_deref(),
             )?;
             if let Some(ca) = &args.media_ca {
                 crate::redfish::fetch::check_media_ca(ca)?;
             }
-            serve::daemon::run_until_signal(serve::daemon::Options {
+            daemon::run_until_signal(daemon::Options {
                 state: state.clone(),
                 http_port: args.http_port,
                 host_dns: match args.host_dns {

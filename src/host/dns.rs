@@ -14,7 +14,7 @@
 //! And one only when asked (`--host-dns local`), for hosts with neither
 //! NetworkManager's dnsmasq nor systemd-resolved where `*.apps` must resolve:
 //! serve answers every cluster's zone itself on [`LOCAL_DNS_ADDR`] (port 53,
-//! `serve::resolver`) and refuses every other name; a marked block at the top of
+//! `daemon::resolver`) and refuses every other name; a marked block at the top of
 //! `/etc/resolv.conf` puts that address first. glibc goes on to the next
 //! nameserver when a server answers REFUSED (`resolv/res_send.c` `send_dg`: `if
 //! (anhp->rcode == SERVFAIL || anhp->rcode == NOTIMP || anhp->rcode == REFUSED)`

@@ -1,7 +1,8 @@
-//! The control socket `<state>/serve.sock` (mode 0600): one JSON request per
-//! line, one JSON response per line. The CLI pokes serve through it after
-//! create and destroy; serve also rescans the state on its own, so a missed
-//! poke only delays.
+//! The control socket `<state>/serve.sock` (mode 0600): its protocol, one JSON
+//! request per line and one JSON response per line ([`Request`], [`Response`]),
+//! and the client ([`request`]). The CLI pokes serve through it after create
+//! and destroy; serve also rescans the state on its own, so a missed poke only
+//! delays. The server side is the daemon's (`crate::daemon`'s `control.rs`).
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::net::UnixStream;

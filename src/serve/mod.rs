@@ -1,8 +1,13 @@
-//! `shiftlab serve`: the host daemon serving every cluster of this host from
-//! its state — one HAProxy per cluster, the HTTP artifact server, host DNS —
-//! and the library operations other commands call: [`forget_cluster`]
-//! (destroy), [`remove_bootstrap`] (the install driver) and
-//! [`services_status`] (status).
+//! The small library the commands and install targets use to talk to the host
+//! daemon (`shiftlab serve`, `crate::daemon`) and to do without it: [`notify`]
+//! it after a change (create, scale), [`forget_cluster`] (destroy),
+//! [`remove_bootstrap`] (the install driver), publish artifacts (`http`), read
+//! what it recorded ([`read_lb_state`], [`services_status`] for status,
+//! `ready` before the install waits on the load balancer), install its systemd
+//! unit (`unit`); `control` is the control socket's protocol and client. The
+//! records the daemon and its clients share ([`LbState`], [`Endpoints`], the
+//! control messages) are defined here and the daemon imports them; nothing
+//! here imports the daemon.
 //!
 //! Its per-cluster files (`plan.json`, `lb-state.json`, `haproxy.*`, `http/`,
 //! `http-private/`, `http-token`, `host-dns.json`, `host-firewall.json`, `serve.json`,
@@ -10,19 +15,14 @@
 //! cluster's directory so that destroy removes them with it.
 
 pub mod control;
-pub mod daemon;
 pub mod haproxy;
 pub mod http;
 pub mod ready;
-pub mod resolver;
-pub mod scan;
 pub mod status;
 pub mod unit;
-pub mod web;
 
 pub use status::{services_status, ServicesStatus};
 
-use std::net::Ipv4Addr;
 use std::os::unix::fs::MetadataExt as _;
 
 use anyhow::{bail, Context, Result};
@@ -32,8 +32,6 @@ use crate::host::dns::{self, HostDns};
 use crate::plan::Plan;
 use crate::render;
 use crate::state::{ClusterDir, ClusterName, StateDir};
-
-pub use crate::plan::DEFAULT_HTTP_PORT;
 
 /// The cluster's load-balancer state (bootstrap removed or not).
 pub fn read_lb_state(cluster: &ClusterDir) -> LbState {
@@ -56,8 +54,9 @@ pub fn read_firewall_record(cluster: &ClusterDir) -> Option<crate::host::firewal
 }
 
 /// Identity of the current `plan.json` (a rewrite gives a new one); `None`
-/// when there is none.
-fn plan_identity(cluster: &ClusterDir) -> Result<Option<String>> {
+/// when there is none. [`forget_cluster`] writes it into `serve-stopped`; the
+/// daemon serves no plan of that identity (`crate::daemon::scan::is_retired`).
+pub fn plan_identity(cluster: &ClusterDir) -> Result<Option<String>> {
     let m = match std::fs::metadata(cluster.plan()) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -72,20 +71,6 @@ fn plan_identity(cluster: &ClusterDir) -> Result<Option<String>> {
         m.mtime(),
         m.mtime_nsec()
     )))
-}
-
-/// Whether there is nothing to serve: no `plan.json`, or [`forget_cluster`]
-/// retired this very one (a plan written again, by create after a failed
-/// destroy, is served again). A failure to look is an error, never "retired".
-pub fn is_retired(cluster: &ClusterDir) -> Result<bool> {
-    let Some(id) = plan_identity(cluster)? else {
-        return Ok(true);
-    };
-    match std::fs::read_to_string(cluster.serve_stopped()) {
-        Ok(m) => Ok(m.trim() == id),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e).with_context(|| format!("reading {}", cluster.serve_stopped().display())),
-    }
 }
 
 /// The HAProxy configuration for the plan and the persisted LB state.
@@ -111,11 +96,6 @@ pub struct LbState {
 pub struct Endpoints {
     /// `http://<address>:<port>/`
     pub http: Option<String>,
-}
-
-/// The cluster address the artifact server binds ([`Plan::http_address`]).
-pub fn http_address(plan: &Plan) -> Option<Ipv4Addr> {
-    plan.http_address()
 }
 
 /// The destroy hook: stop the cluster's HAProxy and HTTP listener and remove

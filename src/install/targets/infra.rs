@@ -126,8 +126,9 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
             }
         }
     }
-    let http = crate::serve::http_address(plan)
-        .map(|a| std::net::SocketAddrV4::new(a, crate::serve::DEFAULT_HTTP_PORT));
+    let http = plan
+        .http_address()
+        .map(|a| std::net::SocketAddrV4::new(a, crate::plan::DEFAULT_HTTP_PORT));
     // KubeVirt's VMs fetch their full config behind the cluster's HTTP token.
     let publish = |name: &str, bytes: &[u8]| -> Result<String> {
         crate::serve::http::publish_private(&ctx.cluster, name, bytes)

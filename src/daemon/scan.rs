@@ -2,13 +2,16 @@
 //! served clusters it proves gone. Only a positive fact retires a cluster: its
 //! directory or its `plan.json` is absent. A scan that could not look (out of
 //! descriptors, a permission, an I/O error) proves nothing: the cluster goes
-//! on being served as it is and the next scan looks again.
+//! on being served as it is and the next scan looks again. A cluster with a
+//! plan is still not served once `forget` retired that very plan
+//! ([`is_retired`]).
 
 use std::collections::BTreeMap;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
-use crate::state::StateDir;
+use crate::serve::plan_identity;
+use crate::state::{ClusterDir, StateDir};
 
 /// One cluster directory as the scan found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +52,20 @@ pub fn gone<E>(served: &[String], scan: &Result<BTreeMap<String, Presence>, E>) 
         .filter(|n| matches!(found.get(n.as_str()), None | Some(Presence::Absent)))
         .cloned()
         .collect()
+}
+
+/// Whether there is nothing to serve: no `plan.json`, or `crate::serve::forget_cluster`
+/// retired this very one (a plan written again, by create after a failed
+/// destroy, is served again). A failure to look is an error, never "retired".
+pub fn is_retired(cluster: &ClusterDir) -> Result<bool> {
+    let Some(id) = plan_identity(cluster)? else {
+        return Ok(true);
+    };
+    match std::fs::read_to_string(cluster.serve_stopped()) {
+        Ok(m) => Ok(m.trim() == id),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("reading {}", cluster.serve_stopped().display())),
+    }
 }
 
 #[cfg(test)]
