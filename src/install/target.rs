@@ -97,6 +97,18 @@ pub enum Kind {
     Converge,
 }
 
+/// How a step reaches its target: by the target's own body, or, where a flow
+/// reaches the same target its own way, by that way (the target's name, state
+/// and output stay the target's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// The target's own body (`install/targets/<target>.rs`'s `run`).
+    Own,
+    /// The installer's `create cluster` drives the install to its end (IPI):
+    /// install-complete without shiftlab's load balancer or wait.
+    CreateCluster,
+}
+
 /// One target of a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Step {
@@ -104,13 +116,19 @@ pub struct Step {
     /// Its direct predecessors.
     pub after: &'static [Target],
     pub kind: Kind,
+    pub via: Via,
 }
 
 const fn step(target: Target, after: &'static [Target], kind: Kind) -> Step {
+    step_via(target, after, kind, Via::Own)
+}
+
+const fn step_via(target: Target, after: &'static [Target], kind: Kind, via: Via) -> Step {
     Step {
         target,
         after,
         kind,
+        via,
     }
 }
 
@@ -164,7 +182,7 @@ const IPI: &[Step] = &[
     step(Release, &[], Fetch),
     step(InstallConfig, &[], Build),
     step(Infra, &[Release, InstallConfig], Build),
-    step(InstallComplete, &[Infra], Build),
+    step_via(InstallComplete, &[Infra], Build, Via::CreateCluster),
 ];
 
 /// The lab without an install: no installer consumes the plan, so the VMs
@@ -501,6 +519,22 @@ mod tests {
                     f.path_to(s.target).unwrap().last().unwrap().target,
                     s.target
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn only_ipi_reaches_install_complete_by_the_installers_create_cluster() {
+        let ipi = Flow::Ipi.step(Target::InstallComplete).unwrap();
+        assert_eq!(ipi.via, Via::CreateCluster);
+        // The same target for the state and the output: its name, its kind.
+        assert_eq!(ipi.target.as_str(), "install-complete");
+        assert_eq!(ipi.kind, Kind::Build);
+        for f in Flow::ALL {
+            for s in f.steps() {
+                if (f, s.target) != (Flow::Ipi, Target::InstallComplete) {
+                    assert_eq!(s.via, Via::Own, "{f}: {}", s.target);
+                }
             }
         }
     }
