@@ -239,6 +239,26 @@ fn backends_sit_below_the_pipeline_and_kubevirt_below_the_backend() {
     );
 }
 
+/// A command opens no libvirt connection itself: a cluster's host is chosen
+/// and connected in `cluster::open` (`--connect`, else the ledger's, else the
+/// plan's), the one place the rule lives.
+#[test]
+fn commands_open_no_host_themselves() {
+    let mut files = Vec::new();
+    rust_files(&common::repo().join("src/commands"), &mut files);
+    assert!(files.len() > 10, "found only {} command files", files.len());
+    let offenders = offending_lines(&files, |code| {
+        ["Host::open", "host_uri(", "libvirt::Host"]
+            .iter()
+            .any(|m| code.contains(m))
+    });
+    assert!(
+        offenders.is_empty(),
+        "a command opens a host itself:\n{}",
+        offenders.join("\n")
+    );
+}
+
 /// Commands stay glue: one short function per subcommand calling a domain
 /// module (as coreos-installer's handlers are); a loop, a rendering or a
 /// decision belongs below. Counted: lines neither blank nor `//` comments.
