@@ -128,11 +128,7 @@ mod tests {
         if let Some(u) = uri {
             text.push_str(&format!("libvirt:\n  uri: {u}\n"));
         }
-        let plan = crate::plan::derive(
-            &crate::spec::from_str(&text, "t.yaml", &crate::spec::Env::default())
-                .unwrap()
-                .spec,
-        );
+        let plan = crate::plan::from_yaml(&text);
         state.cluster("lab1").write_plan(&plan).unwrap();
         (tmp, state)
     }

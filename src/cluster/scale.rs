@@ -489,11 +489,7 @@ mod tests {
 
     fn plan(workers: u32) -> Plan {
         let text = format!("cluster: lab1\ndomain: example.com\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\nworkers: {workers}\n");
-        crate::plan::derive(
-            &crate::spec::from_str(&text, "t.yaml", &crate::spec::Env::default())
-                .unwrap()
-                .spec,
-        )
+        crate::plan::from_yaml(&text)
     }
 
     #[test]
