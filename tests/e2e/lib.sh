@@ -11,6 +11,7 @@
 #   release_mirror                # the install suites' release mirror at $mirror_url
 #   kill_during "$f" c1 infra     # create cluster, killed -9 during a target
 #   netns_host, netns_node, netns_inside   # the netns suites' namespaces
+#   virsh_net, virsh_pool, virsh_domain    # a hand-built libvirt lab, gone at exit
 #
 # A suite may define its own fail() after sourcing (to print a log first). It must
 # not set its own EXIT trap: on_exit is the one place for cleanups.
@@ -206,6 +207,46 @@ kill_during() {
 		((SECONDS < gone)) || fail "$pattern outlived the shiftlab that ran it"
 		sleep 0.2
 	done
+}
+
+# ---- hand-built virsh labs (the stand-in suites, in the sandbox): a network,
+# a dir pool and domains from the suite's own XML, each removed at exit (the
+# domains first, their console logs kept in the sandbox's state directory).
+#
+#   virsh_net NAME XML-FILE           define the network NAME from the file, start it
+#   virsh_pool NAME DIR               a dir pool NAME at DIR, built and started
+#   virsh_domain NAME XML-FILE [LOG]  define the domain NAME from the file; LOG,
+#                                     its console log, is kept at exit
+virsh_net() {
+	on_exit "virsh -q net-destroy $(printf %q "$1") >/dev/null 2>&1; virsh -q net-undefine $(printf %q "$1") >/dev/null 2>&1"
+	virsh -q net-define "$2" >/dev/null
+	virsh -q net-start "$1" >/dev/null
+}
+_virsh_pool_gone() { # name dir
+	local v
+	for v in $(virsh -q vol-list "$1" 2>/dev/null | awk '{print $1}'); do
+		virsh -q vol-delete --pool "$1" "$v" >/dev/null 2>&1
+	done
+	virsh -q pool-destroy "$1" >/dev/null 2>&1
+	virsh -q pool-undefine "$1" >/dev/null 2>&1
+	rm -rf "$2"
+}
+virsh_pool() {
+	on_exit "_virsh_pool_gone $(printf %q "$1") $(printf %q "$2")"
+	virsh -q pool-define-as "$1" dir --target "$2" >/dev/null
+	virsh -q pool-build "$1" >/dev/null
+	virsh -q pool-start "$1" >/dev/null
+}
+_virsh_domain_gone() { # name [console-log]
+	if [[ -n ${2:-} && -f $2 && -n ${SHIFTLAB_SANDBOX_STATE:-} ]]; then
+		cp "$2" "$SHIFTLAB_SANDBOX_STATE/" 2>/dev/null
+	fi
+	virsh -q destroy "$1" >/dev/null 2>&1
+	virsh -q undefine "$1" >/dev/null 2>&1
+}
+virsh_domain() {
+	on_exit "_virsh_domain_gone $(printf %q "$1") $(printf %q "${3:-}")"
+	virsh -q define "$2" >/dev/null
 }
 
 # ---- the netns suites: everything in network namespaces the suite makes (root),
