@@ -109,6 +109,26 @@ pub fn stable_hash(parts: &[&str]) -> String {
     hex::encode(h.finalize())
 }
 
+/// A name-based UUID (RFC 9562 version 8) from the parts ([`stable_hash`]'s
+/// first 16 bytes, version and variant set): the one UUID deriver, for the
+/// plan's nodes and the BMC's own ids alike.
+pub fn stable_uuid(parts: &[&str]) -> String {
+    let digest = hex::decode(stable_hash(parts)).unwrap_or_default();
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&digest[..16]);
+    b[6] = (b[6] & 0x0f) | 0x80;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = hex::encode(b);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
 /// `d.c.b.a.in-addr.arpa` for an address.
 pub fn reverse_name(ip: Ipv4Addr) -> String {
     let o = ip.octets();
@@ -118,6 +138,24 @@ pub fn reverse_name(ip: Ipv4Addr) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stable_uuids_are_version_8_and_the_plans_node_uuids() {
+        // tests/golden/upi.plan.json's bootstrap node: the plan's UUIDs stay.
+        assert_eq!(
+            stable_uuid(&["uuid", "lab1", "lab1-bootstrap"]),
+            "a4cfe583-5cf2-8e58-bb23-d1c39bbdb51c"
+        );
+        let u = stable_uuid(&["redfish", "vm1"]);
+        assert_eq!(u, stable_uuid(&["redfish", "vm1"]));
+        assert_ne!(u, stable_uuid(&["redfish", "vm2"]));
+        // 8-4-4-4-12 hex digits, version 8, the RFC's variant (10xx).
+        let groups: Vec<usize> = u.split('-').map(str::len).collect();
+        assert_eq!(groups, [8, 4, 4, 4, 12], "{u}");
+        assert!(u.chars().all(|c| c == '-' || c.is_ascii_hexdigit()), "{u}");
+        assert_eq!(&u[14..15], "8", "{u}");
+        assert!("89ab".contains(&u[19..20]), "{u}");
+    }
 
     #[test]
     fn layout_of_a_24() {

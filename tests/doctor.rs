@@ -287,7 +287,7 @@ fn an_ipi_install_counts_the_installers_bootstrap_vm() {
     let ipi = plan("method: ipi\n");
     let nodes_mib: u64 = ipi.nodes.iter().map(|n| n.memory_mib).sum();
     let nodes_cpus: u32 = ipi.nodes.iter().map(|n| n.vcpus).sum();
-    let nodes_disk = shiftlab::libvirt::preflight::expected_node_use(&ipi);
+    let nodes_disk = shiftlab::doctor::preflight::expected_node_use(&ipi);
     // Room for the nodes, not for the 6 GiB / 4 vCPU / 20 GiB bootstrap VM too.
     let mut f = facts("good-host");
     f.memory_available_mib = nodes_mib + 1024;

@@ -71,14 +71,21 @@ fn no_module_below_commands_imports_it() {
 
 /// The BMC drives libvirt, never the other way round; the HTTP listener both
 /// servers run on belongs to neither; the BMC knows nothing of serve; the one
-/// redactor is below everything that uses it.
+/// redactor is below everything that uses it. libvirt knows no doctor: the
+/// preflight that judges a host before `create infra` is doctor's, and the
+/// libvirt backend calls it.
 #[test]
 fn libvirt_redfish_and_httpd_stay_in_their_layers() {
     let src = common::repo().join("src");
     let rules: [(&str, &[&str]); 4] = [
         (
             "libvirt",
-            &["crate::redfish", "crate::serve", "crate::install"],
+            &[
+                "crate::redfish",
+                "crate::serve",
+                "crate::install",
+                "crate::doctor",
+            ],
         ),
         ("redfish", &["crate::serve", "crate::install"]),
         ("httpd.rs", &["crate::redfish", "crate::serve"]),
@@ -228,6 +235,26 @@ fn backends_sit_below_the_pipeline_and_kubevirt_below_the_backend() {
     assert!(
         offenders.is_empty(),
         "backend or kubevirt reach up:\n{}",
+        offenders.join("\n")
+    );
+}
+
+/// A command opens no libvirt connection itself: a cluster's host is chosen
+/// and connected in `cluster::open` (`--connect`, else the ledger's, else the
+/// plan's), the one place the rule lives.
+#[test]
+fn commands_open_no_host_themselves() {
+    let mut files = Vec::new();
+    rust_files(&common::repo().join("src/commands"), &mut files);
+    assert!(files.len() > 10, "found only {} command files", files.len());
+    let offenders = offending_lines(&files, |code| {
+        ["Host::open", "host_uri(", "libvirt::Host"]
+            .iter()
+            .any(|m| code.contains(m))
+    });
+    assert!(
+        offenders.is_empty(),
+        "a command opens a host itself:\n{}",
         offenders.join("\n")
     );
 }

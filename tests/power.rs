@@ -25,11 +25,7 @@ fn plan() -> shiftlab::plan::Plan {
     let text = std::fs::read_to_string(common::repo().join("tests/fixtures/csr/cluster.yaml"))
         .unwrap()
         + "libvirt:\n  uri: test:///default\n";
-    shiftlab::plan::derive(
-        &shiftlab::spec::from_str(&text, "cluster.yaml", &shiftlab::spec::Env::default())
-            .unwrap()
-            .spec,
-    )
+    common::plan_from_yaml(&text, "cluster.yaml", None)
 }
 
 #[test]

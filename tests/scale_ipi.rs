@@ -44,11 +44,7 @@ fn plan(workers: u32) -> shiftlab::plan::Plan {
         "cluster: ipi1\ndomain: lab.test\ndistribution: okd\nrehearsal: true\nmethod: ipi\nctlplanes: 3\nworkers: {workers}\n\
          ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n"
     );
-    shiftlab::plan::derive(
-        &shiftlab::spec::from_str(&text, "ipi1.yaml", &shiftlab::spec::Env::default())
-            .unwrap()
-            .spec,
-    )
+    common::plan_from_yaml(&text, "ipi1.yaml", None)
 }
 
 const PASSWORD: &str = "PLANTED-bmc-pass-7781";
@@ -132,14 +128,10 @@ fn a_new_worker_renders_as_the_golden_secret_and_host() {
     );
     assert!(!text.contains(PASSWORD));
     // A node without a BMC (not IPI) is refused.
-    let upi = shiftlab::plan::derive(
-        &shiftlab::spec::from_str(
-            "cluster: u1\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\n",
-            "u.yaml",
-            &shiftlab::spec::Env::default(),
-        )
-        .unwrap()
-        .spec,
+    let upi = common::plan_from_yaml(
+        "cluster: u1\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\n",
+        "u.yaml",
+        None,
     );
     let e = baremetal::render(upi.node("u1-worker-0").unwrap(), &inputs())
         .unwrap_err()

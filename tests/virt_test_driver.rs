@@ -5,8 +5,9 @@
 
 mod common;
 
+use shiftlab::doctor::preflight;
 use shiftlab::libvirt::xml::write::{domain_xml, Accel, NodePaths};
-use shiftlab::libvirt::{destroy, inspect, ledger, ledger::Ledger, preflight, Host};
+use shiftlab::libvirt::{destroy, inspect, ledger, ledger::Ledger, Host};
 use shiftlab::plan;
 use shiftlab::state::{ClusterName, StateDir};
 

@@ -1,11 +1,12 @@
 //! The libvirt backend: network, pool, base image import, overlays, each
 //! fw_cfg node's Ignition volume and the domains on one host (src/libvirt).
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
 use super::{Backend, Inputs, Report};
+use crate::doctor::preflight;
 use crate::libvirt::xml::write::Accel;
-use crate::libvirt::{apply, preflight, Host};
+use crate::libvirt::{apply, ledger, Host};
 use crate::plan::{Node, Plan};
 use crate::spec::Role;
 use crate::state::ClusterDir;
@@ -17,12 +18,23 @@ impl Backend for Libvirt {
         "libvirt"
     }
 
-    fn apply(&self, plan: &Plan, _cluster: &ClusterDir, inputs: &Inputs) -> Result<Report> {
+    fn apply(&self, plan: &Plan, cluster: &ClusterDir, inputs: &Inputs) -> Result<Report> {
         let host = Host::open(&plan.libvirt.uri)?;
         // Say what the host services will change on the host, and what may keep a
         // node from its Ignition, before anything is created.
         for n in preflight::host_notes(&host, plan, inputs.http) {
             (inputs.say)(&format!("preflight: {n}"));
+        }
+        // Checks first: if anything is wrong, nothing is created. The volumes the
+        // ledger records are ours; no ledger yet, none are.
+        let recorded = ledger::load(cluster)?.unwrap_or_default();
+        let problems = preflight::check(&host, plan, &recorded, inputs.base_image)?;
+        if !problems.is_empty() {
+            bail!(
+                "the host is not ready for {} (nothing was created):\n  - {}",
+                plan.cluster,
+                problems.join("\n  - ")
+            );
         }
         let opts = apply::ApplyOptions {
             base_image: inputs.base_image,

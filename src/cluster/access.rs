@@ -103,11 +103,7 @@ mod tests {
 
     fn plan() -> Plan {
         let text = "cluster: lab1\ndomain: example.com\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\nworkers: 1\n";
-        crate::plan::derive(
-            &crate::spec::from_str(text, "t.yaml", &crate::spec::Env::default())
-                .unwrap()
-                .spec,
-        )
+        crate::plan::from_yaml(text)
     }
 
     #[test]

@@ -13,7 +13,7 @@ pub mod scale;
 mod status;
 
 pub use destroy::{destroy, destroy_kubevirt};
-pub use open::{host_uri, known, open, Opened, Recorded};
+pub use open::{host, host_named, host_or_why, host_uri, known, open, Opened, Recorded};
 pub use status::{kubevirt_status, list_table, status, KubevirtStatus, Status};
 
 use anyhow::Result;

@@ -33,6 +33,26 @@ pub fn host_uri(
     ))
 }
 
+/// Connect to the libvirt a command on `cluster` talks to (chosen by [`host_uri`]).
+pub fn host(cluster: &ClusterDir, connect: Option<&str>, planned: Option<&str>) -> Result<Host> {
+    Host::open(&host_uri(cluster, connect, planned)?)
+}
+
+/// The libvirt of a cluster being gathered, its plan's URI last when a plan is
+/// recorded. A gather goes on without a plan or a host: a failed connection is
+/// a value (why), which it reports; an unreadable ledger is an error.
+pub fn host_or_why(cluster: &ClusterDir, connect: Option<&str>) -> Result<Result<Host, String>> {
+    let planned = cluster.read_plan().ok().map(|p| p.libvirt.uri);
+    let uri = host_uri(cluster, connect, planned.as_deref())?;
+    Ok(Host::open(&uri).map_err(|e| format!("{e:#}")))
+}
+
+/// The libvirt `connect` names, else libvirt's default: for what spans every
+/// cluster on a host (list), not one of them.
+pub fn host_named(connect: Option<&str>) -> Result<Host> {
+    Host::open(&crate::libvirt::uri(connect))
+}
+
 /// A cluster as shiftlab recorded it: its directory, its plan, its lock when taken.
 pub struct Recorded {
     pub dir: ClusterDir,
@@ -66,8 +86,7 @@ impl Recorded {
     /// refused first (`what` works on libvirt only; `instead` says what does).
     pub fn connect(self, connect: Option<&str>, what: &str, instead: &str) -> Result<Opened> {
         crate::kubevirt::refuse_libvirt_only(&self.plan, what, instead)?;
-        let uri = host_uri(&self.dir, connect, Some(&self.plan.libvirt.uri))?;
-        let host = Host::open(&uri)?;
+        let host = host(&self.dir, connect, Some(&self.plan.libvirt.uri))?;
         Ok(Opened {
             dir: self.dir,
             lock: self.lock,
@@ -109,11 +128,7 @@ mod tests {
         if let Some(u) = uri {
             text.push_str(&format!("libvirt:\n  uri: {u}\n"));
         }
-        let plan = crate::plan::derive(
-            &crate::spec::from_str(&text, "t.yaml", &crate::spec::Env::default())
-                .unwrap()
-                .spec,
-        );
+        let plan = crate::plan::from_yaml(&text);
         state.cluster("lab1").write_plan(&plan).unwrap();
         (tmp, state)
     }
@@ -162,6 +177,33 @@ mod tests {
             .unwrap();
         assert_eq!(opened.host.uri, "test:///default");
         assert!(opened.lock.is_none());
+    }
+
+    #[test]
+    fn gather_keeps_a_failed_connection_as_its_reason() {
+        let (_tmp, state) = state_with_plan(Some("test:///default"));
+        let dir = state.cluster("lab1");
+        // The plan's URI when nothing else is given.
+        let host = host_or_why(&dir, None).unwrap().unwrap();
+        assert_eq!(host.uri, "test:///default");
+        // A libvirt that cannot be reached: the reason, not an error.
+        let why = host_or_why(&dir, Some("test:///nonexistent/shiftlab-gather.xml"))
+            .unwrap()
+            .err()
+            .unwrap();
+        assert!(why.contains("shiftlab-gather.xml"), "{why}");
+        // No plan recorded either: still a value.
+        let tmp = tempfile::tempdir().unwrap();
+        let bare = StateDir::resolve(Some(&tmp.path().join("state")));
+        std::fs::create_dir_all(bare.cluster("lab2").path()).unwrap();
+        let bare_dir = bare.cluster("lab2");
+        assert_eq!(
+            host_or_why(&bare_dir, Some("test:///default"))
+                .unwrap()
+                .unwrap()
+                .uri,
+            "test:///default"
+        );
     }
 
     #[test]

@@ -252,11 +252,7 @@ impl Scale {
 /// VM, volumes, DHCP reservation and DNS entries go.
 fn remove_workers(s: &Scale, nodes: &[&Node], req: &Request, outcome: &mut Outcome) -> Result<()> {
     let _lock = s.cluster.lock()?;
-    let host = Host::open(&super::host_uri(
-        &s.cluster,
-        None,
-        Some(&s.old.libvirt.uri),
-    )?)?;
+    let host = super::host(&s.cluster, None, Some(&s.old.libvirt.uri))?;
     if s.ipi {
         outcome.objects.extend(scale_down_machines(s, nodes, req)?);
     }
@@ -493,11 +489,7 @@ mod tests {
 
     fn plan(workers: u32) -> Plan {
         let text = format!("cluster: lab1\ndomain: example.com\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\nworkers: {workers}\n");
-        crate::plan::derive(
-            &crate::spec::from_str(&text, "t.yaml", &crate::spec::Env::default())
-                .unwrap()
-                .spec,
-        )
+        crate::plan::from_yaml(&text)
     }
 
     #[test]

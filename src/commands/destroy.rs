@@ -1,7 +1,6 @@
 use anyhow::{bail, Result};
 
 use crate::cli::destroy::DestroyCommand;
-use crate::libvirt::Host;
 use crate::state::{ClusterName, StateDir};
 
 pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
@@ -31,7 +30,7 @@ pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
     }
     // The flag, else the cluster file's URI, else the one it was created on.
     let connect = args.connect.uri.as_deref().or(spec_uri.as_deref());
-    let host = Host::open(&crate::cluster::host_uri(&cluster, connect, None)?)?;
+    let host = crate::cluster::host(&cluster, connect, None)?;
     let removed = crate::cluster::destroy(&host, state, &name, args.purge_images)?;
     if removed.is_empty() {
         println!(

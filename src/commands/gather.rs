@@ -4,16 +4,13 @@ use anyhow::Result;
 
 use crate::cli::gather::GatherArgs;
 use crate::gather::{self, Options};
-use crate::libvirt::Host;
 use crate::output::emit;
 use crate::state::StateDir;
 
 pub fn run(args: &GatherArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
     let cluster = crate::cluster::known(state, &args.name, ": nothing to gather")?;
     // A gather goes on without a plan or a host: it reports what it could not reach.
-    let planned = cluster.read_plan().ok().map(|p| p.libvirt.uri);
-    let uri = crate::cluster::host_uri(&cluster, args.connect.uri.as_deref(), planned.as_deref())?;
-    let host = Host::open(&uri);
+    let host = crate::cluster::host_or_why(&cluster, args.connect.uri.as_deref())?;
     let path = args
         .out
         .clone()
@@ -23,7 +20,7 @@ pub fn run(args: &GatherArgs, state: &StateDir, out: &mut dyn Write) -> Result<(
         &cluster,
         &Options {
             out: &path,
-            host: host.as_ref().map_err(|e| format!("{e:#}")),
+            host: host.as_ref().map_err(String::clone),
             bootstrap: !args.no_bootstrap,
         },
     )?;

@@ -3,7 +3,6 @@ use std::io::Write;
 use anyhow::Result;
 
 use crate::cli::status::StatusArgs;
-use crate::libvirt::Host;
 use crate::output::emit;
 use crate::state::StateDir;
 
@@ -12,11 +11,7 @@ pub fn status(args: &StatusArgs, state: &StateDir, out: &mut dyn Write) -> Resul
     if let Some(status) = crate::cluster::kubevirt_status(&cluster)? {
         return emit(out, args.output, &status, || status.table());
     }
-    let host = Host::open(&crate::cluster::host_uri(
-        &cluster,
-        args.connect.uri.as_deref(),
-        None,
-    )?)?;
+    let host = crate::cluster::host(&cluster, args.connect.uri.as_deref(), None)?;
     let status = crate::cluster::status(&host, state, &cluster)?;
     emit(out, args.output, &status, || status.table())
 }

@@ -1,7 +1,7 @@
 //! `doctor`'s verdicts: pure functions of the host's facts and, when a cluster
 //! file was given, its plan. Each check says what it found and how to fix it.
 //! The rules reuse the ones preflight and the spec already hold
-//! (`host::security`, `host::firewall`, `libvirt::preflight::expected_node_use`,
+//! (`host::security`, `host::firewall`, `doctor::preflight::expected_node_use`,
 //! `spec::documented_minimum`); the sources are cited where they are defined.
 
 use std::net::{IpAddr, SocketAddr};
@@ -691,7 +691,7 @@ impl Capacity {
 }
 
 fn disk(f: &HostFacts, p: &Plan) -> Check {
-    let (_, _, need) = installer_vm::host_need(p, crate::libvirt::preflight::expected_node_use(p));
+    let (_, _, need) = installer_vm::host_need(p, super::preflight::expected_node_use(p));
     let Some(free) = f.pool_free_bytes else {
         return check(
             "disk",

@@ -4,11 +4,11 @@
 //! [`facts`] reads the host once into [`HostFacts`] (plain data, serialisable: a
 //! test loads a recorded host from JSON), and [`checks`] turns facts and an
 //! optional plan into [`Check`]s, each with a verdict and a fix, by pure
-//! functions. `create infra` runs the same checks as preflight
-//! (`libvirt::preflight`).
+//! functions. `create infra` runs the same checks as preflight ([`preflight`]).
 
 pub mod checks;
 pub mod facts;
+pub mod preflight;
 
 use serde::Serialize;
 

@@ -116,7 +116,7 @@ fn reach_locked(ctx: &Ctx, goal: Target) -> Result<Locked> {
         ctx.progress.aside(format_args!("==> {target}"));
         locked.start(ctx.flow, target, None)?;
         let note =
-            targets::run(target, ctx, &mut locked).with_context(|| format!("target {target}"))?;
+            targets::run(step, ctx, &mut locked).with_context(|| format!("target {target}"))?;
         if let Some(n) = &note {
             ctx.progress.aside(format_args!("    {n}"));
         }

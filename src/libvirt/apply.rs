@@ -17,7 +17,7 @@ use super::ledger::{self, Ledger};
 use super::xml::esc;
 use super::xml::parse::network_subnets;
 use super::xml::write::{self as xml, Accel, NodePaths};
-use super::{owner_of_domain, parallel, preflight, Host};
+use super::{owner_of_domain, parallel, Host};
 use crate::plan::{Node, Plan, Start};
 use crate::spec::{DomainType, Role};
 use crate::state::{ClusterDir, StateDir};
@@ -722,7 +722,8 @@ pub fn domain_differences(domain_xml: &str, node: &Node) -> Vec<String> {
     out
 }
 
-/// Apply the plan. Checks first: if anything is wrong, nothing is created.
+/// Apply the plan. The caller has run the preflight (`doctor::preflight::check`)
+/// and applies only when it found nothing wrong.
 pub fn apply(
     host: &Host,
     plan: &Plan,
@@ -736,14 +737,6 @@ pub fn apply(
         pool: plan.libvirt.pool.clone(),
         ..Ledger::default()
     });
-    let problems = preflight::check(host, plan, &ledger, opts.base_image)?;
-    if !problems.is_empty() {
-        bail!(
-            "the host is not ready for {} (nothing was created):\n  - {}",
-            plan.cluster,
-            problems.join("\n  - ")
-        );
-    }
     let (accel, why) = choose_accel(host, plan.libvirt.domain_type, plan.rehearsal)?;
     let mut report = Report::default();
 

@@ -1,6 +1,6 @@
 //! libvirt, reached only through its API: the connection and its default URI,
 //! lookups, ownership, uploads through streams; the XML shiftlab writes, reads and
-//! edits ([`xml`]); and the apply/destroy/inspect/preflight operations on a
+//! edits ([`xml`]); and the apply/destroy/inspect operations on a
 //! cluster's objects. The Redfish BMC's machine is built on this module.
 
 pub mod apply;
@@ -12,7 +12,6 @@ pub mod inspect;
 pub mod iso;
 pub mod ledger;
 pub mod parallel;
-pub mod preflight;
 pub mod xml;
 
 use std::io::Read;

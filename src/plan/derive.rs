@@ -27,22 +27,10 @@ fn mac_for(prefix: [u8; 3], cluster: &str, node: &str, salt: u32) -> String {
     )
 }
 
-/// A name-based UUID (RFC 9562 version 8) from the cluster and node name.
+/// The node's UUID: name-based, from the cluster and node name
+/// ([`addressing::stable_uuid`], the one deriver).
 pub fn uuid_for(cluster: &str, node: &str) -> String {
-    let digest = hex::decode(stable_hash(&["uuid", cluster, node])).unwrap_or_default();
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&digest[..16]);
-    b[6] = (b[6] & 0x0f) | 0x80;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = hex::encode(b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    addressing::stable_uuid(&["uuid", cluster, node])
 }
 
 pub fn node_name(cluster: &str, role: Role, index: u32) -> String {

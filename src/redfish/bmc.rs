@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use sha2::{Digest as _, Sha256};
 
 use super::auth::Auth;
 use super::machine::{Machine, MemoryMachine, MemorySystem};
@@ -165,17 +164,11 @@ pub fn build(config: Config) -> Result<Bmc> {
     })
 }
 
-/// A UUID-shaped id derived from a string (for in-memory systems and the service).
+/// The id of an in-memory system or of the service, derived from its name:
+/// the one deriver (`addressing::stable_uuid`, as the plan's nodes), under
+/// its own first part. Neither is stored: each start derives them again.
 pub fn derived_uuid(seed: &str) -> String {
-    let h = hex::encode(Sha256::digest(seed.as_bytes()));
-    format!(
-        "{}-{}-4{}-a{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[13..16],
-        &h[17..20],
-        &h[20..32]
-    )
+    crate::addressing::stable_uuid(&["redfish", seed])
 }
 
 /// Where a standalone BMC keeps its password unless told otherwise.
@@ -262,11 +255,17 @@ mod tests {
     }
 
     #[test]
-    fn derived_uuids_are_stable_and_uuid_shaped() {
-        let u = derived_uuid("bmc/lab1");
-        assert_eq!(u, derived_uuid("bmc/lab1"));
-        assert_ne!(u, derived_uuid("bmc/lab2"));
-        assert_eq!(u.len(), 36);
-        assert_eq!(&u[14..15], "4");
+    fn a_fake_systems_uuid_comes_from_the_one_deriver() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = config(&dir.path().join("bmc"));
+        c.tls = None;
+        let bmc = build(c).unwrap();
+        let vm1 = bmc.service.machine().resolve("vm1").unwrap();
+        assert_eq!(
+            vm1.uuid,
+            crate::addressing::stable_uuid(&["redfish", "vm1"])
+        );
+        assert_eq!(&vm1.uuid[14..15], "8", "version 8: {}", vm1.uuid);
+        assert_ne!(derived_uuid("bmc/lab1"), derived_uuid("bmc/lab2"));
     }
 }

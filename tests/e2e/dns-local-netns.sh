@@ -20,18 +20,8 @@ if [ "${1:-}" != "--inside" ]; then
   done
   [ "$(id -u)" -eq 0 ] || fail "needs root"
   [ -x "$bin" ] || (cd "$repo" && cargo build -q --bin shiftlab)
-  netns_cleanup() {
-    ip netns pids "$H" 2>/dev/null | xargs -r kill 2>/dev/null || true
-    ip netns del "$H" 2>/dev/null || true
-  }
-  on_exit netns_cleanup
-  ip netns add "$H"
-  ip -n "$H" link set lo up
-  ip -n "$H" link add sl-dnse2e type bridge
-  ip -n "$H" addr add 192.168.152.1/24 dev sl-dnse2e
-  ip -n "$H" addr add 192.168.152.2/32 dev sl-dnse2e
-  ip -n "$H" link set sl-dnse2e up
-  ip netns exec "$H" unshare -m --propagation private "$0" --inside
+  netns_host "$H" sl-dnse2e 192.168.152.1/24 192.168.152.2/32
+  netns_inside
   exit $?
 fi
 

@@ -24,26 +24,9 @@ if [ "${1:-}" != "--inside" ]; then
   done
   [ "$(id -u)" -eq 0 ] || fail "needs root"
   [ -x "$bin" ] || (cd "$repo" && cargo build -q --bin shiftlab)
-  netns_cleanup() {
-    for ns in "$N" "$H"; do
-      ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
-      ip netns del "$ns" 2>/dev/null || true
-    done
-  }
-  on_exit netns_cleanup
-  ip netns add "$H"
-  ip netns add "$N"
-  ip -n "$H" link set lo up
-  ip -n "$N" link set lo up
-  ip -n "$H" link add sl-fwe2e type bridge
-  ip -n "$H" addr add 192.168.151.1/24 dev sl-fwe2e
-  ip -n "$H" addr add 192.168.151.2/32 dev sl-fwe2e
-  ip -n "$H" link set sl-fwe2e up
-  ip link add "fw${$}n" netns "$H" type veth peer name eth0 netns "$N"
-  ip -n "$H" link set "fw${$}n" master sl-fwe2e up
-  ip -n "$N" addr add 192.168.151.10/24 dev eth0
-  ip -n "$N" link set eth0 up
-  ip netns exec "$H" unshare -m --propagation private "$0" --inside "$N"
+  netns_host "$H" sl-fwe2e 192.168.151.1/24 192.168.151.2/32
+  netns_node "$N" "fw${$}n" 192.168.151.10/24
+  netns_inside "$N"
   exit $?
 fi
 

@@ -10,6 +10,8 @@
 #   f=$(cluster_file c1 192.168.160.0/24 "method: upi" "workers: 2")
 #   release_mirror                # the install suites' release mirror at $mirror_url
 #   kill_during "$f" c1 infra     # create cluster, killed -9 during a target
+#   netns_host, netns_node, netns_inside   # the netns suites' namespaces
+#   virsh_net, virsh_pool, virsh_domain    # a hand-built libvirt lab, gone at exit
 #
 # A suite may define its own fail() after sourcing (to print a log first). It must
 # not set its own EXIT trap: on_exit is the one place for cleanups.
@@ -205,6 +207,99 @@ kill_during() {
 		((SECONDS < gone)) || fail "$pattern outlived the shiftlab that ran it"
 		sleep 0.2
 	done
+}
+
+# ---- hand-built virsh labs (the stand-in suites, in the sandbox): a network,
+# a dir pool and domains from the suite's own XML, each removed at exit (the
+# domains first, their console logs kept in the sandbox's state directory).
+#
+#   virsh_net NAME XML-FILE           define the network NAME from the file, start it
+#   virsh_pool NAME DIR               a dir pool NAME at DIR, built and started
+#   virsh_domain NAME XML-FILE [LOG]  define the domain NAME from the file; LOG,
+#                                     its console log, is kept at exit
+virsh_net() {
+	on_exit "virsh -q net-destroy $(printf %q "$1") >/dev/null 2>&1; virsh -q net-undefine $(printf %q "$1") >/dev/null 2>&1"
+	virsh -q net-define "$2" >/dev/null
+	virsh -q net-start "$1" >/dev/null
+}
+_virsh_pool_gone() { # name dir
+	local v
+	for v in $(virsh -q vol-list "$1" 2>/dev/null | awk '{print $1}'); do
+		virsh -q vol-delete --pool "$1" "$v" >/dev/null 2>&1
+	done
+	virsh -q pool-destroy "$1" >/dev/null 2>&1
+	virsh -q pool-undefine "$1" >/dev/null 2>&1
+	rm -rf "$2"
+}
+virsh_pool() {
+	on_exit "_virsh_pool_gone $(printf %q "$1") $(printf %q "$2")"
+	virsh -q pool-define-as "$1" dir --target "$2" >/dev/null
+	virsh -q pool-build "$1" >/dev/null
+	virsh -q pool-start "$1" >/dev/null
+}
+_virsh_domain_gone() { # name [console-log]
+	if [[ -n ${2:-} && -f $2 && -n ${SHIFTLAB_SANDBOX_STATE:-} ]]; then
+		cp "$2" "$SHIFTLAB_SANDBOX_STATE/" 2>/dev/null
+	fi
+	virsh -q destroy "$1" >/dev/null 2>&1
+	virsh -q undefine "$1" >/dev/null 2>&1
+}
+virsh_domain() {
+	on_exit "_virsh_domain_gone $(printf %q "$1") $(printf %q "${3:-}")"
+	virsh -q define "$2" >/dev/null
+}
+
+# ---- the netns suites: everything in network namespaces the suite makes (root),
+# traffic only between them and on their loopbacks.
+#
+#   netns_host NS BRIDGE ADDR/LEN...  the "host" namespace NS (lo up) with the
+#                                     bridge BRIDGE up, holding the addresses
+#   netns_node NS VETH ADDR/LEN       a "node" namespace NS (lo up) plugged into
+#                                     the host's bridge by the veth VETH (eth0 in NS)
+#   netns_inside ARG...               the suite again, as "$0" --inside ARG..., in
+#                                     the host namespace and a private mount
+#                                     namespace (VAR=value before it reaches it)
+#
+# Every namespace made here goes at exit, the last made first, its processes
+# killed before.
+_netns=()
+_netns_host=""
+_netns_bridge=""
+_netns_cleanup() {
+	local ns
+	for ns in "${_netns[@]}"; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
+		ip netns del "$ns" 2>/dev/null || true
+	done
+}
+_netns_add() {
+	[[ ${#_netns[@]} -gt 0 ]] || on_exit _netns_cleanup
+	_netns=("$1" "${_netns[@]}")
+	ip netns add "$1"
+	ip -n "$1" link set lo up
+}
+netns_host() {
+	local ns=$1 br=$2 a
+	shift 2
+	_netns_add "$ns"
+	ip -n "$ns" link add "$br" type bridge
+	for a; do ip -n "$ns" addr add "$a" dev "$br"; done
+	ip -n "$ns" link set "$br" up
+	_netns_host=$ns
+	_netns_bridge=$br
+}
+netns_node() {
+	local ns=$1 veth=$2 addr=$3
+	[[ -n $_netns_host ]] || fail "netns_node $ns: no netns_host before it"
+	_netns_add "$ns"
+	ip link add "$veth" netns "$_netns_host" type veth peer name eth0 netns "$ns"
+	ip -n "$_netns_host" link set "$veth" master "$_netns_bridge" up
+	ip -n "$ns" addr add "$addr" dev eth0
+	ip -n "$ns" link set eth0 up
+}
+netns_inside() {
+	[[ -n $_netns_host ]] || fail "netns_inside: no netns_host before it"
+	ip netns exec "$_netns_host" unshare -m --propagation private "$0" --inside "$@"
 }
 
 # ---- the BMC suites: `shiftlab bmc` serving tiny QEMU domains in the sandbox.

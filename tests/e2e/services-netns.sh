@@ -26,32 +26,12 @@ if [ "${1:-}" != "--inside" ]; then
   done
   [ "$(id -u)" -eq 0 ] || fail "needs root"
   [ -x "$bin" ] || (cd "$repo" && cargo build -q --bin shiftlab)
-  netns_cleanup() {
-    for n in $NODES; do
-      name=${n%%:*}
-      ip netns pids "${tag}-${name}" 2>/dev/null | xargs -r kill 2>/dev/null || true
-      ip netns del "${tag}-${name}" 2>/dev/null || true
-    done
-    ip netns pids "$H" 2>/dev/null | xargs -r kill 2>/dev/null || true
-    ip netns del "$H" 2>/dev/null || true
-  }
-  on_exit netns_cleanup
-  ip netns add "$H"
-  ip -n "$H" link set lo up
-  ip -n "$H" link add sl-svce2e type bridge
-  ip -n "$H" addr add 192.168.150.1/24 dev sl-svce2e
-  ip -n "$H" addr add 192.168.150.2/24 dev sl-svce2e
-  ip -n "$H" link set sl-svce2e up
+  netns_host "$H" sl-svce2e 192.168.150.1/24 192.168.150.2/24
   i=0
   for n in $NODES; do
     name=${n%%:*} last=${n##*:} ns="${tag}-${name}"
     i=$((i + 1))
-    ip netns add "$ns"
-    ip -n "$ns" link set lo up
-    ip link add "sv${$}n$i" netns "$H" type veth peer name eth0 netns "$ns"
-    ip -n "$H" link set "sv${$}n$i" master sl-svce2e up
-    ip -n "$ns" addr add "192.168.150.$last/24" dev eth0
-    ip -n "$ns" link set eth0 up
+    netns_node "$ns" "sv${$}n$i" "192.168.150.$last/24"
     case $name in
       worker*) ports="80 443" role=worker ;;
       bootstrap) ports="6443 22623" role=bootstrap ;;
@@ -82,7 +62,7 @@ PY
   for i in $(seq 100 119); do
     ip -n "${tag}-worker-1" addr add "192.168.150.$i/24" dev eth0
   done
-  SVC_E2E_TAG=$tag ip netns exec "$H" unshare -m --propagation private "$0" --inside
+  SVC_E2E_TAG=$tag netns_inside
   exit $?
 fi
 

@@ -46,26 +46,6 @@ check() { # description expected actual
 
 console() { echo "$POOLDIR/$1.console.log"; }
 
-cleanup() {
-	local n name
-	for n in "${NODES[@]}"; do
-		read -r name _ <<<"$n"
-		if [[ -f $(console "$name") && -n ${SHIFTLAB_SANDBOX_STATE:-} ]]; then
-			cp "$(console "$name")" "$SHIFTLAB_SANDBOX_STATE/" 2>/dev/null
-		fi
-		virsh -q destroy "$name" >/dev/null 2>&1
-		virsh -q undefine "$name" >/dev/null 2>&1
-	done
-	virsh -q net-destroy "$NET" >/dev/null 2>&1
-	virsh -q net-undefine "$NET" >/dev/null 2>&1
-	for v in $(virsh -q vol-list "$POOL" 2>/dev/null | awk '{print $1}'); do
-		virsh -q vol-delete --pool "$POOL" "$v" >/dev/null 2>&1
-	done
-	virsh -q pool-destroy "$POOL" >/dev/null 2>&1
-	virsh -q pool-undefine "$POOL" >/dev/null 2>&1
-	rm -rf "$POOLDIR"
-}
-on_exit cleanup
 e2e_workdir standin-boot
 
 echo "== $NAME: image $IMAGE, cpu $CPU_MODEL"
@@ -99,13 +79,10 @@ $dhcp_hosts    </dhcp>
   </dnsmasq:options>
 </network>
 EOF
-virsh -q net-define "$work/net.xml" >/dev/null
-virsh -q net-start "$NET" >/dev/null
+virsh_net "$NET" "$work/net.xml"
 
 # ------------------------------------------------------------ pool, disks
-virsh -q pool-define-as "$POOL" dir --target "$POOLDIR" >/dev/null
-virsh -q pool-build "$POOL" >/dev/null
-virsh -q pool-start "$POOL" >/dev/null
+virsh_pool "$POOL" "$POOLDIR"
 
 upload() { # volume file format
 	virsh -q vol-create-as "$POOL" "$1" "$(stat -c %s "$2")" --format "$3" >/dev/null
@@ -219,7 +196,7 @@ for n in "${NODES[@]}"; do
 		IGN_SHA[$name]=none
 	fi
 	domain_xml "$name" "$mac" "$([[ $style != none ]] && echo yes || echo no)" >"$work/$name.xml"
-	virsh -q define "$work/$name.xml" >/dev/null
+	virsh_domain "$name" "$work/$name.xml" "$(console "$name")"
 done
 for n in "${NODES[@]}"; do
 	read -r name _ <<<"$n"

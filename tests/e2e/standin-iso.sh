@@ -41,25 +41,6 @@ check() { # description expected actual
 	fi
 }
 console() { echo "$work/$1.console.log"; }
-cleanup() {
-	local n name
-	for n in "${NODES[@]}"; do
-		read -r name _ <<<"$n"
-		[[ -n ${SHIFTLAB_SANDBOX_STATE:-} ]] && cp "$(console "$name")" "$SHIFTLAB_SANDBOX_STATE/" 2>/dev/null
-		virsh -q destroy "$name" >/dev/null 2>&1
-		virsh -q undefine "$name" >/dev/null 2>&1
-	done
-	virsh -q net-destroy "$NET" >/dev/null 2>&1
-	virsh -q net-undefine "$NET" >/dev/null 2>&1
-	for v in $(virsh -q vol-list "$POOL" 2>/dev/null | awk '{print $1}'); do
-		virsh -q vol-delete --pool "$POOL" "$v" >/dev/null 2>&1
-	done
-	virsh -q pool-destroy "$POOL" >/dev/null 2>&1
-	virsh -q pool-undefine "$POOL" >/dev/null 2>&1
-	rm -rf "$POOLDIR"
-}
-on_exit cleanup
-
 step "building the stand-in live ISO"
 "$bin" image standin --iso --out "$work/standin.iso" >/dev/null
 isoinfo -R -f -i "$work/standin.iso" >"$work/iso.files"
@@ -89,11 +70,8 @@ cat >"$work/net.xml" <<EOF
   </ip>
 </network>
 EOF
-virsh -q net-define "$work/net.xml" >/dev/null
-virsh -q net-start "$NET" >/dev/null
-virsh -q pool-define-as "$POOL" dir --target "$POOLDIR" >/dev/null
-virsh -q pool-build "$POOL" >/dev/null
-virsh -q pool-start "$POOL" >/dev/null
+virsh_net "$NET" "$work/net.xml"
+virsh_pool "$POOL" "$POOLDIR"
 
 ignition() { # name
 	cat <<EOF
@@ -147,7 +125,7 @@ for n in "${NODES[@]}"; do
   </devices>
 </domain>
 EOF
-	virsh -q define "$work/$name.xml" >/dev/null
+	virsh_domain "$name" "$work/$name.xml" "$(console "$name")"
 done
 for n in "${NODES[@]}"; do
 	read -r name _ <<<"$n"

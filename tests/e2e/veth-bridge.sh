@@ -20,7 +20,7 @@ VM=veth-probe
 MAC=52:54:00:5c:00:99
 POOLDIR=/var/lib/libvirt/images/veth-probe
 destroy_on_exit vb hb
-on_exit 'virsh -q destroy $VM >/dev/null 2>&1; virsh -q undefine $VM >/dev/null 2>&1; rm -rf "$POOLDIR"; ip link del dev baremetal 2>/dev/null; ip link del dev slhost0 2>/dev/null'
+on_exit 'rm -rf "$POOLDIR"; ip link del dev baremetal 2>/dev/null; ip link del dev slhost0 2>/dev/null'
 
 link_alias() { ip -j link show dev "$1" 2>/dev/null | jq -r '.[0].ifalias // ""'; }
 link_master() { ip -j link show dev "$1" 2>/dev/null | jq -r '.[0].master // ""'; }
@@ -76,7 +76,7 @@ cat >"$work/$VM.xml" <<EOF
   </devices>
 </domain>
 EOF
-virsh -q define "$work/$VM.xml" >/dev/null
+virsh_domain $VM "$work/$VM.xml" "$POOLDIR/$VM.console.log"
 virsh -q start $VM >/dev/null
 leased() { virsh -q net-dhcp-leases shiftlab-vb | contains -i "$MAC"; }
 wait_for "$TIMEOUT" "a DHCP lease for $MAC in shiftlab-vb (through baremetal and the veth)" leased

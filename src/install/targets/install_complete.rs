@@ -1,5 +1,6 @@
 //! The install-complete target: `openshift-install wait-for install-complete`,
-//! then how to log in. On ipi, the installer's `create cluster` (src/install/ipi.rs).
+//! then how to log in. IPI's flow reaches it by the installer's `create cluster`
+//! instead (src/install/ipi.rs; `Via::CreateCluster` in its table).
 
 use anyhow::Result;
 
@@ -9,11 +10,6 @@ use crate::install::state::Locked;
 use crate::install::{installer, Ctx};
 
 pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
-    if ctx.flow == crate::install::target::Flow::Ipi {
-        // The installer drives it all; keepalived holds the VIPs, no host LB.
-        crate::install::ipi::run(ctx, locked)?;
-        return finish(ctx, locked);
-    }
     // The console route is reached through the ingress load balancer.
     crate::serve::ready::ensure(
         ctx.state,
@@ -21,6 +17,12 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         super::bootstrap_complete::LB_GRACE,
     )?;
     installer::run(ctx, locked, &wait_for(ctx.flow, "install-complete"))?;
+    finish(ctx, locked)
+}
+
+/// IPI: the installer drives it all; keepalived holds the VIPs, no host LB.
+pub fn create_cluster(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
+    crate::install::ipi::run(ctx, locked)?;
     finish(ctx, locked)
 }
 

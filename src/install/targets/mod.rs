@@ -19,15 +19,19 @@ pub mod workers;
 use anyhow::Result;
 
 use super::state::Locked;
-use super::target::Target;
+use super::target::{Step, Target, Via};
 use super::Ctx;
 
 /// What a target found or did, for the user.
 pub type Note = Option<String>;
 
-/// Run `target`'s body (the driver recorded its start; it records it done).
-pub fn run(target: Target, ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
-    match target {
+/// Run `step`'s body: its target's own, or the way its flow reaches it (the
+/// driver recorded its start; it records it done).
+pub fn run(step: &Step, ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
+    if step.via == Via::CreateCluster {
+        return install_complete::create_cluster(ctx, locked);
+    }
+    match step.target {
         Target::Release => release::run(ctx, locked),
         Target::InstallConfig => install_config::run(ctx, locked),
         Target::Manifests => manifests::run(ctx, locked),

@@ -1,14 +1,15 @@
-//! Checks against the host before anything is created. Every problem is collected;
-//! if there is one, nothing is created. `shiftlab doctor`'s checks run here too:
-//! its failures are problems, its warnings notes.
+//! Checks against the libvirt host before `create infra` creates anything. Every
+//! problem is collected; if there is one, nothing is created. `shiftlab doctor`'s
+//! checks run here too: its failures are problems, its warnings notes. The
+//! libvirt backend calls it before its apply (libvirt itself knows no doctor).
 
 use std::path::Path;
 
 use anyhow::Result;
 use ipnet::Ipv4Net;
 
-use super::xml::parse::{network_bridge, network_subnets};
-use super::{ledger::Ledger, owner_of_domain, owner_of_network, Host};
+use crate::libvirt::xml::parse::{network_bridge, network_subnets};
+use crate::libvirt::{ledger::Ledger, owner_of_domain, owner_of_network, Host};
 use crate::plan::{installer_vm, Plan};
 use crate::spec::NetworkMode;
 
@@ -214,11 +215,8 @@ pub fn check(
 
     // doctor's checks that no install survives (a node bigger than the host, …).
     if host.is_local() {
-        let facts = crate::doctor::facts::gather_on(Ok(host), false, Some(plan));
-        problems.extend(crate::doctor::checks::blocking(&crate::doctor::checks(
-            &facts,
-            Some(plan),
-        )));
+        let facts = super::facts::gather_on(Ok(host), false, Some(plan));
+        problems.extend(super::checks::blocking(&super::checks(&facts, Some(plan))));
     }
 
     match base_image {
@@ -260,11 +258,8 @@ pub fn host_notes(host: &Host, plan: &Plan, http: Option<std::net::SocketAddrV4>
         return notes;
     }
     // doctor's warnings for this plan (docs/doctor.md), the firewall's below.
-    let facts = crate::doctor::facts::gather_on(Ok(host), true, Some(plan));
-    notes.extend(crate::doctor::checks::notes(&crate::doctor::checks(
-        &facts,
-        Some(plan),
-    )));
+    let facts = super::facts::gather_on(Ok(host), true, Some(plan));
+    notes.extend(super::checks::notes(&super::checks(&facts, Some(plan))));
     if fwcfg > 0 {
         let dir = &plan.libvirt.pool_path;
         // A pool made at create gets its directory's context from its parent.
