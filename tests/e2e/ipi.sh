@@ -43,9 +43,9 @@ destroy_on_exit "$C"
 on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME/clusters/$C/openshift-install.log" "$SHIFTLAB_HOME/clusters/$C/assets/.ironic/ironic.log" "$work/serve.log"; do [[ -f $l ]] && echo "--- $l" && tail -40 "$l"; done'
 on_exit '[[ $rc == 0 ]] || grep -h "standin: " /var/log/libvirt/qemu/'"$C"'-*-console.log | tail -40'
 
-# The mirror: one OKD release, the stand-in image as the stream's qemu qcow2.gz
+# The mirror: one OKD release (4.21: bmcVerifyCA needs it), the stand-in image as the stream's qemu qcow2.gz
 # and the stand-in live ISO as its metal ISO.
-V=4.17.0-okd-scos.0
+V=4.21.0-okd-scos.0
 port=$((20000 + RANDOM % 20000))
 base=http://127.0.0.1:$port
 d=$work/mirror/$V t=$work/tar
@@ -62,7 +62,7 @@ gzip -c "$IMAGE" >"$work/mirror/coreos-qemu.x86_64.qcow2.gz"
 sum() { sha256sum <"$1" | cut -d' ' -f1; }
 jq -n --arg b "$base" --arg iso "$(sum "$work/mirror/coreos-live.x86_64.iso")" \
 	--arg gz "$(sum "$work/mirror/coreos-qemu.x86_64.qcow2.gz")" --arg raw "$(sum "$IMAGE")" \
-	'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{
+	'{stream:"scos-4.21",architectures:{x86_64:{artifacts:{
 		metal:{formats:{iso:{disk:{location:($b + "/coreos-live.x86_64.iso"),sha256:$iso}}}},
 		qemu:{formats:{"qcow2.gz":{disk:{location:($b + "/coreos-qemu.x86_64.qcow2.gz"),sha256:$gz,"uncompressed-sha256":$raw}}}}}}}}' \
 	>"$work/stream.json"
