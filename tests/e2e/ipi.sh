@@ -5,8 +5,8 @@
 #   scripts/sandbox run -- tests/e2e/ipi.sh /path/to/standin.qcow2
 #
 # A loopback release mirror serves the fake openshift-install and stream metadata
-# whose qemu image is the stand-in disk image (the installer's bootstrap VM) and
-# whose metal ISO is the stand-in live ISO (what Ironic boots each host from).
+# whose metal ISO is the stand-in live ISO (what the installer's bootstrap VM and
+# Ironic's hosts boot), and no qemu image: IPI needs none.
 # `shiftlab create cluster` drives `method: ipi`, 3 control planes + 2 workers,
 # with bmc.verify_certificate: the fake's `create cluster` creates its bootstrap
 # VM on the network's bridge and acts as Ironic on the real sushy client, over
@@ -45,8 +45,8 @@ destroy_on_exit "$C"
 on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME/clusters/$C/openshift-install.log" "$SHIFTLAB_HOME/clusters/$C/assets/.ironic/ironic.log" "$work/serve.log"; do [[ -f $l ]] && echo "--- $l" && tail -40 "$l"; done'
 on_exit '[[ $rc == 0 ]] || grep -h "standin: " /var/log/libvirt/qemu/'"$C"'-*-console.log | tail -40'
 
-# The mirror: one OKD release (4.21: bmcVerifyCA needs it), the stand-in image as the stream's qemu qcow2.gz
-# and the stand-in live ISO as its metal ISO.
+# The mirror: one OKD release (4.21: bmcVerifyCA needs it), the stand-in live ISO
+# as its metal ISO, no qemu image (a fetch of one would fail).
 V=4.21.0-okd-scos.0
 port=$((20000 + RANDOM % 20000))
 base=http://127.0.0.1:$port
@@ -60,13 +60,10 @@ tar -C "$t/c" -czf "$d/openshift-client-linux-$V.tar.gz" oc
 printf 'Name:      %s\n\nPull From: quay.io/okd/scos-release:%s\n\nRelease Metadata:\n  Version:  %s\n' "$V" "$V" "$V" >"$d/release.txt"
 (cd "$d" && sha256sum openshift-*.tar.gz >sha256sum.txt)
 "$bin" image standin --iso --out "$work/mirror/coreos-live.x86_64.iso" >/dev/null
-gzip -c "$IMAGE" >"$work/mirror/coreos-qemu.x86_64.qcow2.gz"
 sum() { sha256sum <"$1" | cut -d' ' -f1; }
 jq -n --arg b "$base" --arg iso "$(sum "$work/mirror/coreos-live.x86_64.iso")" \
-	--arg gz "$(sum "$work/mirror/coreos-qemu.x86_64.qcow2.gz")" --arg raw "$(sum "$IMAGE")" \
 	'{stream:"scos-4.21",architectures:{x86_64:{artifacts:{
-		metal:{formats:{iso:{disk:{location:($b + "/coreos-live.x86_64.iso"),sha256:$iso}}}},
-		qemu:{formats:{"qcow2.gz":{disk:{location:($b + "/coreos-qemu.x86_64.qcow2.gz"),sha256:$gz,"uncompressed-sha256":$raw}}}}}}}}' \
+		metal:{formats:{iso:{disk:{location:($b + "/coreos-live.x86_64.iso"),sha256:$iso}}}}}}}}' \
 	>"$work/stream.json"
 export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
 python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$work/mirror.log" 2>&1 &
