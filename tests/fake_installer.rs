@@ -27,6 +27,16 @@ fn run(dir: &Path, args: &[&str]) -> Output {
     out
 }
 
+/// The fake run as [`run`] does, for a run that is meant to fail.
+fn fails(dir: &Path, args: &[&str]) -> Output {
+    Command::new(fake())
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
 /// An asset directory holding the golden install-config of `name`.
 fn assets(name: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -476,17 +486,13 @@ fn a_compact_agent_image_says_every_host_may_run_routers() {
 /// `create cluster` on baremetal validates the install-config as the installer
 /// does (pkg/types/baremetal/validation) and refuses before it writes or creates
 /// anything: the install-config stays, no metadata.json, no libvirt call past
-/// the checks.
+/// the checks. (externalBridge is a provisioning check, made later: below.)
 #[test]
 fn baremetal_create_cluster_refuses_a_bad_install_config_before_anything() {
     let d = assets("ipi");
     let path = d.path().join("install-config.yaml");
     let text = read(d.path(), "install-config.yaml")
         .replace("    - 192.168.129.2\n", "    - 10.0.0.2\n")
-        .replace(
-            "externalBridge: sl-ipi",
-            "externalBridge: shiftlab-no-such-bridge",
-        )
         .replacen("      role: master\n", "      role: worker\n", 1)
         .replacen(
             "bootMACAddress: 52:54:00:50:71:e8",
@@ -505,7 +511,6 @@ fn baremetal_create_cluster_refuses_a_bad_install_config_before_anything() {
         "platform.baremetal.apiVIPs: Invalid value: \\\"10.0.0.2\\\": IP expected to be in one of the machine networks: 192.168.129.0/24",
         "platform.baremetal.hosts[0].bootMACAddress: Invalid value: \\\"nope\\\"",
         "not enough hosts found (2) to support all the configured ControlPlane replicas (3)",
-        "platform.baremetal.externalBridge: Invalid value: \\\"shiftlab-no-such-bridge\\\"",
     ] {
         assert!(log.contains(want), "missing {want:?} in {log}");
     }
@@ -513,4 +518,47 @@ fn baremetal_create_cluster_refuses_a_bad_install_config_before_anything() {
     assert!(path.exists(), "the install-config was consumed");
     assert!(!d.path().join("metadata.json").exists());
     assert!(!d.path().join(".openshift_install_state.json").exists());
+}
+
+/// The real `create cluster` writes metadata.json (and its state) before its
+/// provisioning checks (libvirtURI reachable, externalBridge up), and no
+/// terraform.tfvars.json; its `destroy bootstrap` then fails on that directory,
+/// on every rerun (as recorded with the real 4.18 installer).
+#[test]
+fn a_failed_provisioning_check_leaves_metadata_json_and_destroy_bootstrap_refuses() {
+    let d = assets("ipi");
+    let path = d.path().join("install-config.yaml");
+    let text = read(d.path(), "install-config.yaml").replace(
+        "externalBridge: sl-ipi",
+        "externalBridge: shiftlab-no-such-bridge",
+    );
+    std::fs::write(&path, text).unwrap();
+    let out = fails(d.path(), &["create", "cluster"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{log}");
+    // Without libvirt here the connection fails first; with it, the bridge.
+    assert!(
+        log.contains("platform.baremetal.libvirtURI: Internal error: failed to connect to libvirt")
+            || log.contains(
+                "platform.baremetal.externalBridge: Invalid value: \\\"shiftlab-no-such-bridge\\\""
+            ),
+        "{log}"
+    );
+    let meta: serde_json::Value = serde_json::from_str(&read(d.path(), "metadata.json")).unwrap();
+    assert!(
+        meta["infraID"].as_str().unwrap().starts_with("ipi-"),
+        "{meta}"
+    );
+    assert!(d.path().join(".openshift_install_state.json").exists());
+    assert!(!d.path().join("terraform.tfvars.json").exists());
+    for _ in 0..2 {
+        let out = fails(d.path(), &["destroy", "bootstrap"]);
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{log}");
+        let want = format!(
+            "failed to load cluster terraform variables: open {}/terraform.tfvars.json: no such file or directory",
+            d.path().display()
+        );
+        assert!(log.contains(&want), "missing {want:?} in {log}");
+    }
 }

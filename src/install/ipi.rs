@@ -3,12 +3,16 @@
 //! how a stopped install is resumed, and recognising (for `status`) and removing
 //! (for `destroy`) the bootstrap VM the installer made through libvirt.
 //!
-//! The installer's bootstrap VM (openshift/installer data/data/baremetal/bootstrap/
-//! main.tf): a storage pool `<infraID>-bootstrap`, volumes `<infraID>-bootstrap-base`,
-//! `<infraID>-bootstrap` (20 GiB) and `<infraID>-bootstrap.ign` in it, and the
-//! domain `<infraID>-bootstrap` with a NIC on `externalBridge`, on `libvirtURI`.
-//! It carries no shiftlab metadata, so it is recognised by that name alone, with
-//! the infraID the installer wrote into this cluster's `metadata.json`
+//! The installer's bootstrap VM (openshift/installer, since 4.16
+//! pkg/infrastructure/baremetal/bootstrap.go): a storage pool `<infraID>-bootstrap`
+//! holding `<infraID>-live-provisioner` (the live ISO with the bootstrap Ignition)
+//! and `<infraID>-scratch` (20 GiB), and the domain `<infraID>-bootstrap` (6 GiB,
+//! 4 vCPUs) booting the ISO, with a NIC on `externalBridge`, on `libvirtURI`.
+//! (Before 4.16, data/data/baremetal/bootstrap/main.tf made `-base`, the domain's
+//! own volume and `.ign` in the same pool: [`remove_bootstrap`] takes every
+//! volume of the pool, whichever layout left it.) It carries no shiftlab
+//! metadata, so it is recognised by that name alone, with the infraID the
+//! installer wrote into this cluster's `metadata.json`
 //! (pkg/types/clustermetadata.go): never by a pattern that could match another
 //! cluster's objects.
 
@@ -151,9 +155,69 @@ pub fn bridges_of(xml: &str) -> Vec<String> {
         .collect()
 }
 
-/// Remove the installer's bootstrap VM, its volumes and its pool (what
-/// `openshift-install destroy bootstrap` removes), when the installer left them:
-/// only the objects named after this cluster's infraID.
+/// The volumes the installer puts in the bootstrap pool (since 4.16,
+/// pkg/infrastructure/baremetal/bootstrap.go: createLiveVolume, createScratchVolume).
+pub fn bootstrap_volumes(infra_id: &str) -> [String; 2] {
+    [
+        format!("{infra_id}-live-provisioner"),
+        format!("{infra_id}-scratch"),
+    ]
+}
+
+/// What is left of the installer's bootstrap resources on libvirt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BootstrapLeft {
+    /// The domain: `Some(running)` while it is defined.
+    pub domain: Option<bool>,
+    /// The pool is defined (active or not).
+    pub pool: bool,
+    /// The volumes in it (only an active pool lists them).
+    pub volumes: Vec<String>,
+}
+
+impl BootstrapLeft {
+    /// Any of it is there: `create cluster` got as far as making some.
+    pub fn any(&self) -> bool {
+        self.domain.is_some() || self.pool
+    }
+
+    /// All of it is there and the domain runs: Ironic on it may go on.
+    /// Anything less is a half-made (or stopped) bootstrap.
+    pub fn whole(&self, infra_id: &str) -> bool {
+        self.domain == Some(true)
+            && bootstrap_volumes(infra_id)
+                .iter()
+                .all(|v| self.volumes.contains(v))
+    }
+}
+
+/// The bootstrap resources named for `infra_id` on `host`.
+pub fn bootstrap_left(host: &Host, infra_id: &str) -> Result<BootstrapLeft> {
+    let name = bootstrap_name(infra_id);
+    let domain = match host.domain(&name)? {
+        Some(d) => Some(d.is_active().with_context(|| format!("reading {name}"))?),
+        None => None,
+    };
+    let pool = host.pool(&name)?;
+    let volumes = match &pool {
+        Some(p) if p.is_active().unwrap_or(false) => {
+            let _ = p.refresh(0);
+            p.list_volumes().unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
+    Ok(BootstrapLeft {
+        domain,
+        pool: pool.is_some(),
+        volumes,
+    })
+}
+
+/// Remove the installer's bootstrap VM, every volume of its pool and the pool
+/// (what `openshift-install destroy bootstrap` removes, and the pool's
+/// definition, which it leaves: it destroys and deletes the pool but never
+/// undefines it), whatever is left of them: only the objects named after this
+/// cluster's infraID, on `host` (the cluster's libvirt).
 pub fn remove_bootstrap(host: &Host, cluster: &ClusterDir) -> Result<Vec<String>> {
     let mut removed = Vec::new();
     let Some(id) = infra_id(&cluster.assets())? else {
@@ -172,26 +236,29 @@ pub fn remove_bootstrap(host: &Host, cluster: &ClusterDir) -> Result<Vec<String>
         removed.push(format!("domain {name} (the installer's bootstrap VM)"));
     }
     if let Some(pool) = host.pool(&name)? {
+        // Its volumes are listed only while it runs; one whose directory is
+        // gone cannot start, and then holds nothing.
+        if !pool.is_active()? {
+            let _ = pool.create(0);
+        }
         if pool.is_active()? {
             let _ = pool.refresh(0);
-            for vol in [format!("{name}-base"), name.clone(), format!("{name}.ign")] {
+            // The pool is the installer's for this infraID alone: all of it goes.
+            for vol in pool.list_volumes().unwrap_or_default() {
                 if let Some(v) = Host::volume(&pool, &vol)? {
                     v.delete(0)
                         .with_context(|| format!("deleting volume {vol}"))?;
                     removed.push(format!("volume {vol}"));
                 }
             }
-            if pool.list_volumes().map(|v| v.is_empty()).unwrap_or(false) {
-                pool.destroy()
-                    .with_context(|| format!("stopping pool {name}"))?;
-            }
+            pool.destroy()
+                .with_context(|| format!("stopping pool {name}"))?;
         }
-        if !pool.is_active()? {
-            let _ = pool.delete(0);
-            pool.undefine()
-                .with_context(|| format!("undefining pool {name}"))?;
-            removed.push(format!("pool {name}"));
-        }
+        // Its directory, when empty (rmdir; a file shiftlab does not know stays).
+        let _ = pool.delete(0);
+        pool.undefine()
+            .with_context(|| format!("undefining pool {name}"))?;
+        removed.push(format!("pool {name}"));
     }
     Ok(removed)
 }
@@ -201,6 +268,11 @@ pub fn remove_bootstrap(host: &Host, cluster: &ClusterDir) -> Result<Vec<String>
 pub enum Progress {
     /// Nothing provisioned yet (no `metadata.json`): create the cluster.
     NotStarted,
+    /// The installer wrote `metadata.json` (and its state) and stopped before it
+    /// made anything: no `terraform.tfvars.json` (it writes them just before the
+    /// bootstrap, and its `destroy bootstrap` cannot run without them), or no
+    /// bootstrap resource at all. Its state goes and `create cluster` starts over.
+    NothingCreated,
     /// The installer made its infrastructure (the bootstrap VM; Ironic on it
     /// provisions the hosts on its own) and was stopped before the bootstrap
     /// resources went.
@@ -209,6 +281,29 @@ pub enum Progress {
     BootstrapDestroyed,
 }
 
+/// What an earlier `create cluster` left in the asset directory and on libvirt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Left {
+    /// `metadata.json`.
+    pub metadata: bool,
+    /// `terraform.tfvars.json`, what `destroy bootstrap` reads first
+    /// (pkg/infrastructure/baremetal/variables.go, getConfig).
+    pub tfvars: bool,
+    /// Any bootstrap resource ([`BootstrapLeft::any`]).
+    pub bootstrap: bool,
+}
+
+/// The installer's files that make it resume rather than start over: its state
+/// (install-config as it consumed it, the infraID, every CA), `metadata.json`
+/// and the variables of its infrastructure step (pkg/asset/store/store.go,
+/// pkg/asset/cluster/metadata.go, pkg/infrastructure/baremetal/variables.go).
+pub const INSTALLER_STATE: [&str; 4] = [
+    ".openshift_install_state.json",
+    "metadata.json",
+    "terraform.tfvars.json",
+    "terraform.platform.auto.tfvars.json",
+];
+
 /// The line `create cluster` logs once bootstrap is complete, before it removes
 /// the bootstrap VM (openshift/installer cmd/openshift-install/create.go).
 pub const BOOTSTRAP_DESTROYING: &str = "Destroying the bootstrap resources...";
@@ -216,10 +311,10 @@ pub const BOOTSTRAP_DESTROYING: &str = "Destroying the bootstrap resources...";
 /// succeeded (the installer's success says nothing shiftlab could rely on).
 pub const BOOTSTRAP_DESTROYED: &str = "### shiftlab: the bootstrap resources are destroyed";
 
-/// Where an install stands, from `metadata.json`'s presence and the installer's
-/// log (all runs appended, shiftlab's `### <command>` line before each).
-pub fn progress(metadata: bool, log: &str) -> Progress {
-    if !metadata {
+/// Where an install stands, from what it left and the installer's log (all
+/// runs appended, shiftlab's `### <command>` line before each).
+pub fn progress(left: Left, log: &str) -> Progress {
+    if !left.metadata {
         return Progress::NotStarted;
     }
     // Only the runs since the last `create cluster` count: an earlier install
@@ -230,29 +325,33 @@ pub fn progress(metadata: bool, log: &str) -> Progress {
         .unwrap_or(log);
     if since.contains(BOOTSTRAP_DESTROYED) || since.contains(BOOTSTRAP_DESTROYING) {
         Progress::BootstrapDestroyed
+    } else if !left.tfvars || !left.bootstrap {
+        Progress::NothingCreated
     } else {
         Progress::Bootstrapping
     }
 }
 
 /// The installer commands that take an install at `progress` to the end;
-/// `bootstrap_running`: the installer's bootstrap VM exists and runs.
+/// `bootstrap_whole`: the installer's bootstrap VM runs with all its volumes.
 ///
 /// `create cluster` itself does not resume (openshift/installer
 /// cmd/openshift-install/create.go runs the Cluster asset's infrastructure
 /// provisioning again, and libvirt refuses the bootstrap objects that exist). But
 /// Ironic runs on the bootstrap VM, not in the installer: once that VM runs, a
 /// stopped installer leaves it deploying the hosts, and the waits pick the
-/// install up. A bootstrap VM that is missing or stopped was half made: it goes
-/// (`destroy bootstrap`) and `create cluster` runs again, keeping the infraID of
-/// its state file.
-pub fn commands(progress: Progress, bootstrap_running: bool) -> Vec<Vec<&'static str>> {
+/// install up. A bootstrap VM that is missing, stopped or half made goes
+/// (`destroy bootstrap`, else shiftlab through libvirt: see [`run`]) and
+/// `create cluster` runs again, keeping the infraID of its state file. With
+/// nothing created, `create cluster` starts over on its own (shiftlab removed
+/// its state first): `destroy bootstrap` would fail there.
+pub fn commands(progress: Progress, bootstrap_whole: bool) -> Vec<Vec<&'static str>> {
     let wait = |what| vec!["wait-for", what, "--log-level", "info"];
     let create = vec!["create", "cluster", "--log-level", "info"];
     let destroy = vec!["destroy", "bootstrap", "--log-level", "info"];
     match progress {
-        Progress::NotStarted => vec![create],
-        Progress::Bootstrapping if !bootstrap_running => vec![destroy, create],
+        Progress::NotStarted | Progress::NothingCreated => vec![create],
+        Progress::Bootstrapping if !bootstrap_whole => vec![destroy, create],
         Progress::Bootstrapping => vec![
             wait("bootstrap-complete"),
             destroy,
@@ -260,6 +359,22 @@ pub fn commands(progress: Progress, bootstrap_running: bool) -> Vec<Vec<&'static
         ],
         Progress::BootstrapDestroyed => vec![wait("install-complete")],
     }
+}
+
+/// Remove the installer's state in `assets` ([`INSTALLER_STATE`], by name: the
+/// rest of the directory stays), so that `create cluster` starts over from
+/// install-config.yaml; returns the files removed.
+pub fn start_over(assets: &crate::state::Assets) -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    for f in INSTALLER_STATE {
+        let path = assets.file(f);
+        match std::fs::remove_file(&path) {
+            Ok(()) => removed.push(f.to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
+        }
+    }
+    Ok(removed)
 }
 
 /// How long serve may take to pick the cluster up and open its BMC.
@@ -320,26 +435,67 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<()> {
     ensure_bmc(ctx)?;
     let assets = ctx.cluster.assets();
     let log = std::fs::read_to_string(ctx.cluster.installer_log()).unwrap_or_default();
-    let at = progress(assets.metadata().is_file(), &log);
-    if at == Progress::NotStarted {
+    let id = infra_id(&assets)?;
+    let bootstrap = match &id {
+        Some(id) => bootstrap_left(&host, id)?,
+        None => BootstrapLeft::default(),
+    };
+    let left = Left {
+        metadata: assets.metadata().is_file(),
+        tfvars: assets.file("terraform.tfvars.json").is_file(),
+        bootstrap: bootstrap.any(),
+    };
+    let at = progress(left, &log);
+    if at == Progress::NothingCreated {
+        // The installer stopped before it made anything (a failed provisioning
+        // check writes metadata.json first): it starts over from the backup.
+        let removed = start_over(&assets)?;
+        ctx.progress.aside(format_args!(
+            "    the installer made nothing last time: starting over (removed {})",
+            removed.join(", ")
+        ));
+    }
+    if matches!(at, Progress::NotStarted | Progress::NothingCreated) {
         // A run killed after the installer consumed install-config.yaml, before
         // it kept it in its state file, left neither: the backup comes back.
         crate::install::targets::install_config::restore(&ctx.cluster)?;
     }
-    let running = bootstrap_vm(&host, &ctx.cluster)?.is_some_and(|b| b.running);
-    if at != Progress::NotStarted {
-        eprintln!(
+    let whole = id.as_deref().is_some_and(|id| bootstrap.whole(id));
+    if !matches!(at, Progress::NotStarted | Progress::NothingCreated) {
+        ctx.progress.aside(format_args!(
             "    resuming the install: {at:?}, the installer's bootstrap VM {}",
-            if running { "runs" } else { "does not run" }
-        );
+            if whole {
+                "runs"
+            } else {
+                "is stopped, missing or half made"
+            }
+        ));
     }
-    let steps = commands(at, running);
+    let steps = commands(at, whole);
     let last = steps.len() - 1;
     for (i, args) in steps.iter().enumerate() {
-        installer::run(ctx, locked, args)?;
+        let destroy = args[..2] == ["destroy", "bootstrap"];
+        match installer::run(ctx, locked, args) {
+            Ok(()) => {}
+            // The installer's `destroy bootstrap` fails on a bootstrap it did
+            // not finish (a domain missing or not running, a volume or the pool
+            // missing: pkg/infrastructure/baremetal/bootstrap.go,
+            // destroyBootstrap): shiftlab removes what is left itself.
+            Err(e) if destroy => {
+                ctx.progress.aside(format_args!(
+                    "    openshift-install destroy bootstrap failed ({e:#}): removing what is left of the bootstrap through libvirt"
+                ));
+                for r in remove_bootstrap(&host, &ctx.cluster)
+                    .context("removing the installer's bootstrap VM after its destroy failed")?
+                {
+                    ctx.progress.aside(format_args!("    removed {r}"));
+                }
+            }
+            Err(e) => return Err(e),
+        }
         // A `destroy bootstrap` that ends the bootstrap phase (not one that
         // clears a half-made VM before `create cluster` runs again).
-        if args[..2] == ["destroy", "bootstrap"] && i < last && steps[i + 1][0] == "wait-for" {
+        if destroy && i < last && steps[i + 1][0] == "wait-for" {
             use std::io::Write;
             let mut f = std::fs::OpenOptions::new()
                 .append(true)
@@ -348,8 +504,8 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<()> {
             writeln!(f, "{BOOTSTRAP_DESTROYED}")?;
         }
     }
-    // The installer removes its bootstrap VM; one it left (killed in between)
-    // goes now, as `destroy bootstrap` would.
+    // The installer removes its bootstrap VM but leaves the pool defined; one it
+    // left (killed in between) goes now, as `destroy bootstrap` would.
     for r in remove_bootstrap(&host, &ctx.cluster)? {
         eprintln!("    removed {r}");
     }
@@ -446,18 +602,29 @@ mod tests {
 
     #[test]
     fn a_stopped_install_resumes_where_it_stood() {
-        assert_eq!(progress(false, ""), Progress::NotStarted);
+        let all = Left {
+            metadata: true,
+            tfvars: true,
+            bootstrap: true,
+        };
+        assert_eq!(progress(Left::default(), ""), Progress::NotStarted);
         let started = "### /x/openshift-install create cluster --log-level info\n\
             level=info msg=\"Creating infrastructure resources...\"\n";
-        assert_eq!(progress(true, started), Progress::Bootstrapping);
+        assert_eq!(progress(all, started), Progress::Bootstrapping);
         let past = format!("{started}level=info msg=\"{BOOTSTRAP_DESTROYING}\"\n");
-        assert_eq!(progress(true, &past), Progress::BootstrapDestroyed);
+        assert_eq!(progress(all, &past), Progress::BootstrapDestroyed);
+        // Once destroyed, no bootstrap resource is what is expected.
+        let gone = Left {
+            bootstrap: false,
+            ..all
+        };
+        assert_eq!(progress(gone, &past), Progress::BootstrapDestroyed);
         // An earlier install's lines do not count for a new one.
         let again = format!("{past}### /x/openshift-install create cluster --log-level info\n");
-        assert_eq!(progress(true, &again), Progress::Bootstrapping);
+        assert_eq!(progress(all, &again), Progress::Bootstrapping);
         let by_hand =
             format!("{started}### /x/openshift-install destroy bootstrap\n{BOOTSTRAP_DESTROYED}\n");
-        assert_eq!(progress(true, &by_hand), Progress::BootstrapDestroyed);
+        assert_eq!(progress(all, &by_hand), Progress::BootstrapDestroyed);
         assert_eq!(
             commands(Progress::NotStarted, false)[0][..2],
             ["create", "cluster"]
@@ -474,5 +641,109 @@ mod tests {
             ["destroy bootstrap", "create cluster"]
         );
         assert_eq!(commands(Progress::BootstrapDestroyed, false).len(), 1);
+    }
+
+    /// The real `create cluster` writes metadata.json before its provisioning
+    /// checks; failing one leaves no terraform.tfvars.json, and its `destroy
+    /// bootstrap` then fails on every rerun: nothing was created, so the rerun
+    /// starts over and never calls it.
+    #[test]
+    fn metadata_without_anything_made_is_a_fresh_start() {
+        let started = "### /x/openshift-install create cluster --log-level info\n\
+            level=fatal msg=\"failed to connect to libvirt\"\n";
+        let only_metadata = Left {
+            metadata: true,
+            ..Left::default()
+        };
+        assert_eq!(progress(only_metadata, started), Progress::NothingCreated);
+        // The variables written, but no bootstrap resource made.
+        let no_bootstrap = Left {
+            metadata: true,
+            tfvars: true,
+            bootstrap: false,
+        };
+        assert_eq!(progress(no_bootstrap, started), Progress::NothingCreated);
+        // A bootstrap resource without the variables: destroy bootstrap could
+        // not run either.
+        let no_tfvars = Left {
+            metadata: true,
+            tfvars: false,
+            bootstrap: true,
+        };
+        assert_eq!(progress(no_tfvars, started), Progress::NothingCreated);
+        let steps = commands(Progress::NothingCreated, false);
+        assert_eq!(
+            steps.iter().map(|c| c[..2].join(" ")).collect::<Vec<_>>(),
+            ["create cluster"]
+        );
+    }
+
+    #[test]
+    fn starting_over_removes_the_installer_state_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = crate::state::StateDir {
+            root: dir.path().to_path_buf(),
+        };
+        let assets = state.cluster("lab1").assets();
+        std::fs::create_dir_all(assets.path().join("auth")).unwrap();
+        for f in [
+            ".openshift_install_state.json",
+            "metadata.json",
+            ".openshift_install.log",
+            "auth/kubeconfig",
+        ] {
+            std::fs::write(assets.file(f), "x").unwrap();
+        }
+        assert_eq!(
+            start_over(&assets).unwrap(),
+            [".openshift_install_state.json", "metadata.json"]
+        );
+        for gone in INSTALLER_STATE {
+            assert!(!assets.file(gone).exists(), "{gone}");
+        }
+        for kept in [".openshift_install.log", "auth/kubeconfig"] {
+            assert!(assets.file(kept).exists(), "{kept}");
+        }
+        assert!(start_over(&assets).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_bootstrap_is_whole_when_it_runs_with_both_volumes() {
+        let id = "lab1-x7k2p";
+        let whole = BootstrapLeft {
+            domain: Some(true),
+            pool: true,
+            volumes: vec![
+                "lab1-x7k2p-live-provisioner".into(),
+                "lab1-x7k2p-scratch".into(),
+            ],
+        };
+        assert!(whole.whole(id) && whole.any());
+        let stopped = BootstrapLeft {
+            domain: Some(false),
+            ..whole.clone()
+        };
+        assert!(!stopped.whole(id) && stopped.any());
+        let missing_volume = BootstrapLeft {
+            volumes: vec!["lab1-x7k2p-live-provisioner".into()],
+            ..whole.clone()
+        };
+        assert!(!missing_volume.whole(id));
+        // The older layout's volumes are not this installer's bootstrap.
+        let old = BootstrapLeft {
+            volumes: vec![
+                "lab1-x7k2p-bootstrap".into(),
+                "lab1-x7k2p-bootstrap-base".into(),
+            ],
+            ..whole.clone()
+        };
+        assert!(!old.whole(id));
+        let pool_only = BootstrapLeft {
+            domain: None,
+            pool: true,
+            volumes: vec![],
+        };
+        assert!(pool_only.any() && !pool_only.whole(id));
+        assert!(!BootstrapLeft::default().any());
     }
 }

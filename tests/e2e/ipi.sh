@@ -5,14 +5,16 @@
 #   scripts/sandbox run -- tests/e2e/ipi.sh /path/to/standin.qcow2
 #
 # A loopback release mirror serves the fake openshift-install and stream metadata
-# whose qemu image is the stand-in disk image (the installer's bootstrap VM) and
-# whose metal ISO is the stand-in live ISO (what Ironic boots each host from).
+# whose metal ISO is the stand-in live ISO (what the installer's bootstrap VM and
+# Ironic's hosts boot), and no qemu image: IPI needs none.
 # `shiftlab create cluster` drives `method: ipi`, 3 control planes + 2 workers,
 # with bmc.verify_certificate: the fake's `create cluster` creates its bootstrap
 # VM on the network's bridge and acts as Ironic on the real sushy client, over
 # TLS with the lab CA (bmcVerifyCA) and the lab password, through the BMC that
-# `shiftlab serve` runs. shiftlab is killed with -9 while the hosts are being
-# provisioned; the rerun completes. Checked: every node booted the ISO once,
+# `shiftlab serve` runs. First the half-made states the real installer leaves
+# (bootstrap VM stopped; a volume and the domain missing; metadata.json only),
+# each rerun converging past it; then shiftlab is killed with -9 while the hosts
+# are being provisioned; the rerun completes. Checked: every node booted the ISO once,
 # installed once and runs from its disk, its media ejected; the BMC's log has
 # each system's InsertMedia, boot override and resets by the lab user; the
 # bootstrap VM was on the right bridge and is gone with its pool.
@@ -43,9 +45,9 @@ destroy_on_exit "$C"
 on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME/clusters/$C/openshift-install.log" "$SHIFTLAB_HOME/clusters/$C/assets/.ironic/ironic.log" "$work/serve.log"; do [[ -f $l ]] && echo "--- $l" && tail -40 "$l"; done'
 on_exit '[[ $rc == 0 ]] || grep -h "standin: " /var/log/libvirt/qemu/'"$C"'-*-console.log | tail -40'
 
-# The mirror: one OKD release, the stand-in image as the stream's qemu qcow2.gz
-# and the stand-in live ISO as its metal ISO.
-V=4.17.0-okd-scos.0
+# The mirror: one OKD release (4.21: bmcVerifyCA needs it), the stand-in live ISO
+# as its metal ISO, no qemu image (a fetch of one would fail).
+V=4.21.0-okd-scos.0
 port=$((20000 + RANDOM % 20000))
 base=http://127.0.0.1:$port
 d=$work/mirror/$V t=$work/tar
@@ -58,13 +60,10 @@ tar -C "$t/c" -czf "$d/openshift-client-linux-$V.tar.gz" oc
 printf 'Name:      %s\n\nPull From: quay.io/okd/scos-release:%s\n\nRelease Metadata:\n  Version:  %s\n' "$V" "$V" "$V" >"$d/release.txt"
 (cd "$d" && sha256sum openshift-*.tar.gz >sha256sum.txt)
 "$bin" image standin --iso --out "$work/mirror/coreos-live.x86_64.iso" >/dev/null
-gzip -c "$IMAGE" >"$work/mirror/coreos-qemu.x86_64.qcow2.gz"
 sum() { sha256sum <"$1" | cut -d' ' -f1; }
 jq -n --arg b "$base" --arg iso "$(sum "$work/mirror/coreos-live.x86_64.iso")" \
-	--arg gz "$(sum "$work/mirror/coreos-qemu.x86_64.qcow2.gz")" --arg raw "$(sum "$IMAGE")" \
-	'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{
-		metal:{formats:{iso:{disk:{location:($b + "/coreos-live.x86_64.iso"),sha256:$iso}}}},
-		qemu:{formats:{"qcow2.gz":{disk:{location:($b + "/coreos-qemu.x86_64.qcow2.gz"),sha256:$gz,"uncompressed-sha256":$raw}}}}}}}}' \
+	'{stream:"scos-4.21",architectures:{x86_64:{artifacts:{
+		metal:{formats:{iso:{disk:{location:($b + "/coreos-live.x86_64.iso"),sha256:$iso}}}}}}}}' \
 	>"$work/stream.json"
 export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
 python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/mirror" >"$work/mirror.log" 2>&1 &
@@ -86,7 +85,56 @@ target_status() { jq -r --arg t "$1" '.targets[$t].status // "none"' "$SHIFTLAB_
 console() { cat "/var/log/libvirt/qemu/$1-console.log" 2>/dev/null || true; }
 infra_id() { jq -r '.infraID // empty' "$assets/metadata.json" 2>/dev/null || true; }
 
-step "create cluster, killed with -9 while Ironic provisions the hosts"
+# The half-made states the real installer leaves, on which its `destroy
+# bootstrap` fails (pkg/infrastructure/baremetal: bootstrap.go destroyBootstrap,
+# variables.go getConfig). Made from a `create cluster` stopped right after its
+# bootstrap VM: without Ironic (SHIFTLAB_FAKE_IRONIC unset) the fake fails there.
+# From each, the rerun gets a whole bootstrap VM again; the last one goes on.
+whole_bootstrap() { # infraID
+	[[ $(virsh -q domstate "$1-bootstrap" 2>/dev/null) == running ]] &&
+		virsh -q vol-info --pool "$1-bootstrap" "$1-live-provisioner" >/dev/null 2>&1 &&
+		virsh -q vol-info --pool "$1-bootstrap" "$1-scratch" >/dev/null 2>&1
+}
+without_ironic() { # case
+	if env -u SHIFTLAB_FAKE_IRONIC "$bin" create cluster -f "$f" >"$work/$1.shiftlab.out" 2>&1; then
+		fail "$1: create cluster went past the bootstrap without Ironic"
+	fi
+	cp "$SHIFTLAB_HOME/clusters/$C/openshift-install.log" "$work/$1.out"
+	tail -n 1 "$work/$1.out" | grep -q 'SHIFTLAB_FAKE_IRONIC names no ironic.py' ||
+		fail "$1: create cluster stopped elsewhere: $(tail -20 "$work/$1.out")"
+}
+step "half-made bootstrap states: stopped, missing volume, metadata.json only"
+without_ironic first
+id=$(infra_id)
+[[ -n $id ]] && whole_bootstrap "$id" || fail "no whole bootstrap VM after the first create cluster"
+virsh -q destroy "$id-bootstrap" >/dev/null
+without_ironic stopped
+grep -q 'failed to destroy bootstrap: .*domain is not running' "$work/stopped.out" ||
+	fail "stopped: the installer's destroy bootstrap did not fail as the real one does: $(tail -20 "$work/stopped.out")"
+grep -q 'removing what is left of the bootstrap through libvirt' "$work/stopped.shiftlab.out" ||
+	fail "stopped: shiftlab did not remove the bootstrap itself: $(tail -20 "$work/stopped.shiftlab.out")"
+[[ $(infra_id) == "$id" ]] && whole_bootstrap "$id" || fail "stopped: no whole bootstrap VM $id-bootstrap after the rerun"
+step "ok: a stopped bootstrap VM: removed through libvirt, made again"
+virsh -q destroy "$id-bootstrap" >/dev/null
+virsh -q undefine "$id-bootstrap" >/dev/null
+virsh -q vol-delete --pool "$id-bootstrap" "$id-scratch" >/dev/null
+without_ironic half
+grep -q 'failed to destroy bootstrap: .*Domain not found' "$work/half.out" ||
+	fail "half: the installer's destroy bootstrap did not fail as the real one does: $(tail -20 "$work/half.out")"
+grep -q 'removing what is left of the bootstrap through libvirt' "$work/half.shiftlab.out" ||
+	fail "half: shiftlab did not remove the bootstrap itself: $(tail -20 "$work/half.shiftlab.out")"
+whole_bootstrap "$id" || fail "half: no whole bootstrap VM after the rerun"
+step "ok: a half-made bootstrap (no domain, no scratch volume): removed through libvirt, made again"
+virsh -q destroy "$id-bootstrap" >/dev/null
+virsh -q undefine "$id-bootstrap" >/dev/null
+for v in "$id-live-provisioner" "$id-scratch"; do virsh -q vol-delete --pool "$id-bootstrap" "$v" >/dev/null; done
+virsh -q pool-destroy "$id-bootstrap" >/dev/null
+virsh -q pool-delete "$id-bootstrap" >/dev/null
+virsh -q pool-undefine "$id-bootstrap" >/dev/null
+rm "$assets/terraform.tfvars.json" "$assets/terraform.platform.auto.tfvars.json"
+destroys=$(grep -c 'openshift-install destroy bootstrap' "$SHIFTLAB_HOME/clusters/$C/openshift-install.log")
+
+step "create cluster from metadata.json only, killed with -9 while Ironic provisions the hosts"
 "$bin" create cluster -f "$f" >"$work/killed.out" 2>&1 &
 pid=$!
 deadline=$((SECONDS + 1200))
@@ -95,8 +143,13 @@ until grep -qs 'inserting' "$assets/.ironic/ironic.log"; do
 	((SECONDS < deadline)) || fail "Ironic never started provisioning"
 	sleep 1
 done
-id=$(infra_id)
+old=$id id=$(infra_id)
 [[ -n $id ]] || fail "no infraID in metadata.json once Ironic runs"
+grep -q 'the installer made nothing last time: starting over' "$work/killed.out" ||
+	fail "metadata.json only: shiftlab did not start over: $(tail -20 "$work/killed.out")"
+[[ $id != "$old" ]] || fail "metadata.json only: the installer kept its state (infraID $id)"
+[[ $(grep -c 'openshift-install destroy bootstrap' "$SHIFTLAB_HOME/clusters/$C/openshift-install.log") == "$destroys" ]] ||
+	fail "metadata.json only: destroy bootstrap ran"
 # The bootstrap VM's NICs, recorded while it exists.
 virsh -q domiflist "$id-bootstrap" | tee "$work/bootstrap-nics.txt"
 deployed=$(ls "$assets/.ironic/deployed" 2>/dev/null | wc -l)

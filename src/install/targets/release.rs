@@ -1,6 +1,7 @@
 //! The release target: the release resolved to concrete, verified, cached
 //! artifacts — the installer (unless the cluster file names one) and the CoreOS
-//! image (unless it gives one), or for sno and agent the CoreOS live ISO.
+//! image (unless it gives one), or for sno and agent the CoreOS live ISO; for
+//! IPI neither ([`coreos_artifact`]).
 
 use anyhow::{Context, Result};
 
@@ -70,22 +71,58 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
             tools.openshift_install
         }
     };
-    if matches!(ctx.flow, Flow::Sno | Flow::Agent) {
-        // ISO installs boot the live ISO and install to an empty disk: no disk
-        // image. The agent installer fetches the ISO itself (from the same stream
-        // metadata); fetching it here too verifies the mirror holds it intact
-        // before anything is created.
-        let iso = release::coreos_image(&installer, CoreosKind::LiveIso, &cache, &progress)
-            .context("the CoreOS live ISO (the nodes boot it)")?;
-        locked.update_facts(|f| f.coreos_iso = Some(iso.clone()))?;
-        notes.push(format!("CoreOS live ISO {}", iso.display()));
-    } else if spec.image.is_none() {
-        let image = release::coreos_image(&installer, CoreosKind::Qemu, &cache, &progress)?;
-        locked.update_facts(|f| f.coreos_image = Some(image.clone()))?;
-        notes.push(format!("CoreOS image {}", image.display()));
+    match coreos_artifact(ctx.flow, spec.image.is_some()) {
+        Some(CoreosKind::LiveIso) => {
+            // The agent installer fetches the ISO itself (from the same stream
+            // metadata); fetching it here too verifies the mirror holds it intact
+            // before anything is created.
+            let iso = release::coreos_image(&installer, CoreosKind::LiveIso, &cache, &progress)
+                .context("the CoreOS live ISO (the nodes boot it)")?;
+            locked.update_facts(|f| f.coreos_iso = Some(iso.clone()))?;
+            notes.push(format!("CoreOS live ISO {}", iso.display()));
+        }
+        Some(kind) => {
+            let image = release::coreos_image(&installer, kind, &cache, &progress)?;
+            locked.update_facts(|f| f.coreos_image = Some(image.clone()))?;
+            notes.push(format!("CoreOS image {}", image.display()));
+        }
+        None => {}
     }
     for n in progress.notes() {
         ctx.progress.aside(format_args!("    {n}"));
     }
     Ok(Some(notes.join(", ")))
+}
+
+/// Which CoreOS artifact the release target fetches for `flow`: ISO installs
+/// (sno, agent) boot the live ISO and install to an empty disk; IPI none (its
+/// hosts boot the live ISO Ironic gives them through the BMC, and the
+/// installer's bootstrap VM fetches its own); the others the qemu image their
+/// disks start from, unless the cluster file gives one (`image_given`).
+pub fn coreos_artifact(flow: Flow, image_given: bool) -> Option<crate::release::CoreosKind> {
+    use crate::release::CoreosKind;
+    match flow {
+        Flow::Sno | Flow::Agent => Some(CoreosKind::LiveIso),
+        Flow::Ipi => None,
+        Flow::Upi | Flow::Lab if image_given => None,
+        Flow::Upi | Flow::Lab => Some(CoreosKind::Qemu),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::release::CoreosKind;
+
+    #[test]
+    fn ipi_fetches_no_coreos_artifact() {
+        assert_eq!(coreos_artifact(Flow::Ipi, false), None);
+        assert_eq!(coreos_artifact(Flow::Ipi, true), None);
+        assert_eq!(coreos_artifact(Flow::Upi, false), Some(CoreosKind::Qemu));
+        assert_eq!(coreos_artifact(Flow::Upi, true), None);
+        assert_eq!(coreos_artifact(Flow::Lab, false), Some(CoreosKind::Qemu));
+        for iso in [Flow::Sno, Flow::Agent] {
+            assert_eq!(coreos_artifact(iso, false), Some(CoreosKind::LiveIso));
+        }
+    }
 }

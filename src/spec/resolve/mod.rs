@@ -21,6 +21,7 @@ mod release;
 mod sizes;
 pub use sizes::documented_minimum;
 mod topology;
+mod versions;
 
 use std::path::{Path, PathBuf};
 
@@ -87,6 +88,15 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let install = install::resolve(&raw, env, d);
     let release = release::resolve(&raw, env, d);
     let bmc = bmc::resolve(&raw, &network, d);
+    let method_field = raw.method.as_ref().map_or("method", |m| m.field.as_str());
+    for (field, message) in versions::refusals(
+        &id.version,
+        topo.method,
+        method_field,
+        raw.bmc.verify_certificate.as_ref(),
+    ) {
+        d.error(field, message);
+    }
     let (backend, kubevirt) = kubevirt::resolve(&raw, env, &id.cluster, topo.method, &network, d);
 
     ClusterSpec {

@@ -76,7 +76,7 @@ pub fn cluster_networks(raw: &RawSpec, version: &Version, d: &mut Diagnostics) -
             match s.v.as_str() {
                 "OVNKubernetes" => {}
                 "OpenShiftSDN" => {
-                    if version_minor(version).is_some_and(|m| m >= 15) {
+                    if super::versions::minor(version).is_some_and(|m| m >= 15) {
                         d.error(
                             &s.field,
                             "OpenShiftSDN was removed in 4.15; use OVNKubernetes",
@@ -99,14 +99,6 @@ pub fn cluster_networks(raw: &RawSpec, version: &Version, d: &mut Diagnostics) -
         cluster_network,
         host_prefix: host_prefix.min(32) as u8,
         service_network,
-    }
-}
-
-fn version_minor(v: &Version) -> Option<u32> {
-    match v {
-        Version::Exact { version } => version.split('.').nth(1)?.parse().ok(),
-        Version::Minor { minor } => Some(*minor),
-        Version::Channel { minor, .. } => *minor,
     }
 }
 
