@@ -364,9 +364,14 @@ impl<M: Machine + ?Sized> Service<M> {
             } => {
                 // held busy through the download, freed however it ends
                 let _held = self.inserts.begin(&system, slot)?;
-                self.machine
-                    .insert_media(&system, slot, &request)
-                    .map_err(m)?;
+                if let Err(e) = self.machine.insert_media(&system, slot, &request) {
+                    // The client's message names the cause (and the URL
+                    // without user-info or query): the BMC's log says it too.
+                    if let MachineError::BadRequest(why) | MachineError::Conflict(why) = &e {
+                        tracing::warn!(system = %system, slot = %slot, %user, error = %why, "media insert failed");
+                    }
+                    return Err(m(e));
+                }
                 tracing::info!(system = %system, slot = %slot, %user, "media inserted");
                 Ok(Response::empty(204))
             }
