@@ -205,6 +205,16 @@ impl Snapshot {
     }
 }
 
+/// The volume behind a disk's source as [`parse::domain`] reads it: a path,
+/// or `pool/volume` for a `type='volume'` disk.
+fn disk_volume(host: &Host, source: &str) -> Option<virt::storage_vol::StorageVol> {
+    if source.starts_with('/') {
+        return host.conn.lookup_storage_vol_by_path(source).ok();
+    }
+    let (pool, volume) = source.split_once('/')?;
+    Host::volume(&host.pool(pool).ok()??, volume).ok()?
+}
+
 /// The processors a domain shows its guest: its `<cpu><topology>`, else one
 /// socket per vCPU (QEMU's default); the model as `<cpu>` sets it.
 fn cpus(view: &DomainView) -> Cpus {
@@ -476,7 +486,7 @@ impl LibvirtMachine {
                 name: dev.clone(),
                 capacity_bytes: src
                     .as_deref()
-                    .and_then(|s| link.host.conn.lookup_storage_vol_by_path(s).ok())
+                    .and_then(|s| disk_volume(&link.host, s))
                     .and_then(|v| v.info().ok())
                     .map(|i| i.capacity),
             })
