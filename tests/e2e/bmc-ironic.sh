@@ -65,6 +65,7 @@ password=$(cat "$work/bmc/password")
 # Ironic checks an image URL before the BMC gets it: it trusts both CAs.
 cat "$work/private-ca.crt" "$work/stranger-ca.crt" >"$work/ironic-cas.crt"
 ironic_start "$work/ironic" 16385 https://127.0.0.1:16183 "$work/ironic-cas.crt"
+step "Ironic from $ironic_venv"
 
 # Enrolled as baremetal-operator does from install-config's
 # redfish-virtualmedia+https://… address with the BMC's CA.
