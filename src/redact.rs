@@ -311,6 +311,35 @@ fn redact_private_keys(text: &str) -> String {
     out
 }
 
+/// One URL as it may be shown (a Redfish error, a log line): its user-info
+/// dropped and its query and fragment replaced by `REDACTED` (a signed URL
+/// carries its token there); scheme, host, port and path kept.
+pub fn url(raw: &str) -> String {
+    let (head, cut) = match raw.find(['?', '#']) {
+        Some(i) => (&raw[..i], true),
+        None => (raw, false),
+    };
+    let mut out = match head.find("://") {
+        Some(i) => {
+            let auth_start = i + 3;
+            let auth_end = head[auth_start..]
+                .find('/')
+                .map_or(head.len(), |j| auth_start + j);
+            let host = match head[auth_start..auth_end].rfind('@') {
+                Some(at) => &head[auth_start + at + 1..auth_end],
+                None => &head[auth_start..auth_end],
+            };
+            format!("{}{}{}", &head[..auth_start], host, &head[auth_end..])
+        }
+        None => head.to_string(),
+    };
+    if cut {
+        out.push('?');
+        out.push_str(REDACTED);
+    }
+    out
+}
+
 /// The userinfo of every `scheme://user:password@host` in `text`: the password
 /// replaced (`user:<redacted>@`), or all of it when it has no `:` (a token
 /// alone, `https://TOKEN@host`).
@@ -663,6 +692,18 @@ mod tests {
             "Kube-Admin-Pass-1234 bmc-secret-pw-5678 httptokenhttptoken cXVheTpzZWNyZXRwdWxs \
                     pr/xy-pass pr%2Fxy-pass host-bmc-pw-1 a2V5LWRhdGEtMQ== sha256~kubetoken ok";
         assert_eq!(r.redact(text), format!("{} ok", [REDACTED; 9].join(" ")));
+    }
+    #[test]
+    fn a_url_loses_its_user_info_query_and_fragment() {
+        assert_eq!(
+            url("https://u:pw@h:6183/a/b.iso?temp_url_sig=abc&x=1#f"),
+            "https://h:6183/a/b.iso?<redacted>"
+        );
+        assert_eq!(url("http://TOKEN@h/x.iso"), "http://h/x.iso");
+        assert_eq!(url("http://h/x.iso"), "http://h/x.iso");
+        assert_eq!(url("http://h?a=b"), "http://h?<redacted>");
+        assert_eq!(url("not a url?k=secret"), "not a url?<redacted>");
+        assert_eq!(url("http://h/p@x/y.iso"), "http://h/p@x/y.iso");
     }
 }
 

@@ -107,7 +107,7 @@ fn ironics_virtual_media_sequence_on_a_kubevirt_vm() {
     let u = node.uuid.as_str();
     let info = m.system(u).unwrap();
     assert_eq!(info.power, PowerState::Off);
-    assert_eq!(info.cpus, node.vcpus);
+    assert_eq!(info.cpus.logical(), node.vcpus);
     assert_eq!(info.memory_mib, node.memory_mib);
     assert_eq!(info.nics[0].mac, node.mac);
     assert_eq!(

@@ -233,15 +233,15 @@ fn gets_come_from_memory_kept_true_by_libvirt_events() {
     let start = xml.find("<vcpu").unwrap();
     let end = xml[start..].find("</vcpu>").unwrap() + start;
     let open_end = xml[start..end].find('>').unwrap() + start + 1;
-    let more = before.cpus + 1;
+    let more = before.cpus.logical() + 1;
     let edited = format!("{}{more}{}", &xml[..open_end], &xml[end..]);
     conn.define_domain_xml(&edited).unwrap();
     // a definition drops the entry: memory no longer answers until a read
     eventually("the edited definition", || {
-        m.peek(TEST_UUID).is_none_or(|i| i.cpus == more)
-            && m.system(TEST_UUID).unwrap().cpus == more
+        m.peek(TEST_UUID).is_none_or(|i| i.cpus.logical() == more)
+            && m.system(TEST_UUID).unwrap().cpus.logical() == more
     });
-    assert_eq!(m.peek(TEST_UUID).unwrap().cpus, more);
+    assert_eq!(m.peek(TEST_UUID).unwrap().cpus.logical(), more);
     // changes made through the BMC are seen by the very next GET
     m.set_boot(
         TEST_UUID,

@@ -60,3 +60,19 @@ qemu_pin_args() {
   fi
   printf '%s\n' --allow-downgrades "qemu-utils=$utils_want" "qemu-system-x86=$sys_want"
 }
+
+# ironic_venv_plan TESTS VERSION < `VENV/bin/pip show ironic` (empty when there is
+# no venv): what to do with the cached venv of PyPI's Ironic the BMC suites drive
+# (tests/e2e/ironic-lib.sh). Prints "skip" without --tests (TESTS is not 1),
+# "keep" when the venv holds Ironic VERSION, else "build".
+ironic_venv_plan() {
+  local tests=$1 want=$2 have
+  have=$(awk -F': *' '$1 == "Version" { print $2 }')
+  if [[ $tests != 1 ]]; then
+    echo skip
+  elif [[ -n $have && $have == "$want" ]]; then
+    echo keep
+  else
+    echo build
+  fi
+}

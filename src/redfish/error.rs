@@ -188,6 +188,28 @@ impl RedfishError {
         )
     }
 
+    /// UEFI HTTP boot (`UefiHttp`, `HttpBootUri`): not offered, and why.
+    pub fn uefi_http_unsupported(property: &str, value: &str) -> Self {
+        Self::new(
+            400,
+            "PropertyValueNotInList",
+            format!("The value '{value}' for the property {property} is not supported: this BMC boots images only as virtual media, so UEFI HTTP boot is not offered; insert the image with VirtualMedia.InsertMedia and boot Cd (Ironic's redfish-virtual-media boot interface)."),
+            vec![value.to_string(), property.to_string()],
+        )
+        .resolution("Use virtual media: InsertMedia, then BootSourceOverrideTarget Cd.")
+    }
+
+    /// A PATCH of `SecureBootEnable` the domain's firmware cannot honour.
+    pub fn secure_boot_fixed(enable: bool, why: &str) -> Self {
+        Self::new(
+            400,
+            "PropertyValueNotInList",
+            format!("The value '{enable}' for the property SecureBootEnable cannot be applied: {why}."),
+            vec![enable.to_string(), "SecureBootEnable".to_string()],
+        )
+        .resolution("Change the domain's firmware in its libvirt definition, or leave SecureBootEnable as it is.")
+    }
+
     pub fn unauthorized() -> Self {
         Self::new(
             401,

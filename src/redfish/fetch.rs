@@ -48,11 +48,18 @@ impl Fetcher {
     }
 
     /// GETs `url` with `headers`, following up to [`MAX_REDIRECTS`]
-    /// redirects. A source refused or unreachable at any hop is
-    /// [`UNREACHABLE`] to the client, the reason in the log.
+    /// redirects. A failure is a [`MachineError::BadRequest`] naming the URL
+    /// (without user-info or query) and its [`Cause`].
     pub fn get(&self, url: &str, headers: &[(&str, &str)]) -> Result<ureq::Response, MachineError> {
+        let shown = crate::redact::url(url);
+        let failed = |cause: Cause| {
+            MachineError::BadRequest(format!(
+                "fetching the image {shown} failed: {}",
+                cause.describe()
+            ))
+        };
         let mut next = source::check_url(url)
-            .map_err(|r| unreachable(source::written_host(url).unwrap_or(""), &r))?;
+            .map_err(|r| failed(refused(source::written_host(url).unwrap_or(""), &r)))?;
         for hop in 0..=MAX_REDIRECTS {
             let host = next.host_str().unwrap_or("").to_string();
             let mut req = self.agent.request_url("GET", &next);
@@ -62,33 +69,150 @@ impl Fetcher {
             match req.call() {
                 Ok(resp) if is_redirect(resp.status()) => {
                     let Some(location) = resp.header("Location") else {
-                        return Err(MachineError::BadRequest(format!(
-                            "the image server answered HTTP {} without a Location",
+                        return Err(failed(Cause::Other(format!(
+                            "the server answered HTTP {} without a Location",
                             resp.status()
-                        )));
+                        ))));
                     };
                     next = source::check_redirect(&next, location)
-                        .map_err(|r| unreachable(&host, &format!("redirect: {r}")))?;
+                        .map_err(|r| failed(refused(&host, &format!("redirect: {r}"))))?;
                 }
                 Ok(resp) => return Ok(resp),
                 Err(ureq::Error::Status(code, _)) => {
-                    return Err(MachineError::BadRequest(format!(
-                        "fetching the image failed: HTTP {code}"
-                    )))
+                    return Err(failed(Cause::Other(format!(
+                        "the server answered HTTP {code}"
+                    ))))
                 }
                 Err(ureq::Error::Transport(t)) => {
-                    let reason = match hop {
-                        0 => cause(&t),
-                        n => format!("after {n} redirect(s): {}", cause(&t)),
+                    let cause = Cause::classify(t.kind(), &chain(&t));
+                    if let Cause::Rule(reason) = &cause {
+                        refused(&host, reason);
+                    }
+                    let cause = match hop {
+                        0 => cause,
+                        n => Cause::Other(format!("after {n} redirect(s): {}", cause.describe())),
                     };
-                    return Err(unreachable(&host, &reason));
+                    return Err(failed(cause));
                 }
             }
         }
-        Err(MachineError::BadRequest(format!(
-            "the image server redirected more than {MAX_REDIRECTS} times"
-        )))
+        Err(failed(Cause::Other(format!(
+            "the server redirected more than {MAX_REDIRECTS} times"
+        ))))
     }
+}
+
+/// Why a fetch failed, read from the transport error's chain: what the
+/// client's message says (the log line repeats it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
+    /// The image-source rule refused the address; no connection was made.
+    /// The reason (which rule) goes to the log only.
+    Rule(String),
+    /// The name does not resolve.
+    Dns(String),
+    /// Nothing listens there.
+    ConnectionRefused,
+    /// Connecting or reading took too long.
+    Timeout,
+    /// TLS: the certificate is not from a CA the BMC trusts (`--media-ca`).
+    UnknownCa,
+    /// TLS: the certificate is from a trusted CA but unusable (expired, for
+    /// another name, …).
+    BadCertificate(String),
+    /// TLS: anything else in the handshake.
+    Tls(String),
+    Other(String),
+}
+
+impl Cause {
+    /// The cause of a transport failure of kind `kind`, whose error chain
+    /// (the error's sources, and what each I/O error wraps) is `chain`.
+    pub fn classify(kind: ureq::ErrorKind, chain: &[&(dyn std::error::Error + 'static)]) -> Cause {
+        for e in chain {
+            if let Some(r) = e.downcast_ref::<source::Refused>() {
+                return Cause::Rule(r.0.clone());
+            }
+            if let Some(t) = e.downcast_ref::<rustls::Error>() {
+                return match t {
+                    rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer) => {
+                        Cause::UnknownCa
+                    }
+                    rustls::Error::InvalidCertificate(c) => Cause::BadCertificate(certificate(c)),
+                    other => Cause::Tls(other.to_string()),
+                };
+            }
+        }
+        let io = chain
+            .iter()
+            .find_map(|e| e.downcast_ref::<std::io::Error>());
+        match io.map(std::io::Error::kind) {
+            Some(std::io::ErrorKind::ConnectionRefused) => return Cause::ConnectionRefused,
+            Some(std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => {
+                return Cause::Timeout
+            }
+            _ => {}
+        }
+        let detail = || {
+            chain
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join(": ")
+        };
+        match kind {
+            ureq::ErrorKind::Dns => Cause::Dns(detail()),
+            _ if detail().is_empty() => Cause::Other(kind.to_string()),
+            _ => Cause::Other(format!("{kind}: {}", detail())),
+        }
+    }
+
+    /// The cause as the client reads it.
+    pub fn describe(&self) -> String {
+        match self {
+            Cause::Rule(_) => UNREACHABLE.to_string(),
+            Cause::Dns(d) => format!("DNS: the server's name does not resolve ({d})"),
+            Cause::ConnectionRefused => "connection refused: nothing listens at that address and port".into(),
+            Cause::Timeout => "timed out connecting to or reading from the server".into(),
+            Cause::UnknownCa => "TLS: unknown CA: the server's certificate is not signed by a CA this BMC trusts for image servers (--media-ca)".into(),
+            Cause::BadCertificate(d) => format!("TLS: bad certificate: {d}"),
+            Cause::Tls(d) => format!("TLS handshake failed: {d}"),
+            Cause::Other(d) => d.clone(),
+        }
+    }
+}
+
+/// A certificate's fault in words.
+fn certificate(c: &rustls::CertificateError) -> String {
+    use rustls::CertificateError as C;
+    match c {
+        C::Expired | C::ExpiredContext { .. } => "the certificate has expired".into(),
+        C::NotValidYet | C::NotValidYetContext { .. } => "the certificate is not valid yet".into(),
+        C::NotValidForName | C::NotValidForNameContext { .. } => {
+            "the certificate is not valid for the server's name or address".into()
+        }
+        C::Revoked => "the certificate is revoked".into(),
+        C::BadSignature => "the certificate's signature is bad".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The error's sources and, for each I/O error, the error it wraps (an
+/// `io::Error`'s own `source` skips it).
+fn chain(t: &ureq::Transport) -> Vec<&(dyn std::error::Error + 'static)> {
+    let mut out = Vec::new();
+    let mut next = std::error::Error::source(t);
+    while let Some(e) = next {
+        out.push(e);
+        if let Some(inner) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            out.push(inner);
+        }
+        next = e.source();
+    }
+    out
 }
 
 /// Checks a `--media-ca` file at start: readable, with a certificate.
@@ -100,28 +224,11 @@ fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
 }
 
-/// Logs why a source cannot be fetched from; the client's error says only
-/// that it cannot.
-fn unreachable(host: &str, reason: &str) -> MachineError {
-    tracing::warn!(%host, reason, "image source refused or unreachable");
-    MachineError::BadRequest(UNREACHABLE.into())
-}
-
-/// A transport error's kind, message and causes, without its URL (which
-/// may carry a password).
-fn cause(t: &ureq::Transport) -> String {
-    let mut s = t.kind().to_string();
-    if let Some(m) = t.message() {
-        s.push_str(": ");
-        s.push_str(m);
-    }
-    let mut source = std::error::Error::source(t);
-    while let Some(e) = source {
-        s.push_str(": ");
-        s.push_str(&e.to_string());
-        source = e.source();
-    }
-    s
+/// Logs which rule refused a source (the client's message says only that
+/// the rule did): the cause, for [`Cause::Rule`].
+fn refused(host: &str, reason: &str) -> Cause {
+    tracing::warn!(%host, reason, "image source refused by the image-source rule");
+    Cause::Rule(reason.to_string())
 }
 
 fn client_tls(media_ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>> {
@@ -338,15 +445,24 @@ mod tests {
             format!("http://127.0.0.1:{port}/to-loopback"),
             format!("http://127.0.0.1:{port}/to-number"),
             format!("http://127.0.0.1:{port}/to-short"),
-            // unreachable looks the same as refused
-            format!("http://127.0.0.1:{closed}/x.iso"),
         ];
         if let Some(v6) = &v6 {
             urls.push(format!("http://[::1]:{}/x.iso", v6.addr.port()));
         }
         for url in &urls {
-            assert_eq!(refused(f.get(url, &[])), UNREACHABLE, "{url}");
+            let msg = refused(f.get(url, &[]));
+            assert!(msg.ends_with(UNREACHABLE), "{url}: {msg}");
+            assert!(!msg.contains("pw"), "{msg}");
         }
+        // an allowed source that cannot be fetched says why
+        let msg = refused(f.get(
+            &format!("http://127.0.0.1:{closed}/x.iso?token=s3cret"),
+            &[],
+        ));
+        assert_eq!(
+            msg,
+            format!("fetching the image http://127.0.0.1:{closed}/x.iso?<redacted> failed: connection refused: nothing listens at that address and port")
+        );
         assert_eq!(
             v4.hits.load(Ordering::SeqCst),
             0,
@@ -379,14 +495,83 @@ mod tests {
         // with the CA that signed it
         let f = Fetcher::new(sources.clone(), Some(&ours.ca_path)).unwrap();
         assert_eq!(body(f.get(&url, &[]).unwrap()), "hello");
-        // with another CA: refused, and the client hears only that
+        // with a private CA the BMC does not trust: the client hears why
         let f = Fetcher::new(sources.clone(), Some(&other.ca_path)).unwrap();
-        assert_eq!(refused(f.get(&url, &[])), UNREACHABLE);
+        let msg = refused(f.get(&url, &[]));
+        assert!(
+            msg.contains(&format!("fetching the image {url} failed: TLS: unknown CA")),
+            "{msg}"
+        );
+        // a certificate from a trusted CA, but for another address
+        let elsewhere = tls::ensure(
+            &dir.path().join("elsewhere"),
+            &["127.0.0.9".parse().unwrap()],
+            &[],
+        )
+        .unwrap();
+        let server2 = loopback(
+            "127.0.0.1:0",
+            Some(tls::server_config(&elsewhere).unwrap()),
+            ok,
+        )
+        .unwrap();
+        let f = Fetcher::new(sources.clone(), Some(&elsewhere.ca_path)).unwrap();
+        let msg = refused(f.get(
+            &format!("https://127.0.0.1:{}/x.iso", server2.addr.port()),
+            &[],
+        ));
+        assert!(
+            msg.contains("TLS: bad certificate: the certificate is not valid for the server's name or address"),
+            "{msg}"
+        );
 
         // a CA file with no certificate is refused at start
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
         let e = Fetcher::new(sources, Some(&empty)).err().unwrap();
         assert!(format!("{e:#}").contains("no PEM certificate"), "{e:#}");
+    }
+
+    #[test]
+    fn causes_are_read_from_the_error_chain() {
+        use std::io::{Error as Io, ErrorKind as K};
+        use ureq::ErrorKind::{ConnectionFailed, Dns, Io as IoKind};
+        let classify =
+            |kind, errors: &[&(dyn std::error::Error + 'static)]| Cause::classify(kind, errors);
+        let refused = Io::from(K::ConnectionRefused);
+        assert_eq!(
+            classify(ConnectionFailed, &[&refused]),
+            Cause::ConnectionRefused
+        );
+        let timed_out = Io::from(K::TimedOut);
+        assert_eq!(classify(ConnectionFailed, &[&timed_out]), Cause::Timeout);
+        let would_block = Io::from(K::WouldBlock);
+        assert_eq!(classify(IoKind, &[&would_block]), Cause::Timeout);
+        let lookup = Io::other("failed to lookup address information: Name or service not known");
+        assert!(
+            matches!(classify(Dns, &[&lookup]), Cause::Dns(d) if d.contains("Name or service not known"))
+        );
+        // the rule's refusal comes through the resolver as a DNS error
+        let rule = source::Refused("127.0.0.2 is a loopback address".into());
+        let io = Io::new(K::PermissionDenied, source::Refused("x".into()));
+        assert_eq!(
+            classify(Dns, &[&io, &rule]),
+            Cause::Rule("127.0.0.2 is a loopback address".into())
+        );
+        // TLS, wrapped in an I/O error as the TLS stream reports it
+        let unknown = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let io = Io::new(K::InvalidData, unknown.clone());
+        assert_eq!(classify(IoKind, &[&io, &unknown]), Cause::UnknownCa);
+        let expired = rustls::Error::InvalidCertificate(rustls::CertificateError::Expired);
+        assert_eq!(
+            classify(IoKind, &[&expired]),
+            Cause::BadCertificate("the certificate has expired".into())
+        );
+        let alert = rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure);
+        assert!(matches!(classify(IoKind, &[&alert]), Cause::Tls(_)));
+        assert_eq!(classify(IoKind, &[]), Cause::Other(IoKind.to_string()));
+        // what the client reads names the cause
+        assert!(Cause::UnknownCa.describe().starts_with("TLS: unknown CA"));
+        assert_eq!(Cause::Rule("secret detail".into()).describe(), UNREACHABLE);
     }
 }

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::model::{
-    BootEnabled, BootMode, BootOverride, BootPatch, BootTarget, Disk, InsertRequest, MediaSlot,
-    MediaState, Nic, PowerState, ResetType, SystemInfo, SystemRef,
+    BootEnabled, BootMode, BootOverride, BootPatch, BootTarget, Cpus, Disk, InsertRequest,
+    MediaSlot, MediaState, Nic, PowerState, ResetType, SystemInfo, SystemRef,
 };
 
 /// Why a machine refused or failed an operation. The service maps each
@@ -135,11 +135,12 @@ pub struct MemorySystem {
     pub power: PowerState,
     pub boot: BootState,
     pub mode: BootMode,
-    pub cpus: u32,
+    pub cpus: Cpus,
     pub memory_mib: u64,
     pub nics: Vec<Nic>,
     pub disks: Vec<Disk>,
     pub media: Option<String>,
+    pub secure_boot: bool,
     /// Device class each start booted from, in order.
     pub boots: Vec<BootTarget>,
 }
@@ -152,7 +153,7 @@ impl MemorySystem {
             power: PowerState::Off,
             boot: BootState::default(),
             mode: BootMode::UEFI,
-            cpus: 2,
+            cpus: Cpus::flat(2, "QEMU Virtual CPU (qemu64)"),
             memory_mib: 4096,
             nics: vec![Nic {
                 id: "52:54:00:00:00:01".into(),
@@ -163,6 +164,7 @@ impl MemorySystem {
                 capacity_bytes: Some(20 << 30),
             }],
             media: None,
+            secure_boot: false,
             boots: Vec::new(),
         }
     }
@@ -185,7 +187,7 @@ impl MemorySystem {
                 enabled: self.boot.enabled,
                 mode: self.mode,
             },
-            cpus: self.cpus,
+            cpus: self.cpus.clone(),
             memory_mib: self.memory_mib,
             nics: self.nics.clone(),
             disks: self.disks.clone(),
@@ -195,6 +197,7 @@ impl MemorySystem {
                 image: self.media.clone(),
                 write_protected: true,
             }],
+            secure_boot: self.secure_boot,
         }
     }
 }

@@ -24,8 +24,8 @@ use serde_json::{json, Value};
 
 use super::machine::{BootState, Machine, MachineError};
 use super::model::{
-    BootEnabled, BootMode, BootOverride, BootPatch, BootTarget, Disk, InsertRequest, MediaSlot,
-    MediaState, Nic, PowerState, ResetType, SystemInfo, SystemRef,
+    BootEnabled, BootMode, BootOverride, BootPatch, BootTarget, Cpus, Disk, InsertRequest,
+    MediaSlot, MediaState, Nic, PowerState, ResetType, SystemInfo, SystemRef,
 };
 use super::source::{ImageSources, UNREACHABLE};
 use crate::kubevirt::apply::resource;
@@ -372,10 +372,27 @@ impl Machine for KubevirtMachine {
                 enabled: boot.enabled,
                 mode,
             },
-            cpus: dom
-                .pointer("/cpu/cores")
-                .and_then(Value::as_u64)
-                .unwrap_or(1) as u32,
+            cpus: {
+                let n = |k: &str| {
+                    dom.pointer(&format!("/cpu/{k}"))
+                        .and_then(Value::as_u64)
+                        .map_or(1, |v| v.max(1) as u32)
+                };
+                let model = match dom.pointer("/cpu/model").and_then(Value::as_str) {
+                    Some(m @ ("host-passthrough" | "host-model")) => format!("host CPU ({m})"),
+                    Some(m) => format!("QEMU Virtual CPU ({m})"),
+                    // KubeVirt's default is host-model
+                    None => "host CPU (host-model)".to_string(),
+                };
+                Cpus {
+                    sockets: n("sockets"),
+                    cores: n("cores"),
+                    threads: n("threads"),
+                    model,
+                    // shiftlab's KubeVirt VMs are amd64
+                    arch: "x86_64".to_string(),
+                }
+            },
             memory_mib: dom
                 .pointer("/memory/guest")
                 .and_then(Value::as_str)
@@ -389,6 +406,10 @@ impl Machine for KubevirtMachine {
                 image: media,
                 write_protected: true,
             }],
+            // KubeVirt turns secure boot on for EFI unless told not to
+            secure_boot: dom
+                .pointer("/firmware/bootloader/efi")
+                .is_some_and(|efi| efi["secureBoot"].as_bool().unwrap_or(true)),
         })
     }
 

@@ -188,7 +188,7 @@ impl Snapshot {
                 enabled: boot.enabled,
                 mode: mode(view.firmware),
             },
-            cpus: view.vcpus,
+            cpus: cpus(view),
             memory_mib: view.memory_kib / 1024,
             nics: view
                 .macs
@@ -200,8 +200,45 @@ impl Snapshot {
                 .collect(),
             disks,
             media: vec![media],
+            secure_boot: view.secure_boot,
         }
     }
+}
+
+/// The volume behind a disk's source as [`parse::domain`] reads it: a path,
+/// or `pool/volume` for a `type='volume'` disk.
+fn disk_volume(host: &Host, source: &str) -> Option<virt::storage_vol::StorageVol> {
+    if source.starts_with('/') {
+        return host.conn.lookup_storage_vol_by_path(source).ok();
+    }
+    let (pool, volume) = source.split_once('/')?;
+    Host::volume(&host.pool(pool).ok()??, volume).ok()?
+}
+
+/// The processors a domain shows its guest: its `<cpu><topology>`, else one
+/// socket per vCPU (QEMU's default); the model as `<cpu>` sets it.
+fn cpus(view: &DomainView) -> Cpus {
+    let model = match (view.cpu_mode.as_deref(), view.cpu_model.as_deref()) {
+        (Some(mode @ ("host-passthrough" | "host-model" | "maximum")), _) => {
+            format!("host CPU ({mode})")
+        }
+        (_, Some(model)) => format!("QEMU Virtual CPU ({model})"),
+        // libvirt's and QEMU's default x86 model
+        _ => "QEMU Virtual CPU (qemu64)".to_string(),
+    };
+    let mut cpus = match view.cpu_topology {
+        Some((sockets, cores, threads)) => Cpus {
+            sockets,
+            cores,
+            threads,
+            model,
+            arch: String::new(),
+        },
+        None => Cpus::flat(view.vcpus, &model),
+    };
+    // libvirt's default architecture is the host's; shiftlab's hosts are x86_64
+    cpus.arch = view.arch.clone().unwrap_or_else(|| "x86_64".into());
+    cpus
 }
 
 /// The in-memory state and what keeps it true; shared with the event callback.
@@ -449,7 +486,7 @@ impl LibvirtMachine {
                 name: dev.clone(),
                 capacity_bytes: src
                     .as_deref()
-                    .and_then(|s| link.host.conn.lookup_storage_vol_by_path(s).ok())
+                    .and_then(|s| disk_volume(&link.host, s))
                     .and_then(|v| v.info().ok())
                     .map(|i| i.capacity),
             })
@@ -806,6 +843,25 @@ mod tests {
             uuid: uuid.into(),
             change: Change::Reset,
         }
+    }
+
+    #[test]
+    fn processors_come_from_the_topology_else_one_socket_per_vcpu() {
+        let xml = |cpu: &str| {
+            format!("<domain type='qemu'><name>n</name><vcpu>6</vcpu><os><type arch='x86_64'>hvm</type></os>{cpu}<devices/></domain>")
+        };
+        let view = |cpu: &str| parse::domain(&xml(cpu)).unwrap();
+        let c = cpus(&view(""));
+        assert_eq!((c.sockets, c.cores, c.threads), (6, 1, 1));
+        assert_eq!(c.model, "QEMU Virtual CPU (qemu64)");
+        assert_eq!(c.arch, "x86_64");
+        let c = cpus(&view(
+            "<cpu mode='host-passthrough'><topology sockets='1' cores='3' threads='2'/></cpu>",
+        ));
+        assert_eq!((c.sockets, c.cores, c.threads, c.logical()), (1, 3, 2, 6));
+        assert_eq!(c.model, "host CPU (host-passthrough)");
+        let c = cpus(&view("<cpu mode='custom'><model>EPYC</model></cpu>"));
+        assert_eq!(c.model, "QEMU Virtual CPU (EPYC)");
     }
 
     #[test]

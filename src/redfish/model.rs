@@ -149,6 +149,37 @@ pub struct MediaState {
     pub write_protected: bool,
 }
 
+/// The processors of a system: `sockets` packages of `cores` cores of
+/// `threads` threads each, all of one `model` and architecture (libvirt's
+/// name: `x86_64`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cpus {
+    pub sockets: u32,
+    pub cores: u32,
+    pub threads: u32,
+    pub model: String,
+    pub arch: String,
+}
+
+impl Cpus {
+    /// What QEMU gives a domain with `vcpus` and no topology: one
+    /// single-core, single-thread socket per vCPU.
+    pub fn flat(vcpus: u32, model: &str) -> Cpus {
+        Cpus {
+            sockets: vcpus.max(1),
+            cores: 1,
+            threads: 1,
+            model: model.to_string(),
+            arch: "x86_64".to_string(),
+        }
+    }
+
+    /// Logical CPUs: what `ProcessorSummary/Count` and Ironic's `cpus` report.
+    pub fn logical(&self) -> u32 {
+        self.sockets * self.cores * self.threads
+    }
+}
+
 /// Everything a GET of a System (and its sub-resources) shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SystemInfo {
@@ -156,11 +187,13 @@ pub struct SystemInfo {
     pub name: String,
     pub power: PowerState,
     pub boot: BootOverride,
-    pub cpus: u32,
+    pub cpus: Cpus,
     pub memory_mib: u64,
     pub nics: Vec<Nic>,
     pub disks: Vec<Disk>,
     pub media: Vec<MediaState>,
+    /// The firmware verifies what it boots (an OVMF secure-boot loader).
+    pub secure_boot: bool,
 }
 
 #[cfg(test)]

@@ -40,6 +40,15 @@ pub enum Resource {
     EthernetInterface(String, String),
     SimpleStorages(String),
     SimpleStorage(String, String),
+    Processors(String),
+    Processor(String, String),
+    Storages(String),
+    Storage(String, String),
+    Drive(String, String, String),
+    Bios(String),
+    SecureBoot(String),
+    ChassisCollection,
+    Chassis(String),
     VirtualMediaCollection(MediaOwner, String),
     VirtualMedia(MediaOwner, String, String),
     InsertMedia(MediaOwner, String, String),
@@ -63,6 +72,11 @@ pub enum Action {
     Reset {
         system: String,
         reset: ResetType,
+    },
+    /// PATCH of `SecureBoot`: `SecureBootEnable` as asked.
+    PatchSecureBoot {
+        system: String,
+        enable: bool,
     },
     InsertMedia {
         owner: MediaOwner,
@@ -113,6 +127,15 @@ impl Resource {
             }
             ["Systems", id, "SimpleStorage"] => Resource::SimpleStorages(own(id)),
             ["Systems", id, "SimpleStorage", n] => Resource::SimpleStorage(own(id), own(n)),
+            ["Systems", id, "Processors"] => Resource::Processors(own(id)),
+            ["Systems", id, "Processors", n] => Resource::Processor(own(id), own(n)),
+            ["Systems", id, "Storage"] => Resource::Storages(own(id)),
+            ["Systems", id, "Storage", n] => Resource::Storage(own(id), own(n)),
+            ["Systems", id, "Storage", n, "Drives", d] => Resource::Drive(own(id), own(n), own(d)),
+            ["Systems", id, "Bios"] => Resource::Bios(own(id)),
+            ["Systems", id, "SecureBoot"] => Resource::SecureBoot(own(id)),
+            ["Chassis"] => Resource::ChassisCollection,
+            ["Chassis", id] => Resource::Chassis(own(id)),
             ["Systems", id, "VirtualMedia"] => Resource::VirtualMediaCollection(S, own(id)),
             ["Systems", id, "VirtualMedia", m] => Resource::VirtualMedia(S, own(id), own(m)),
             ["Systems", id, "VirtualMedia", m, "Actions", "VirtualMedia.InsertMedia"] => {
@@ -142,7 +165,7 @@ impl Resource {
     /// Methods the resource answers, for 405 and the `Allow` header.
     pub fn allowed_methods(&self) -> &'static [&'static str] {
         match self {
-            Resource::System(_) => &["GET", "HEAD", "PATCH"],
+            Resource::System(_) | Resource::SecureBoot(_) => &["GET", "HEAD", "PATCH"],
             Resource::Reset(_) | Resource::InsertMedia(..) | Resource::EjectMedia(..) => &["POST"],
             Resource::Sessions => &["GET", "HEAD", "POST"],
             Resource::Session(_) => &["GET", "HEAD", "DELETE"],
@@ -159,6 +182,14 @@ impl Resource {
             | Resource::EthernetInterface(id, _)
             | Resource::SimpleStorages(id)
             | Resource::SimpleStorage(id, _)
+            | Resource::Processors(id)
+            | Resource::Processor(id, _)
+            | Resource::Storages(id)
+            | Resource::Storage(id, _)
+            | Resource::Drive(id, _, _)
+            | Resource::Bios(id)
+            | Resource::SecureBoot(id)
+            | Resource::Chassis(id)
             | Resource::VirtualMediaCollection(_, id)
             | Resource::VirtualMedia(_, id, _)
             | Resource::InsertMedia(_, id, _)
@@ -229,6 +260,13 @@ pub fn action(
             Ok(Action::PatchBoot {
                 system,
                 patch: boot_patch(&obj)?,
+            })
+        }
+        Resource::SecureBoot(system) => {
+            let obj = require_object(body)?;
+            Ok(Action::PatchSecureBoot {
+                system,
+                enable: secure_boot_patch(&obj)?,
             })
         }
         Resource::Reset(system) => {
@@ -351,12 +389,29 @@ fn boot_patch(obj: &Map<String, Value>) -> Result<BootPatch, RedfishError> {
         Some(v) => return Err(RedfishError::property_type("Boot", &short(v))),
         None => return Err(RedfishError::property_missing("Boot")),
     };
+    // UEFI HTTP boot is refused with its reason rather than as an unknown value.
+    if boot.get("BootSourceOverrideTarget").and_then(Value::as_str) == Some("UefiHttp") {
+        return Err(RedfishError::uefi_http_unsupported(
+            "Boot/BootSourceOverrideTarget",
+            "UefiHttp",
+        ));
+    }
+    if let Some(uri) = boot.get("HttpBootUri").filter(|v| !v.is_null()) {
+        return Err(RedfishError::uefi_http_unsupported(
+            "Boot/HttpBootUri",
+            &short(uri),
+        ));
+    }
     const WRITABLE: [&str; 3] = [
         "BootSourceOverrideTarget",
         "BootSourceOverrideEnabled",
         "BootSourceOverrideMode",
     ];
     for k in boot.keys() {
+        // a null HttpBootUri clears what was never set
+        if k == "HttpBootUri" {
+            continue;
+        }
         if !WRITABLE.contains(&k.as_str()) && !k.starts_with('@') {
             return Err(RedfishError::property_not_writable(&format!("Boot/{k}")));
         }
@@ -372,6 +427,20 @@ fn boot_patch(obj: &Map<String, Value>) -> Result<BootPatch, RedfishError> {
         ));
     }
     Ok(patch)
+}
+
+/// `{"SecureBootEnable": bool}`, the only writable property of SecureBoot.
+fn secure_boot_patch(obj: &Map<String, Value>) -> Result<bool, RedfishError> {
+    for k in obj.keys() {
+        if k != "SecureBootEnable" && !k.starts_with('@') {
+            return Err(RedfishError::property_not_writable(k));
+        }
+    }
+    match obj.get("SecureBootEnable") {
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(v) => Err(RedfishError::property_type("SecureBootEnable", &short(v))),
+        None => Err(RedfishError::property_missing("SecureBootEnable")),
+    }
 }
 
 fn reset_type(obj: &Map<String, Value>) -> Result<ResetType, RedfishError> {
@@ -598,6 +667,112 @@ mod tests {
             parse("HEAD", "/redfish/v1/Systems", None, b"").unwrap(),
             Action::Get(Resource::Systems)
         );
+    }
+
+    #[test]
+    fn routes_the_inspection_resources() {
+        let cases = [
+            (
+                "/redfish/v1/Systems/8a1b/Processors",
+                Resource::Processors("8a1b".into()),
+            ),
+            (
+                "/redfish/v1/Systems/8a1b/Processors/CPU0",
+                Resource::Processor("8a1b".into(), "CPU0".into()),
+            ),
+            (
+                "/redfish/v1/Systems/8a1b/Storage",
+                Resource::Storages("8a1b".into()),
+            ),
+            (
+                "/redfish/v1/Systems/8a1b/Storage/1/Drives/vda",
+                Resource::Drive("8a1b".into(), "1".into(), "vda".into()),
+            ),
+            (
+                "/redfish/v1/Systems/8a1b/Bios",
+                Resource::Bios("8a1b".into()),
+            ),
+            (
+                "/redfish/v1/Systems/8a1b/SecureBoot",
+                Resource::SecureBoot("8a1b".into()),
+            ),
+            ("/redfish/v1/Chassis", Resource::ChassisCollection),
+            ("/redfish/v1/Chassis/8a1b", Resource::Chassis("8a1b".into())),
+        ];
+        for (path, want) in cases {
+            assert_eq!(Resource::from_path(path).as_ref(), Some(&want), "{path}");
+            assert!(want.requires_auth("GET"), "{path}");
+        }
+        assert_eq!(Resource::Chassis("c".into()).system(), Some("c"));
+        // BIOS attributes are read-only: no PATCH
+        let e = parse("PATCH", "/redfish/v1/Systems/8a1b/Bios", JSON, b"{}").unwrap_err();
+        assert_eq!(e.status, 405);
+        assert_eq!(
+            status(parse(
+                "PATCH",
+                "/redfish/v1/Systems/8a1b/Bios/Settings",
+                JSON,
+                b"{}"
+            ))
+            .0,
+            404
+        );
+    }
+
+    #[test]
+    fn secure_boot_patch_takes_secure_boot_enable_only() {
+        let path = "/redfish/v1/Systems/8a1b/SecureBoot";
+        assert_eq!(
+            parse("PATCH", path, JSON, br#"{"SecureBootEnable":true}"#).unwrap(),
+            Action::PatchSecureBoot {
+                system: "8a1b".into(),
+                enable: true
+            }
+        );
+        assert_eq!(
+            status(parse("PATCH", path, JSON, br#"{"SecureBootEnable":"yes"}"#)),
+            (400, "PropertyValueTypeError")
+        );
+        assert_eq!(
+            status(parse(
+                "PATCH",
+                path,
+                JSON,
+                br#"{"SecureBootMode":"SetupMode"}"#
+            )),
+            (400, "PropertyNotWritable")
+        );
+        assert_eq!(
+            status(parse("PATCH", path, JSON, b"{}")),
+            (400, "PropertyMissing")
+        );
+    }
+
+    #[test]
+    fn uefi_http_boot_is_refused_saying_why() {
+        for body in [
+            r#"{"Boot":{"BootSourceOverrideTarget":"UefiHttp","BootSourceOverrideEnabled":"Once"}}"#,
+            r#"{"Boot":{"BootSourceOverrideTarget":"UefiHttp","HttpBootUri":"https://h/a.iso"}}"#,
+            r#"{"Boot":{"HttpBootUri":"https://h/a.iso"}}"#,
+        ] {
+            let e = parse("PATCH", SYS, JSON, body.as_bytes()).unwrap_err();
+            assert_eq!(e.status, 400, "{body}");
+            assert!(
+                e.message.contains("boots images only as virtual media"),
+                "{}",
+                e.message
+            );
+            assert!(e.message.contains("InsertMedia"), "{}", e.message);
+        }
+        // clearing a URI that was never set is a no-op beside the rest
+        assert!(parse(
+            "PATCH",
+            SYS,
+            JSON,
+            br#"{"Boot":{"BootSourceOverrideTarget":"Cd","HttpBootUri":null}}"#
+        )
+        .is_ok());
+        assert!(!BootTarget::allowable().contains(&"UefiHttp"));
     }
 
     #[test]

@@ -29,6 +29,21 @@ const SCHEMAS: &[(&str, &str)] = &[
     ("SimpleStorageCollection_v1.xml", "SimpleStorageCollection"),
     ("SimpleStorage_v1.xml", "SimpleStorage"),
     ("SimpleStorage_v1.xml", "SimpleStorage.v1_3_0"),
+    ("ProcessorCollection_v1.xml", "ProcessorCollection"),
+    ("Processor_v1.xml", "Processor"),
+    ("Processor_v1.xml", "Processor.v1_0_0"),
+    ("StorageCollection_v1.xml", "StorageCollection"),
+    ("Storage_v1.xml", "Storage"),
+    ("Storage_v1.xml", "Storage.v1_0_0"),
+    ("Drive_v1.xml", "Drive"),
+    ("Drive_v1.xml", "Drive.v1_0_0"),
+    ("Bios_v1.xml", "Bios"),
+    ("Bios_v1.xml", "Bios.v1_0_0"),
+    ("SecureBoot_v1.xml", "SecureBoot"),
+    ("SecureBoot_v1.xml", "SecureBoot.v1_0_0"),
+    ("ChassisCollection_v1.xml", "ChassisCollection"),
+    ("Chassis_v1.xml", "Chassis"),
+    ("Chassis_v1.xml", "Chassis.v1_10_0"),
     ("ManagerCollection_v1.xml", "ManagerCollection"),
     ("Manager_v1.xml", "Manager"),
     ("Manager_v1.xml", "Manager.v1_10_0"),
@@ -54,6 +69,10 @@ fn ok_status() -> Value {
 
 pub fn system_path(uuid: &str) -> String {
     format!("{ROOT}/Systems/{uuid}")
+}
+
+pub fn chassis_path(uuid: &str) -> String {
+    format!("{ROOT}/Chassis/{uuid}")
 }
 
 pub fn manager_path(uuid: &str) -> String {
@@ -104,6 +123,7 @@ pub fn service_root(uuid: &str, version: &str) -> Value {
             "SelectQuery": false,
         },
         "Systems": link(format!("{ROOT}/Systems")),
+        "Chassis": link(format!("{ROOT}/Chassis")),
         "Managers": link(format!("{ROOT}/Managers")),
         "SessionService": link(format!("{ROOT}/SessionService")),
         "Links": { "Sessions": link(format!("{ROOT}/SessionService/Sessions")) },
@@ -143,6 +163,7 @@ pub fn odata() -> Value {
         "value": [
             entry("Service", format!("{ROOT}/")),
             entry("Systems", format!("{ROOT}/Systems")),
+            entry("Chassis", format!("{ROOT}/Chassis")),
             entry("Managers", format!("{ROOT}/Managers")),
             entry("SessionService", format!("{ROOT}/SessionService")),
         ],
@@ -179,15 +200,24 @@ pub fn system(s: &SystemInfo) -> Value {
             "BootSourceOverrideMode": s.boot.mode.as_str(),
             "BootSourceOverrideMode@Redfish.AllowableValues": BootMode::allowable(),
         },
-        "ProcessorSummary": { "Count": s.cpus, "Status": ok_status() },
+        "ProcessorSummary": {
+            "Count": s.cpus.logical(),
+            "Model": s.cpus.model,
+            "Status": ok_status(),
+        },
         "MemorySummary": {
             "TotalSystemMemoryGiB": s.memory_mib as f64 / 1024.0,
             "Status": ok_status(),
         },
+        "Processors": link(format!("{path}/Processors")),
         "EthernetInterfaces": link(format!("{path}/EthernetInterfaces")),
         "SimpleStorage": link(format!("{path}/SimpleStorage")),
+        "Storage": link(format!("{path}/Storage")),
+        "Bios": link(format!("{path}/Bios")),
+        "SecureBoot": link(format!("{path}/SecureBoot")),
         "VirtualMedia": link(format!("{path}/VirtualMedia")),
         "Links": {
+            "Chassis": [link(chassis_path(&s.uuid))],
             "ManagedBy": [link(manager_path(&s.uuid))],
         },
         "Actions": {
@@ -256,6 +286,166 @@ pub fn simple_storage(s: &SystemInfo, id: &str) -> Option<Value> {
         "Status": ok_status(),
         "Devices": devices,
     }))
+}
+
+/// One processor per socket, `CPU0`…: what Ironic's out-of-band inspection
+/// reads (`cpus` sums `TotalThreads`, `cpu_arch` maps `InstructionSet`).
+pub fn processors(s: &SystemInfo) -> Value {
+    let base = format!("{}/Processors", system_path(&s.uuid));
+    collection(
+        "ProcessorCollection",
+        &base,
+        "Processor Collection",
+        (0..s.cpus.sockets)
+            .map(|i| format!("{base}/CPU{i}"))
+            .collect(),
+    )
+}
+
+/// Redfish's names of a libvirt architecture: (ProcessorArchitecture,
+/// InstructionSet); `None` for one Redfish has no name for.
+fn architecture(arch: &str) -> Option<(&'static str, &'static str)> {
+    match arch {
+        "x86_64" => Some(("x86", "x86-64")),
+        "i686" => Some(("x86", "x86")),
+        "aarch64" => Some(("ARM", "ARM-A64")),
+        "ppc64" | "ppc64le" => Some(("Power", "PowerISA")),
+        _ => None,
+    }
+}
+
+pub fn processor(s: &SystemInfo, id: &str) -> Option<Value> {
+    let n: u32 = id.strip_prefix("CPU")?.parse().ok()?;
+    if n >= s.cpus.sockets || id != format!("CPU{n}") {
+        return None;
+    }
+    let mut v = json!({
+        "@odata.type": "#Processor.v1_0_0.Processor",
+        "@odata.id": format!("{}/Processors/{id}", system_path(&s.uuid)),
+        "Id": id,
+        "Name": format!("Processor {n}"),
+        "Socket": format!("CPU {n}"),
+        "ProcessorType": "CPU",
+        "Model": s.cpus.model,
+        "TotalCores": s.cpus.cores,
+        "TotalThreads": s.cpus.cores * s.cpus.threads,
+        "Status": ok_status(),
+    });
+    if let Some((arch, set)) = architecture(&s.cpus.arch) {
+        v["ProcessorArchitecture"] = json!(arch);
+        v["InstructionSet"] = json!(set);
+    }
+    Some(v)
+}
+
+pub fn storages(s: &SystemInfo) -> Value {
+    let base = format!("{}/Storage", system_path(&s.uuid));
+    collection(
+        "StorageCollection",
+        &base,
+        "Storage Collection",
+        vec![format!("{base}/1")],
+    )
+}
+
+/// The domain's disks as one storage subsystem; its drives are the disks.
+pub fn storage(s: &SystemInfo, id: &str) -> Option<Value> {
+    if id != "1" {
+        return None;
+    }
+    let base = format!("{}/Storage/1", system_path(&s.uuid));
+    let drives: Vec<Value> = s
+        .disks
+        .iter()
+        .map(|d| link(format!("{base}/Drives/{}", d.name)))
+        .collect();
+    Some(json!({
+        "@odata.type": "#Storage.v1_0_0.Storage",
+        "@odata.id": base,
+        "Id": "1",
+        "Name": "Virtual disks",
+        "Status": ok_status(),
+        "Drives@odata.count": drives.len(),
+        "Drives": drives,
+    }))
+}
+
+pub fn drive(s: &SystemInfo, storage: &str, id: &str) -> Option<Value> {
+    let d = s.disks.iter().find(|d| d.name == id)?;
+    if storage != "1" {
+        return None;
+    }
+    let mut v = json!({
+        "@odata.type": "#Drive.v1_0_0.Drive",
+        "@odata.id": format!("{}/Storage/1/Drives/{id}", system_path(&s.uuid)),
+        "Id": id,
+        "Name": format!("Virtual disk {id}"),
+        "Status": ok_status(),
+    });
+    if let Some(c) = d.capacity_bytes {
+        v["CapacityBytes"] = json!(c);
+    }
+    Some(v)
+}
+
+/// BIOS attributes, read-only: what the domain's firmware is. No
+/// `@Redfish.Settings` is advertised, so clients know nothing can be set.
+pub fn bios(s: &SystemInfo) -> Value {
+    let mode = match s.boot.mode {
+        BootMode::UEFI => "Uefi",
+        BootMode::Legacy => "Bios",
+    };
+    json!({
+        "@odata.type": "#Bios.v1_0_0.Bios",
+        "@odata.id": format!("{}/Bios", system_path(&s.uuid)),
+        "Id": "Bios",
+        "Name": "BIOS settings (read-only)",
+        "Description": "The domain's firmware as its definition sets it; read-only.",
+        "Attributes": {
+            "BootMode": mode,
+            "SecureBoot": if s.secure_boot { "Enabled" } else { "Disabled" },
+        },
+    })
+}
+
+pub fn secure_boot(s: &SystemInfo) -> Value {
+    let state = if s.secure_boot { "Enabled" } else { "Disabled" };
+    json!({
+        "@odata.type": "#SecureBoot.v1_0_0.SecureBoot",
+        "@odata.id": format!("{}/SecureBoot", system_path(&s.uuid)),
+        "Id": "SecureBoot",
+        "Name": "UEFI Secure Boot",
+        "SecureBootEnable": s.secure_boot,
+        "SecureBootCurrentBoot": state,
+    })
+}
+
+pub fn chassis_collection(list: &[SystemRef]) -> Value {
+    collection(
+        "ChassisCollection",
+        &format!("{ROOT}/Chassis"),
+        "Chassis Collection",
+        list.iter().map(|s| chassis_path(&s.uuid)).collect(),
+    )
+}
+
+/// A system's enclosure: one per system, with its system's UUID.
+pub fn chassis(s: &SystemInfo) -> Value {
+    json!({
+        "@odata.type": "#Chassis.v1_10_0.Chassis",
+        "@odata.id": chassis_path(&s.uuid),
+        "Id": s.uuid,
+        "Name": format!("Chassis of {}", s.name),
+        "ChassisType": "Other",
+        "Manufacturer": "shiftlab",
+        "Model": "libvirt virtual machine",
+        "PowerState": s.power.as_str(),
+        "Status": ok_status(),
+        "Links": {
+            "ComputerSystems": [link(system_path(&s.uuid))],
+            "ManagedBy": [link(manager_path(&s.uuid))],
+        },
+    })
 }
 
 pub fn virtual_media_collection(owner: MediaOwner, s: &SystemInfo) -> Value {
@@ -332,6 +522,7 @@ pub fn manager(s: &SystemInfo, version: &str) -> Value {
         "VirtualMedia": link(format!("{path}/VirtualMedia")),
         "Links": {
             "ManagerForServers": [link(system_path(&s.uuid))],
+            "ManagerForChassis": [link(chassis_path(&s.uuid))],
         },
     })
 }
@@ -385,7 +576,13 @@ mod tests {
                 enabled: BootEnabled::Once,
                 mode: BootMode::UEFI,
             },
-            cpus: 4,
+            cpus: Cpus {
+                sockets: 2,
+                cores: 2,
+                threads: 2,
+                model: "QEMU Virtual CPU (qemu64)".into(),
+                arch: "x86_64".into(),
+            },
             memory_mib: 16384,
             nics: vec![Nic {
                 id: "52:54:00:aa:bb:cc".into(),
@@ -401,6 +598,7 @@ mod tests {
                 image: Some("http://h/x/boot.iso".into()),
                 write_protected: true,
             }],
+            secure_boot: false,
         }
     }
 
@@ -450,6 +648,105 @@ mod tests {
             ethernet_interface(&i, "52:54:00:aa:bb:cc").unwrap()["MACAddress"],
             "52:54:00:aa:bb:cc"
         );
+    }
+
+    #[test]
+    fn processors_one_per_socket_as_ironic_inspects_them() {
+        let i = info();
+        let v = system(&i);
+        // eight logical CPUs: 2 sockets x 2 cores x 2 threads
+        assert_eq!(v["ProcessorSummary"]["Count"], 8);
+        assert_eq!(
+            v["Processors"]["@odata.id"],
+            "/redfish/v1/Systems/u1/Processors"
+        );
+        let c = processors(&i);
+        assert_eq!(c["Members@odata.count"], 2);
+        assert_eq!(
+            c["Members"][1]["@odata.id"],
+            "/redfish/v1/Systems/u1/Processors/CPU1"
+        );
+        let p = processor(&i, "CPU1").unwrap();
+        assert_eq!(p["ProcessorType"], "CPU");
+        assert_eq!(p["ProcessorArchitecture"], "x86");
+        assert_eq!(p["InstructionSet"], "x86-64");
+        assert_eq!(p["TotalCores"], 2);
+        assert_eq!(p["TotalThreads"], 4);
+        assert_eq!(p["Model"], "QEMU Virtual CPU (qemu64)");
+        // sushy sums TotalThreads over the members: the logical count
+        let threads: u64 = (0..2)
+            .map(|n| {
+                processor(&i, &format!("CPU{n}")).unwrap()["TotalThreads"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(threads, 8);
+        for bad in ["CPU2", "CPU01", "cpu0", "CPU", "CPU-1"] {
+            assert!(processor(&i, bad).is_none(), "{bad}");
+        }
+        let mut arm = info();
+        arm.cpus.arch = "aarch64".into();
+        assert_eq!(
+            processor(&arm, "CPU0").unwrap()["InstructionSet"],
+            "ARM-A64"
+        );
+        arm.cpus.arch = "riscv64".into();
+        assert!(processor(&arm, "CPU0")
+            .unwrap()
+            .get("InstructionSet")
+            .is_none());
+    }
+
+    #[test]
+    fn chassis_storage_bios_and_secure_boot_link_back() {
+        let i = info();
+        let v = system(&i);
+        assert_eq!(
+            v["Links"]["Chassis"][0]["@odata.id"],
+            "/redfish/v1/Chassis/u1"
+        );
+        for (key, want) in [
+            ("Storage", "/redfish/v1/Systems/u1/Storage"),
+            ("Bios", "/redfish/v1/Systems/u1/Bios"),
+            ("SecureBoot", "/redfish/v1/Systems/u1/SecureBoot"),
+        ] {
+            assert_eq!(v[key]["@odata.id"], want);
+        }
+        let c = chassis(&i);
+        assert_eq!(
+            c["Links"]["ComputerSystems"][0]["@odata.id"],
+            "/redfish/v1/Systems/u1"
+        );
+        assert_eq!(
+            c["Links"]["ManagedBy"][0]["@odata.id"],
+            "/redfish/v1/Managers/u1"
+        );
+        assert_eq!(
+            manager(&i, "x")["Links"]["ManagerForChassis"][0]["@odata.id"],
+            "/redfish/v1/Chassis/u1"
+        );
+        assert_eq!(
+            service_root("s", "x")["Chassis"]["@odata.id"],
+            "/redfish/v1/Chassis"
+        );
+        let st = storage(&i, "1").unwrap();
+        assert_eq!(
+            st["Drives"][0]["@odata.id"],
+            "/redfish/v1/Systems/u1/Storage/1/Drives/vda"
+        );
+        assert_eq!(drive(&i, "1", "vda").unwrap()["CapacityBytes"], 1u64 << 30);
+        assert!(drive(&i, "1", "vdb").is_none());
+        assert!(storage(&i, "2").is_none());
+        let b = bios(&i);
+        assert_eq!(b["Attributes"]["BootMode"], "Uefi");
+        assert_eq!(b["Attributes"]["SecureBoot"], "Disabled");
+        assert!(b.get("@Redfish.Settings").is_none(), "nothing can be set");
+        assert_eq!(secure_boot(&i)["SecureBootEnable"], false);
+        let mut sb = info();
+        sb.secure_boot = true;
+        assert_eq!(secure_boot(&sb)["SecureBootEnable"], true);
+        assert_eq!(secure_boot(&sb)["SecureBootCurrentBoot"], "Enabled");
     }
 
     #[test]

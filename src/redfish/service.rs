@@ -299,6 +299,24 @@ impl<M: Machine + ?Sized> Service<M> {
                     res::simple_storage(&*self.info(&id, path, reach)?, &n)
                         .map_or_else(not_found, ok)
                 }
+                Resource::Processors(id) => ok(res::processors(&*self.info(&id, path, reach)?)),
+                Resource::Processor(id, n) => {
+                    res::processor(&*self.info(&id, path, reach)?, &n).map_or_else(not_found, ok)
+                }
+                Resource::Storages(id) => ok(res::storages(&*self.info(&id, path, reach)?)),
+                Resource::Storage(id, n) => {
+                    res::storage(&*self.info(&id, path, reach)?, &n).map_or_else(not_found, ok)
+                }
+                Resource::Drive(id, n, d) => {
+                    res::drive(&*self.info(&id, path, reach)?, &n, &d).map_or_else(not_found, ok)
+                }
+                Resource::Bios(id) => ok(res::bios(&*self.info(&id, path, reach)?)),
+                Resource::SecureBoot(id) => ok(res::secure_boot(&*self.info(&id, path, reach)?)),
+                Resource::ChassisCollection => {
+                    backend()?;
+                    ok(res::chassis_collection(&self.machine.list().map_err(m)?))
+                }
+                Resource::Chassis(id) => ok(res::chassis(&*self.info(&id, path, reach)?)),
                 Resource::VirtualMediaCollection(owner, id) => ok(res::virtual_media_collection(
                     owner,
                     &*self.info(&id, path, reach)?,
@@ -319,6 +337,20 @@ impl<M: Machine + ?Sized> Service<M> {
                 tracing::info!(system = %system, %user, "boot patched");
                 ok(res::system(&*self.info(&system, path, reach)?))
             }
+            Action::PatchSecureBoot { system, enable } => {
+                // The firmware is the domain's definition's: a PATCH that
+                // matches it is accepted, any other says why not.
+                let info = self.info(&system, path, reach)?;
+                if enable != info.secure_boot {
+                    let why = if enable {
+                        "the domain's firmware is not a secure-boot OVMF (define it with <os firmware='efi'> and <firmware><feature enabled='yes' name='secure-boot'/></firmware>, or a secure-boot loader)"
+                    } else {
+                        "the domain boots a secure-boot OVMF, which this BMC does not change (its libvirt definition sets the firmware)"
+                    };
+                    return Err(Stop::Error(RedfishError::secure_boot_fixed(enable, why)));
+                }
+                ok(res::secure_boot(&info))
+            }
             Action::Reset { system, reset } => {
                 self.machine.reset(&system, reset).map_err(m)?;
                 tracing::info!(system = %system, reset = %reset, %user, "reset");
@@ -332,9 +364,14 @@ impl<M: Machine + ?Sized> Service<M> {
             } => {
                 // held busy through the download, freed however it ends
                 let _held = self.inserts.begin(&system, slot)?;
-                self.machine
-                    .insert_media(&system, slot, &request)
-                    .map_err(m)?;
+                if let Err(e) = self.machine.insert_media(&system, slot, &request) {
+                    // The client's message names the cause (and the URL
+                    // without user-info or query): the BMC's log says it too.
+                    if let MachineError::BadRequest(why) | MachineError::Conflict(why) = &e {
+                        tracing::warn!(system = %system, slot = %slot, %user, error = %why, "media insert failed");
+                    }
+                    return Err(m(e));
+                }
                 tracing::info!(system = %system, slot = %slot, %user, "media inserted");
                 Ok(Response::empty(204))
             }
@@ -399,6 +436,7 @@ fn action_system(a: &Action) -> Option<&str> {
     match a {
         Action::Get(r) => r.system(),
         Action::PatchBoot { system, .. }
+        | Action::PatchSecureBoot { system, .. }
         | Action::Reset { system, .. }
         | Action::InsertMedia { system, .. }
         | Action::EjectMedia { system, .. } => Some(system),
@@ -408,7 +446,7 @@ fn action_system(a: &Action) -> Option<&str> {
 
 /// Replaces the system segment (`Systems/<name>` or `Managers/<name>`) by the UUID.
 fn redirect_target(target: &str, name: &str, uuid: &str) -> String {
-    for collection in ["/Systems/", "/Managers/"] {
+    for collection in ["/Systems/", "/Managers/", "/Chassis/"] {
         let needle = format!("{collection}{name}");
         if let Some(pos) = target.find(&needle) {
             let end = pos + needle.len();
@@ -577,6 +615,46 @@ mod tests {
     }
 
     #[test]
+    fn inspection_resources_and_secure_boot_follow_the_system() {
+        let s = service();
+        let sys = format!("/redfish/v1/Systems/{UUID}");
+        let get = |t: &str| s.handle(&req("GET", t, ""));
+        for t in [
+            format!("{sys}/Processors/CPU1"),
+            format!("{sys}/Storage/1/Drives/vda"),
+            format!("{sys}/Bios"),
+            format!("/redfish/v1/Chassis/{UUID}"),
+        ] {
+            assert_eq!(get(&t).status, 200, "{t}");
+        }
+        assert_eq!(get(&format!("{sys}/Processors/CPU2")).status, 404);
+        assert_eq!(
+            json(&get("/redfish/v1/Chassis"))["Members"][0]["@odata.id"],
+            format!("/redfish/v1/Chassis/{UUID}")
+        );
+        // a name redirects under Chassis too
+        let r = get("/redfish/v1/Chassis/lab1-master-0");
+        assert_eq!(r.status, 307);
+        assert_eq!(
+            r.header("Location"),
+            Some(format!("/redfish/v1/Chassis/{UUID}").as_str())
+        );
+        // the memory machine's firmware is no secure-boot OVMF: enabling is refused
+        let sb = format!("{sys}/SecureBoot");
+        let r = s.handle(&req("PATCH", &sb, r#"{"SecureBootEnable":true}"#));
+        assert_eq!(r.status, 400);
+        let v = json(&r);
+        let msg = v["error"]["@Message.ExtendedInfo"][0]["Message"]
+            .as_str()
+            .unwrap();
+        assert!(msg.contains("not a secure-boot OVMF"), "{msg}");
+        assert_eq!(json(&get(&sb))["SecureBootEnable"], false);
+        // asking for what it is already is fine
+        let r = s.handle(&req("PATCH", &sb, r#"{"SecureBootEnable":false}"#));
+        assert_eq!(r.status, 200);
+    }
+
+    #[test]
     fn bad_requests_get_redfish_errors() {
         let s = service();
         let reset = format!("/redfish/v1/Systems/{UUID}/Actions/ComputerSystem.Reset");
@@ -590,6 +668,7 @@ mod tests {
             (req("PUT", &reset, "{}"), 405),
             (req("POST", &format!("/redfish/v1/Systems/{UUID}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"), r#"{"Image":"file:///etc/shadow"}"#), 400),
             (req("POST", &reset, r#"{"ResetType":"Nmi"}"#), 409),
+            (req("PATCH", &format!("/redfish/v1/Systems/{UUID}"), r#"{"Boot":{"BootSourceOverrideTarget":"UefiHttp"}}"#), 400),
         ];
         for (r, want) in cases {
             let resp = s.handle(&r);

@@ -16,19 +16,20 @@
 //! - an address inside an explicitly allowed network (`--allow-image-source`)
 //!   passes the last two checks whatever its class, never the first.
 //!
-//! Clients get one message, [`UNREACHABLE`], for a refused source and an
-//! unreachable one alike; the reason goes to the BMC's log.
+//! Clients get one message, [`UNREACHABLE`], for every source the rule
+//! refuses (no connection is made); which rule goes to the BMC's log. An
+//! allowed source that cannot be fetched is reported with its cause
+//! ([`super::fetch::Cause`]).
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs as _};
 
 use ipnet::IpNet;
 
-/// The answer for every refused or unreachable image source: refused by the
-/// rule, connection refused, no DNS answer, timeout or TLS failure all read
-/// the same, so the BMC tells nobody what listens where.
+/// The answer for every image source the rule refuses, whichever rule: the
+/// BMC's log says which.
 pub const UNREACHABLE: &str =
-    "the image could not be fetched: its source is refused or unreachable (the BMC's log says why)";
+    "the image source is refused by the BMC's image-source rule (the BMC's log says which rule)";
 
 /// The image-source rule of one BMC.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -312,13 +313,19 @@ pub fn host_addresses() -> io::Result<Vec<IpAddr>> {
 /// DNS answer) is checked right before it is made.
 pub struct Resolver(pub std::sync::Arc<ImageSources>);
 
+/// The rule's refusal of a resolved address, as the resolver's error carries
+/// it (so the fetch tells it from a failed lookup).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
 impl ureq::Resolver for Resolver {
     fn resolve(&self, netloc: &str) -> io::Result<Vec<SocketAddr>> {
         let addrs = netloc.to_socket_addrs()?.collect();
         let own = host_addresses()?;
         self.0
             .admit(addrs, &own)
-            .map_err(|reason| io::Error::new(io::ErrorKind::PermissionDenied, reason))
+            .map_err(|reason| io::Error::new(io::ErrorKind::PermissionDenied, Refused(reason)))
     }
 }
 

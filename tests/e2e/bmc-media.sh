@@ -10,9 +10,10 @@
 # over HTTPS with a certificate openssl makes here (fetched); six concurrent
 # InsertMedia into one slot: one download, five 409; a second BMC, allowed
 # that network only and given another CA with --media-ca, refuses loopback
-# (plain, 127.1, 2130706433, [::1]), 169.254.169.254, a redirect to loopback
-# and the wrong certificate with one message, and none of those servers sees
-# a connection.
+# (plain, 127.1, 2130706433, [::1]), 169.254.169.254 and a redirect to
+# loopback with the rule's message (none of those servers sees a
+# connection), and names the cause of the wrong certificate (unknown CA) and
+# of a closed port (connection refused), the URL's query redacted.
 # Needs root and scripts/setup's packages; pip-installs sushy into a venv.
 NAME=bmc-media
 here=$(cd "$(dirname "$0")" && pwd)
@@ -95,23 +96,31 @@ ok "six concurrent inserts: one download, five 409"
   --bmc-dir "$work/bmc2" --allow-image-source 10.77.0.0/24 --media-ca "$work/other.crt" >"$work/bmc2.log" 2>&1 &
 pids+=($!)
 wait_for 10 "the second BMC" curl -sk https://127.0.0.1:18444/redfish/v1/
-one=""
-for image in http://127.0.0.1:18090/boot.iso http://127.1:18090/boot.iso http://2130706433:18090/boot.iso \
-  "http://[::1]:18091/boot.iso" http://169.254.169.254:18092/boot.iso "http://$lab:18447/boot.iso" \
-  "https://$lab:18445/boot.iso" "http://$lab:18449/boot.iso"; do
-  code=$(media https://127.0.0.1:18444 "$image" "$work/bmc2/tls/ca.crt" "$work/bmc2/password")
+# insert_refused IMAGE TEXT: the second BMC answers 400 naming TEXT.
+insert_refused() {
+  local code msg
+  code=$(media https://127.0.0.1:18444 "$1" "$work/bmc2/tls/ca.crt" "$work/bmc2/password")
   msg=$(jq -r '.error."@Message.ExtendedInfo"[0].Message' "$work/media.out")
-  [[ $code == 400 ]] || fail "$image: HTTP $code $(cat "$work/media.out")"
-  [[ -z $one || $msg == "$one" ]] || fail "$image: another message: $msg (first: $one)"
-  one=$msg
+  [[ $code == 400 ]] || fail "$1: HTTP $code $(cat "$work/media.out")"
+  [[ $msg == *"$2"* ]] || fail "$1: the message does not say '$2': $msg"
+}
+# What the rule refuses: one cause, no connection made.
+for image in http://127.0.0.1:18090/boot.iso http://127.1:18090/boot.iso http://2130706433:18090/boot.iso \
+  "http://[::1]:18091/boot.iso" http://169.254.169.254:18092/boot.iso "http://$lab:18447/boot.iso"; do
+  insert_refused "$image" "refused by the BMC's image-source rule"
 done
+# What an allowed source fails with: its cause.
+insert_refused "https://$lab:18445/boot.iso?sig=s3cret" "TLS: unknown CA"
+! grep -F 's3cret' "$work/media.out" >/dev/null || fail "the URL's query is in the answer: $(cat "$work/media.out")"
+insert_refused "http://$lab:18449/boot.iso" "connection refused"
 [[ ! -s $work/victim-src.log ]] || fail "a refused source was reached: $(cat "$work/victim-src.log")"
 [[ $(grep -c '"GET /boot.iso' "$work/redirect-src.log") == 1 ]] || fail "the redirect: $(cat "$work/redirect-src.log")"
 [[ -z $(virsh -q vol-list default | grep shiftlab-media- || true) ]] || fail "a refused insert left a volume"
 for why in 'is a loopback address' 'written as a number or in short form' 'is a link-local address' \
-  'after 1 redirect(s)' 'invalid peer certificate' 'Connection refused'; do
+  'after 1 redirect(s)' 'media insert failed' 'TLS: unknown CA' 'connection refused'; do
   grep -F "$why" "$work/bmc2.log" >/dev/null || fail "the BMC's log does not say: $why"
 done
 ! grep -F "$(cat "$work/bmc2/password")" "$work/bmc2.log" >/dev/null || fail "the password is in the log"
-ok "refused and unreachable sources: one message ($one), nothing reached, the causes in the log"
+! grep -F 's3cret' "$work/bmc2.log" >/dev/null || fail "the URL's query is in the log"
+ok "refused sources: the rule's message, nothing reached; failed ones: their cause; the causes in the log"
 echo "$checks passed, 0 failed"

@@ -48,7 +48,7 @@ wait_for 10 "the loopback ISO server" iso_up
 code=$(curl -s -o "$work/insert.json" -w '%{http_code}' --cacert "$ca" -u "admin:$pw" -H 'Content-Type: application/json' \
 	-d '{"Image":"http://127.0.0.1:18099/x.iso"}' "https://192.168.195.1:8443/$sys/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia")
 [[ $code == 400 ]] || fail "a loopback image: HTTP $code"
-jq -r '.error.message' "$work/insert.json" | contains 'refused or unreachable' || fail "message: $(cat "$work/insert.json")"
+jq -r '.error.message' "$work/insert.json" | contains 'refused by the BMC' || fail "message: $(cat "$work/insert.json")"
 ! grep -q 'GET /x.iso' "$work/iso.log" || fail "the lab BMC fetched from loopback"
 grep -F 'is a loopback address' "$work/serve.log" >/dev/null || fail "serve's log does not say why"
 echo "PASS $NAME"

@@ -43,6 +43,20 @@ else
   echo "ok: no Debian 12 version in the lists is an error ($out)"
 fi
 
+# The Ironic venv of the BMC suites: built once per version, only for --tests.
+plan() { # name tests version pip-show-output expected
+  local got
+  got=$(ironic_venv_plan "$2" "$3" <<<"$4")
+  if [[ $got == "$5" ]]; then echo "ok: ironic venv: $1"; else echo "FAILED: ironic venv: $1: got $got, want $5"; failed=1; fi
+}
+shown=$'Name: ironic\nVersion: 39.0.0\nSummary: OpenStack Bare Metal Provisioning'
+plan "without --tests nothing is built" 0 39.0.0 "" skip
+plan "without --tests a stale venv is left alone" 0 40.0.0 "$shown" skip
+plan "no venv yet: built" 1 39.0.0 "" build
+plan "the cached venv holds that version: kept" 1 39.0.0 "$shown" keep
+plan "another version cached: built anew" 1 40.0.0 "$shown" build
+plan "a venv without Ironic in it: built" 1 39.0.0 $'WARNING: Package(s) not found: ironic' build
+
 # The pattern this replaced: under pipefail `cmd | grep -q` (or `| head`) is false
 # when cmd dies of SIGPIPE. No script of ours may use either.
 lint=$(grep -rnE '\|[[:space:]]*(grep[[:space:]]+(-[a-zA-Z]*q|--quiet)|head\b)' \

@@ -62,6 +62,16 @@ pub struct DomainView {
     /// Device class booted first, from per-device orders or `<os><boot dev>`.
     pub first_boot: Option<BootDevice>,
     pub owner: Option<Owner>,
+    /// `<os><type arch>` (`x86_64`) when written.
+    pub arch: Option<String>,
+    /// `<cpu><topology>`: (sockets, cores, threads) when written.
+    pub cpu_topology: Option<(u32, u32, u32)>,
+    /// `<cpu mode>` and `<cpu><model>` when written.
+    pub cpu_mode: Option<String>,
+    pub cpu_model: Option<String>,
+    /// The firmware is a secure-boot OVMF: `<loader secure='yes'>`, a
+    /// secboot/ms loader, or the `secure-boot` firmware feature enabled.
+    pub secure_boot: bool,
 }
 
 impl DomainView {
@@ -120,6 +130,10 @@ pub fn domain(xml: &str) -> Result<DomainView> {
         .and_then(|t| t.attribute("machine"))
         .unwrap_or("")
         .to_string();
+    let arch = os
+        .and_then(|o| child(o, "type"))
+        .and_then(|t| t.attribute("arch"))
+        .map(str::to_string);
     let firmware = match os {
         Some(o)
             if o.attribute("firmware") == Some("efi")
@@ -207,6 +221,21 @@ pub fn domain(xml: &str) -> Result<DomainView> {
             })
         })
         .and_then(Owner::from_node);
+    let cpu = child(root, "cpu");
+    let cpu_topology = cpu.and_then(|c| child(c, "topology")).and_then(|t| {
+        let n = |a: &str| t.attribute(a)?.parse::<u32>().ok().filter(|v| *v > 0);
+        // dies and clusters multiply the cores of a socket
+        let per = n("dies").unwrap_or(1) * n("clusters").unwrap_or(1);
+        Some((n("sockets")?, n("cores")? * per, n("threads")?))
+    });
+    let cpu_mode = cpu.and_then(|c| c.attribute("mode")).map(str::to_string);
+    let cpu_model = cpu
+        .and_then(|c| child(c, "model"))
+        .and_then(|m| m.text())
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(str::to_string);
+    let secure_boot = os.is_some_and(secure_boot_firmware);
     Ok(DomainView {
         name,
         uuid,
@@ -219,7 +248,29 @@ pub fn domain(xml: &str) -> Result<DomainView> {
         cdroms,
         first_boot,
         owner,
+        arch,
+        cpu_topology,
+        cpu_mode,
+        cpu_model,
+        secure_boot,
     })
+}
+
+/// Does `<os>` name a firmware that verifies what it boots?
+fn secure_boot_firmware(os: roxmltree::Node) -> bool {
+    let loader = child(os, "loader");
+    let feature = child(os, "firmware").is_some_and(|f| {
+        f.children().any(|x| {
+            x.has_tag_name("feature")
+                && x.attribute("name") == Some("secure-boot")
+                && x.attribute("enabled") == Some("yes")
+        })
+    });
+    let loader_secure = loader.is_some_and(|l| {
+        let path = l.text().unwrap_or("");
+        l.attribute("secure") == Some("yes") || path.contains("secboot") || path.ends_with(".ms.fd")
+    });
+    feature || loader_secure
 }
 
 /// Disks and fw_cfg files a domain uses, from its XML: (pool, volume) pairs for
@@ -341,6 +392,61 @@ pub(super) mod tests {
             v.effective_first(BootDevice::Network),
             Some(BootDevice::Network)
         );
+    }
+
+    #[test]
+    fn reads_cpu_topology_model_and_secure_boot() {
+        let v = domain(XML).unwrap();
+        assert_eq!(v.arch.as_deref(), Some("x86_64"));
+        assert_eq!(
+            (v.cpu_topology, v.cpu_model, v.secure_boot),
+            (None, None, false)
+        );
+        let with = |cpu: &str, os: &str| {
+            domain(
+                &XML.replace("<devices>", &format!("{cpu}<devices>"))
+                    .replace("<boot dev='hd'/>", &format!("<boot dev='hd'/>{os}")),
+            )
+            .unwrap()
+        };
+        let v = with(
+            "<cpu mode='custom'><model fallback='allow'>Skylake-Client</model><topology sockets='2' dies='1' cores='3' threads='2'/></cpu>",
+            "",
+        );
+        assert_eq!(v.cpu_topology, Some((2, 3, 2)));
+        assert_eq!(v.cpu_model.as_deref(), Some("Skylake-Client"));
+        assert_eq!(v.cpu_mode.as_deref(), Some("custom"));
+        let v = with(
+            "<cpu><topology sockets='1' dies='2' cores='2' threads='1'/></cpu>",
+            "",
+        );
+        assert_eq!(v.cpu_topology, Some((1, 4, 1)), "dies multiply the cores");
+        // the secure-boot firmware feature, a secure loader, a secboot image
+        let efi = |inner: &str| {
+            XML.replace("<os>", "<os firmware='efi'>")
+                .replace("<boot dev='hd'/>", inner)
+        };
+        let feature =
+            "<firmware><feature enabled='yes' name='secure-boot'/></firmware><boot dev='hd'/>";
+        assert!(domain(&efi(feature)).unwrap().secure_boot);
+        let off = "<firmware><feature enabled='no' name='secure-boot'/></firmware><boot dev='hd'/>";
+        assert!(!domain(&efi(off)).unwrap().secure_boot);
+        let plain = XML.replace(
+            "<loader readonly='yes' type='rom'>/usr/share/seabios/bios.bin</loader>",
+            "<loader readonly='yes' type='pflash'>/usr/share/OVMF/OVMF_CODE_4M.fd</loader>",
+        );
+        assert!(!domain(&plain).unwrap().secure_boot);
+        for loader in [
+            "<loader readonly='yes' secure='yes' type='pflash'>/usr/share/OVMF/OVMF_CODE_4M.fd</loader>",
+            "<loader readonly='yes' type='pflash'>/usr/share/OVMF/OVMF_CODE_4M.secboot.fd</loader>",
+            "<loader readonly='yes' type='pflash'>/usr/share/OVMF/OVMF_CODE_4M.ms.fd</loader>",
+        ] {
+            let x = XML.replace(
+                "<loader readonly='yes' type='rom'>/usr/share/seabios/bios.bin</loader>",
+                loader,
+            );
+            assert!(domain(&x).unwrap().secure_boot, "{loader}");
+        }
     }
 
     #[test]
