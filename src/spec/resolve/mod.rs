@@ -10,6 +10,7 @@
 //! reported before the host is touched.
 
 mod bmc;
+mod capabilities;
 mod credentials;
 mod fips;
 mod identity;
@@ -85,6 +86,12 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let network = network::machine_network(&raw, &id.cluster, &topo, &nets, d);
     let libvirt = libvirt::resolve(&raw, env, d);
     let install = install::resolve(&raw, env, d);
+    if let Some(caps) = &install.capabilities {
+        let minor = network::version_minor(&id.version).unwrap_or(capabilities::NEWEST_MINOR);
+        for p in capabilities::check(caps, minor, topo.method == Method::Ipi) {
+            d.error(p.field, p.message);
+        }
+    }
     let release = release::resolve(&raw, env, d);
     let bmc = bmc::resolve(&raw, &network, d);
     let (backend, kubevirt) = kubevirt::resolve(&raw, env, &id.cluster, topo.method, &network, d);

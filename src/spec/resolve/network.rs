@@ -102,7 +102,7 @@ pub fn cluster_networks(raw: &RawSpec, version: &Version, d: &mut Diagnostics) -
     }
 }
 
-fn version_minor(v: &Version) -> Option<u32> {
+pub(super) fn version_minor(v: &Version) -> Option<u32> {
     match v {
         Version::Exact { version } => version.split('.').nth(1)?.parse().ok(),
         Version::Minor { minor } => Some(*minor),
