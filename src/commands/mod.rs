@@ -24,7 +24,12 @@ use crate::spec::{self, Loaded};
 
 /// Load and validate a cluster file, printing its warnings to stderr.
 pub fn load_spec(file: &Path) -> Result<Loaded> {
-    let loaded = spec::load(file)?;
+    load_spec_with(file, false)
+}
+
+/// [`load_spec`] for a command with `--force`: the refusals it overrides warn.
+pub fn load_spec_with(file: &Path, force: bool) -> Result<Loaded> {
+    let loaded = spec::load_with(file, spec::Overrides { force })?;
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }

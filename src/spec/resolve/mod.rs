@@ -13,6 +13,7 @@ mod bmc;
 mod capabilities;
 mod credentials;
 mod fips;
+mod hardware;
 mod identity;
 mod install;
 mod kubevirt;
@@ -81,7 +82,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let creds = credentials::resolve(&raw, id.distribution, env, d);
     fips::check(&raw, &creds.ssh_keys, d);
     let topo = topology::resolve(&raw, d);
-    let sizes = sizes::resolve(&raw, &topo, d);
+    let sizes = sizes::resolve(&raw, &topo, &id.cluster, d);
     let nets = network::cluster_networks(&raw, &id.version, d);
     let network = network::machine_network(&raw, &id.cluster, &topo, &nets, d);
     let libvirt = libvirt::resolve(&raw, env, d);
