@@ -95,11 +95,8 @@ fn gates(
             d.error(
                 field(s.key),
                 format!(
-                    "{} {} is below assisted-service's {name} gate of {} ({nodes}): the agent install would keep the host insufficient and wait forever; use at least {} (rehearsal: true is exempt)",
-                    s.value,
-                    s.unit,
-                    s.rule,
-                    s.gate,
+                    "{} {} is below assisted-service's {name} gate of {} ({nodes}): the agent install would keep the host insufficient and wait forever; use at least {} {} (rehearsal: true is exempt)",
+                    s.value, s.unit, s.rule, s.gate, s.unit,
                 ),
             );
         }
@@ -346,7 +343,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("ctlplane.numcpus: 4 vCPUs is below assisted-service's sno gate of 8 CPU cores (lab1-ctlplane-0)"),
+            e.contains("ctlplane.numcpus: 4 vCPUs is below assisted-service's sno gate of 8 CPU cores (lab1-ctlplane-0): the agent install would keep the host insufficient and wait forever; use at least 8 vCPUs"),
             "{e}"
         );
         // --force does not lift it, and a rehearsal is exempt.
