@@ -104,6 +104,52 @@ fn all_errors_are_reported_at_once() {
     assert!(stderr.contains("has 6 errors"), "{stderr}");
 }
 
+/// `--force` lets a control plane under 8 GiB through with a warning, on plan and
+/// create; never assisted-service's gate (that agent install would not finish).
+#[test]
+fn force_overrides_the_memory_floor_but_not_the_agent_gate() {
+    let bad = common::repo().join("tests/bad");
+    let small = bad.join("ctlplane-memory-below-8gib.yaml");
+    let home = tempfile::tempdir().unwrap();
+    let out = common::shiftlab(
+        &["plan", "-f", small.to_str().unwrap(), "--force"],
+        home.path(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning: ctlplane.memory: 6144 MiB is below the 8192 MiB")
+            && stderr.contains("(going on: --force)"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("lab1-ctlplane-0"));
+    let out = common::shiftlab(
+        &[
+            "create",
+            "install-config",
+            "-f",
+            small.to_str().unwrap(),
+            "--force",
+            "--dir",
+            "out",
+        ],
+        home.path(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let agent = bad.join("agent-below-assisted-gate.yaml");
+    let out = common::shiftlab(
+        &["plan", "-f", agent.to_str().unwrap(), "--force"],
+        home.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("master gate of 16384 MiB"));
+}
+
 #[test]
 fn a_missing_cluster_file_is_bad_usage() {
     let home = tempfile::tempdir().unwrap();

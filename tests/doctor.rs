@@ -314,11 +314,21 @@ fn an_ipi_install_counts_the_installers_bootstrap_vm() {
     assert_eq!(cpu.severity, Severity::Info, "overcommitted: {cpu:?}");
     assert_eq!(disk.severity, Severity::Fail, "{disk:?}");
     assert!(disk.verdict.contains("live-provisioner"), "{disk:?}");
-    // A bootstrap VM bigger than the host cannot boot: refused, naming it.
+    // A bootstrap VM bigger than the host cannot boot: refused, naming it. (Nodes
+    // this small take --force: a control plane under 8 GiB is refused otherwise.)
     let mut small = facts("good-host");
     small.memory_total_mib = 5 * 1024;
     small.memory_available_mib = 5 * 1024;
-    let tiny = plan("method: ipi\nmemory: 4096\n");
+    let tiny = shiftlab::plan::derive(
+        &shiftlab::spec::from_str_with(
+            "cluster: lab1\ndomain: example.com\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\nworkers: 2\nmethod: ipi\nmemory: 4096\n",
+            "lab1.yaml",
+            &shiftlab::spec::Env::default(),
+            shiftlab::spec::Overrides { force: true },
+        )
+        .unwrap()
+        .spec,
+    );
     let b = doctor::checks::blocking(&doctor::checks(&small, Some(&tiny)));
     assert!(
         b.iter()

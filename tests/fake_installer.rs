@@ -154,6 +154,70 @@ fn ignition_configs_are_the_installer_files_with_its_modes() {
     );
 }
 
+/// The real 4.18 installer's capability rules, as recorded: a set without Ingress
+/// (and marketplace without OperatorLifecycleManager) fails every verb that loads
+/// the install config with exit 3, consuming nothing; v4.16 passes.
+#[test]
+fn capability_sets_the_installer_refuses_fail_with_its_messages() {
+    let golden =
+        std::fs::read_to_string(common::repo().join("tests/golden/upi.install-config.yaml"))
+            .unwrap();
+    let caps = |base: &str, add: &[&str]| {
+        let start = golden.find("capabilities:\n").unwrap();
+        let end = start + golden[start..].find("\npullSecret:").unwrap();
+        let list: String = add.iter().map(|c| format!("  - {c}\n")).collect();
+        let section = if add.is_empty() {
+            format!("capabilities:\n  baselineCapabilitySet: {base}")
+        } else {
+            format!("capabilities:\n  baselineCapabilitySet: {base}\n  additionalEnabledCapabilities:\n{}", list.trim_end())
+        };
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("install-config.yaml"),
+            format!("{}{section}{}", &golden[..start], &golden[end..]),
+        )
+        .unwrap();
+        d
+    };
+    let fails = |d: &Path, verb: &str| {
+        let out = Command::new(fake())
+            .args(["create", verb, "--dir"])
+            .arg(d)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{verb}");
+        assert!(d.join("install-config.yaml").exists(), "consumed by {verb}");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let d = caps("v4.14", &["marketplace", "Console"]);
+    let log = fails(d.path(), "manifests");
+    assert!(
+        log.contains(r#"failed to fetch Master Machines: failed to load asset "Install Config": failed to create install config: invalid "install-config.yaml" file: [additionalEnabledCapabilities: Invalid value: []v1.ClusterVersionCapability{"marketplace", "Console"}: the marketplace capability requires the OperatorLifecycleManager capability, capabilities: Invalid value: types.Capabilities{BaselineCapabilitySet:"v4.14", AdditionalEnabledCapabilities:[]v1.ClusterVersionCapability{"marketplace", "Console"}}: the Ingress capability is required]"#),
+        "{log}"
+    );
+    assert!(fails(d.path(), "ignition-configs").contains("failed to fetch Kubeconfig Admin Client"));
+    // None alone: only Ingress (the recorded v-cap-None case).
+    let log = fails(caps("None", &[]).path(), "manifests");
+    assert!(log.contains("AdditionalEnabledCapabilities:[]v1.ClusterVersionCapability{}}: the Ingress capability is required"), "{log}");
+    assert!(!log.contains("marketplace"), "{log}");
+    // v4.15 holds OLM: only Ingress.
+    let log = fails(
+        caps("v4.15", &["marketplace", "Console"]).path(),
+        "manifests",
+    );
+    assert!(
+        !log.contains("OperatorLifecycleManager capability") && log.contains("Ingress"),
+        "{log}"
+    );
+    // v4.16, None with Ingress, and the golden (fixed) pass.
+    run(
+        caps("v4.16", &["marketplace", "Console"]).path(),
+        &["create", "manifests"],
+    );
+    run(caps("None", &["Ingress"]).path(), &["create", "manifests"]);
+    run(assets("upi").path(), &["create", "manifests"]);
+}
+
 #[test]
 fn no_install_config_is_the_installers_error_and_unmodeled_verbs_say_so() {
     let d = tempfile::tempdir().unwrap();

@@ -40,6 +40,16 @@ pub enum CreateCommand {
 }
 
 impl CreateCommand {
+    /// `--force`, whichever target.
+    pub fn force(&self) -> bool {
+        match self {
+            CreateCommand::InstallConfig(a) => a.force,
+            CreateCommand::Infra(a) => a.force,
+            CreateCommand::Cluster(a) => a.force,
+            other => other.target().is_some_and(|(_, a)| a.force),
+        }
+    }
+
     /// The target and arguments of the subcommands that take nothing but the file.
     pub fn target(&self) -> Option<(Target, &TargetArgs)> {
         match self {
@@ -63,6 +73,10 @@ pub struct TargetArgs {
     /// The cluster file
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
+
+    /// Go on with a control plane or bootstrap under 8 GiB of memory (refused otherwise)
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -74,6 +88,10 @@ pub struct InstallConfigArgs {
     /// Also copy the configs and their backups into DIR (0600)
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+
+    /// Go on with a control plane or bootstrap under 8 GiB of memory (refused otherwise)
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -85,4 +103,8 @@ pub struct InfraArgs {
     /// Also start the nodes planned to start after bootstrap (UPI workers)
     #[arg(long)]
     pub start_workers: bool,
+
+    /// Go on with a control plane or bootstrap under 8 GiB of memory (refused otherwise)
+    #[arg(long)]
+    pub force: bool,
 }

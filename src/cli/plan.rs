@@ -14,6 +14,10 @@ pub struct PlanArgs {
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,
 
+    /// Go on with a control plane or bootstrap under 8 GiB of memory (refused otherwise)
+    #[arg(long)]
+    pub force: bool,
+
     /// Print the fully resolved cluster file (every default filled in) instead of the plan
     #[arg(long, hide = true)]
     pub resolved: bool,

@@ -32,6 +32,10 @@ pub struct ScaleArgs {
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
 
+    /// Go on with a control plane under 8 GiB of memory in the cluster file (refused otherwise)
+    #[arg(long)]
+    pub force: bool,
+
     /// Output format
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,

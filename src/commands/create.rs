@@ -26,7 +26,7 @@ pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
             Options::default(),
         ),
     };
-    let loaded = super::load_spec(file)?;
+    let loaded = super::load_spec_with(file, cmd.force())?;
     let plan = crate::plan::derive(&loaded.spec);
     let ctx = Ctx::new(&loaded.spec, &plan, state, options);
     let goal = match cmd {

@@ -19,7 +19,12 @@ struct Out<'a> {
 /// Run the checks and print them; the exit code is by severity
 /// ([`doctor::exit_code`]).
 pub fn run(args: &DoctorArgs, state: &StateDir, out: &mut dyn Write) -> Result<u8> {
-    let loaded = args.file.as_deref().map(super::load_spec).transpose()?;
+    // Doctor makes nothing: a size `create --force` may go on with is a warning here.
+    let loaded = args
+        .file
+        .as_deref()
+        .map(|f| super::load_spec_with(f, true))
+        .transpose()?;
     let plan = loaded.as_ref().map(|l| crate::plan::derive(&l.spec));
     let uri = crate::libvirt::uri(
         args.connect

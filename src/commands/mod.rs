@@ -22,9 +22,11 @@ use anyhow::Result;
 
 use crate::spec::{self, Loaded};
 
-/// Load and validate a cluster file, printing its warnings to stderr.
-pub fn load_spec(file: &Path) -> Result<Loaded> {
-    let loaded = spec::load(file)?;
+/// Load and validate a cluster file, printing its warnings to stderr; with
+/// `force` (a command's `--force`, or one that makes nothing) the refusals
+/// `--force` may override are warnings.
+pub fn load_spec_with(file: &Path, force: bool) -> Result<Loaded> {
+    let loaded = spec::load_with(file, spec::Overrides { force })?;
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }

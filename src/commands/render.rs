@@ -15,7 +15,8 @@ use crate::state::StateDir;
 
 pub fn run(args: &RenderArgs, state: &StateDir) -> Result<()> {
     let RenderBackend::Kubevirt = args.backend;
-    let loaded = super::load_spec(&args.file)?;
+    // Rendering installs nothing: a size `create --force` may go on with warns.
+    let loaded = super::load_spec_with(&args.file, true)?;
     let spec = &loaded.spec;
     if spec.backend != BackendKind::Kubevirt {
         bail!(

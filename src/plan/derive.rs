@@ -34,10 +34,7 @@ pub fn uuid_for(cluster: &str, node: &str) -> String {
 }
 
 pub fn node_name(cluster: &str, role: Role, index: u32) -> String {
-    match role {
-        Role::Bootstrap => format!("{cluster}-bootstrap"),
-        _ => format!("{cluster}-{}-{index}", role.as_str()),
-    }
+    role.node_name(cluster, index)
 }
 
 /// Derive the plan. Pure: reads nothing, writes nothing.

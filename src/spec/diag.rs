@@ -20,6 +20,8 @@ impl fmt::Display for Diagnostic {
 pub struct Diagnostics {
     pub errors: Vec<Diagnostic>,
     pub warnings: Vec<Diagnostic>,
+    /// The command's `--force`: what [`Diagnostics::forcible`] reports is a warning.
+    pub force: bool,
 }
 
 impl Diagnostics {
@@ -35,6 +37,17 @@ impl Diagnostics {
             field: field.into(),
             message: message.into(),
         });
+    }
+
+    /// A refusal `--force` overrides: an error that says so, or with `--force` a
+    /// warning.
+    pub fn forcible(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        let message = message.into();
+        if self.force {
+            self.warn(field, format!("{message} (going on: --force)"));
+        } else {
+            self.error(field, format!("{message}; --force goes on anyway"));
+        }
     }
 
     pub fn has_errors(&self) -> bool {

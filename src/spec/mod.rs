@@ -23,9 +23,29 @@ pub struct Loaded {
     pub warnings: Vec<Diagnostic>,
 }
 
+/// What the command line relaxes in validation.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Overrides {
+    /// `--force`: refusals that say "--force goes on anyway" become warnings.
+    pub force: bool,
+}
+
 /// Parse and validate cluster-file text. Reads (never writes) the files it names.
 pub fn from_str(text: &str, file: &str, env: &Env) -> Result<Loaded, InvalidSpec> {
-    let mut d = Diagnostics::default();
+    from_str_with(text, file, env, Overrides::default())
+}
+
+/// [`from_str`] with the command line's [`Overrides`].
+pub fn from_str_with(
+    text: &str,
+    file: &str,
+    env: &Env,
+    overrides: Overrides,
+) -> Result<Loaded, InvalidSpec> {
+    let mut d = Diagnostics {
+        force: overrides.force,
+        ..Diagnostics::default()
+    };
     let spec = parse::parse(text, &mut d).map(|raw| resolve::resolve(raw, env, &mut d));
     let Some(spec) = spec.filter(|_| !d.has_errors()) else {
         return Err(InvalidSpec {
@@ -68,6 +88,11 @@ pub fn read_input(path: &Path) -> std::io::Result<String> {
 
 /// Load a cluster file from disk.
 pub fn load(path: &Path) -> Result<Loaded, InvalidSpec> {
+    load_with(path, Overrides::default())
+}
+
+/// [`load`] with the command line's [`Overrides`].
+pub fn load_with(path: &Path, overrides: Overrides) -> Result<Loaded, InvalidSpec> {
     let file = path.display().to_string();
     let text = read_input(path).map_err(|e| InvalidSpec {
         file: file.clone(),
@@ -76,5 +101,5 @@ pub fn load(path: &Path) -> Result<Loaded, InvalidSpec> {
             message: format!("cannot read the cluster file: {e}"),
         }],
     })?;
-    from_str(&text, &file, &Env::from_process(path))
+    from_str_with(&text, &file, &Env::from_process(path), overrides)
 }

@@ -40,6 +40,15 @@ pub enum Role {
 }
 
 impl Role {
+    /// A node's name (its VM and hostname): `<cluster>-bootstrap`,
+    /// `<cluster>-<role>-<index>`.
+    pub fn node_name(self, cluster: &str, index: u32) -> String {
+        match self {
+            Role::Bootstrap => format!("{cluster}-bootstrap"),
+            _ => format!("{cluster}-{}-{index}", self.as_str()),
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Bootstrap => "bootstrap",

@@ -57,24 +57,10 @@ pub fn resolve(raw: &RawSpec, env: &Env, d: &mut Diagnostics) -> InstallOptions 
         }
         path
     });
-    let capabilities = raw.capabilities.as_ref().map(|c| {
-        if let Some(b) = &c.baseline_capability_set {
-            let ok = b.v == "None"
-                || b.v == "vCurrent"
-                || b.v
-                    .strip_prefix("v4.")
-                    .is_some_and(|m| !m.is_empty() && m.bytes().all(|x| x.is_ascii_digit()));
-            if !ok {
-                d.error(
-                    &b.field,
-                    format!("{:?} is not one of None, vCurrent, v4.N (e.g. v4.14)", b.v),
-                );
-            }
-        }
-        Capabilities {
-            baseline_capability_set: c.baseline_capability_set.as_ref().map(|s| s.v.clone()),
-            additional_enabled_capabilities: c.additional_enabled_capabilities.clone(),
-        }
+    // Checked against the version's rules in capabilities.rs.
+    let capabilities = raw.capabilities.as_ref().map(|c| Capabilities {
+        baseline_capability_set: c.baseline_capability_set.as_ref().map(|s| s.v.clone()),
+        additional_enabled_capabilities: c.additional_enabled_capabilities.clone(),
     });
     let manifests = raw.manifests.as_ref().map(|s| {
         let path = env.path(&s.v);

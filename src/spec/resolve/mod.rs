@@ -10,8 +10,10 @@
 //! reported before the host is touched.
 
 mod bmc;
+mod capabilities;
 mod credentials;
 mod fips;
+mod hardware;
 mod identity;
 mod install;
 mod kubevirt;
@@ -81,11 +83,17 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let creds = credentials::resolve(&raw, id.distribution, env, d);
     fips::check(&raw, &creds.ssh_keys, d);
     let topo = topology::resolve(&raw, d);
-    let sizes = sizes::resolve(&raw, &topo, d);
+    let sizes = sizes::resolve(&raw, &topo, &id.cluster, d);
     let nets = network::cluster_networks(&raw, &id.version, d);
     let network = network::machine_network(&raw, &id.cluster, &topo, &nets, d);
     let libvirt = libvirt::resolve(&raw, env, d);
     let install = install::resolve(&raw, env, d);
+    if let Some(caps) = &install.capabilities {
+        let minor = versions::minor(&id.version).unwrap_or(capabilities::NEWEST_MINOR);
+        for p in capabilities::check(caps, minor, topo.method == Method::Ipi) {
+            d.error(p.field, p.message);
+        }
+    }
     let release = release::resolve(&raw, env, d);
     let bmc = bmc::resolve(&raw, &network, d);
     let method_field = raw.method.as_ref().map_or("method", |m| m.field.as_str());

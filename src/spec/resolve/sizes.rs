@@ -1,6 +1,7 @@
 //! Node sizes per role: defaults from the documented minimums, top-level keys for
 //! every role, a role's own keys over them; bounds and boot minimums checked.
 
+use super::hardware;
 use super::topology::Topology;
 use crate::spec::diag::Diagnostics;
 use crate::spec::parse::{RawSize, RawSpec, Src};
@@ -29,26 +30,90 @@ pub struct Sizes {
     pub worker: NodeSize,
 }
 
-pub fn resolve(raw: &RawSpec, topo: &Topology, d: &mut Diagnostics) -> Sizes {
-    let (method, rehearsal) = (topo.method, topo.rehearsal);
+pub fn resolve(raw: &RawSpec, topo: &Topology, cluster: &str, d: &mut Diagnostics) -> Sizes {
+    let rehearsal = topo.rehearsal;
+    let size = |role, own, d: &mut Diagnostics| {
+        let size = size_for(role, topo, &raw.all, own, d);
+        if !rehearsal {
+            gates(role, topo, cluster, &size, &raw.all, own, d);
+        }
+        size
+    };
     Sizes {
-        bootstrap: size_for(
-            Role::Bootstrap,
-            method,
-            rehearsal,
-            &raw.all,
-            &raw.bootstrap,
-            d,
+        bootstrap: size(Role::Bootstrap, &raw.bootstrap, d),
+        ctlplane: size(Role::Ctlplane, &raw.ctlplane, d),
+        worker: size(Role::Worker, &raw.worker, d),
+    }
+}
+
+/// The hard gates (hardware.rs) outside a rehearsal: assisted-service's for method
+/// agent, the control-plane memory floor for every method.
+fn gates(
+    role: Role,
+    topo: &Topology,
+    cluster: &str,
+    size: &NodeSize,
+    all: &RawSize,
+    own: &RawSize,
+    d: &mut Diagnostics,
+) {
+    let count = match role {
+        Role::Bootstrap => 1,
+        Role::Ctlplane => topo.ctlplanes,
+        Role::Worker => topo.workers,
+    };
+    if count == 0 {
+        return;
+    }
+    let nodes = match count {
+        1 => role.node_name(cluster, 0),
+        2 => format!(
+            "{}, {}",
+            role.node_name(cluster, 0),
+            role.node_name(cluster, 1)
         ),
-        ctlplane: size_for(
-            Role::Ctlplane,
-            method,
-            rehearsal,
-            &raw.all,
-            &raw.ctlplane,
-            d,
+        n => format!(
+            "{} … {}",
+            role.node_name(cluster, 0),
+            role.node_name(cluster, n - 1)
         ),
-        worker: size_for(Role::Worker, method, rehearsal, &raw.all, &raw.worker, d),
+    };
+    let field = |key: &str| {
+        let src = match key {
+            "numcpus" => own.numcpus.as_ref().or(all.numcpus.as_ref()),
+            "memory" => own.memory.as_ref().or(all.memory.as_ref()),
+            _ => own.disk_size.as_ref().or(all.disk_size.as_ref()),
+        };
+        src.map_or_else(|| format!("{}.{key}", role.as_str()), |s| s.field.clone())
+    };
+    if topo.method == Method::Agent {
+        if role == Role::Bootstrap {
+            return; // the agent installer makes no bootstrap node
+        }
+        let (gate, name) = hardware::assisted_gate(role, topo.single_node());
+        for s in hardware::shortfalls(size, gate) {
+            d.error(
+                field(s.key),
+                format!(
+                    "{} {} is below assisted-service's {name} gate of {} ({nodes}): the agent install would keep the host insufficient and wait forever; use at least {} {} (rehearsal: true is exempt)",
+                    s.value, s.unit, s.rule, s.gate, s.unit,
+                ),
+            );
+        }
+    } else if size.memory >= BOOT_MIN_MEMORY
+        && hardware::below_control_floor(role, topo.method, size.memory)
+    {
+        // (Below BOOT_MIN_MEMORY, size_for already said it cannot boot.)
+        d.forcible(
+            field("memory"),
+            format!(
+                "{} MiB is below the {} MiB a {} needs for etcd and the API servers ({nodes}); use at least {} MiB",
+                size.memory,
+                hardware::CONTROL_MIN_MEMORY,
+                role_label(role, topo.method),
+                hardware::CONTROL_MIN_MEMORY
+            ),
+        );
     }
 }
 
@@ -87,13 +152,19 @@ fn default_size(role: Role, method: Method, rehearsal: bool) -> NodeSize {
 
 fn size_for(
     role: Role,
-    method: Method,
-    rehearsal: bool,
+    topo: &Topology,
     all: &RawSize,
     own: &RawSize,
     d: &mut Diagnostics,
 ) -> NodeSize {
-    let def = default_size(role, method, rehearsal);
+    let (method, rehearsal) = (topo.method, topo.rehearsal);
+    let mut def = default_size(role, method, rehearsal);
+    if method == Method::Agent && !rehearsal {
+        // The defaults pass assisted-service's gate (a single node's is 8 cores).
+        let (gate, _) = hardware::assisted_gate(role, topo.single_node());
+        def.numcpus = def.numcpus.max(gate.numcpus as u32);
+        def.memory = def.memory.max(gate.memory);
+    }
     let numcpus = own.numcpus.as_ref().or(all.numcpus.as_ref());
     let memory = own.memory.as_ref().or(all.memory.as_ref());
     let disk = own.disk_size.as_ref().or(all.disk_size.as_ref());
@@ -143,7 +214,7 @@ fn size_for(
             name(numcpus, "numcpus"),
             "0 vCPUs cannot boot; use 1 or more",
         );
-    } else if !rehearsal && (size.numcpus as u64) < min_cpu {
+    } else if !rehearsal && method != Method::Agent && (size.numcpus as u64) < min_cpu {
         d.warn(
             name(numcpus, "numcpus"),
             format!(
@@ -176,7 +247,11 @@ fn size_for(
                 }
             ),
         );
-    } else if !rehearsal && size.memory < min_mem {
+    } else if !rehearsal
+        && method != Method::Agent
+        && !hardware::below_control_floor(role, method, size.memory)
+        && size.memory < min_mem
+    {
         d.warn(
             name(memory, "memory"),
             format!(
@@ -200,7 +275,7 @@ fn size_for(
                 }
             ),
         );
-    } else if !rehearsal && size.disk_size < min_disk {
+    } else if !rehearsal && method != Method::Agent && size.disk_size < min_disk {
         let text = format!(
             "{} GB is below the documented minimum of {min_disk} GB for a {}",
             size.disk_size,
@@ -209,7 +284,7 @@ fn size_for(
         // An ISO install writes CoreOS to the disk and refuses a smaller one late
         // (the assisted-service's host validation; bootstrap-in-place's
         // install-to-disk): say so before anything is made. Rehearsals are exempt.
-        if matches!(method, Method::Sno | Method::Agent) {
+        if method == Method::Sno {
             d.error(
                 name(disk, "disk_size"),
                 format!("{text}; method {method} installs to it (rehearsal: true is exempt)"),
@@ -260,6 +335,29 @@ mod tests {
     }
 
     #[test]
+    fn a_single_node_agent_is_held_to_assisteds_sno_gate() {
+        let one = load("method: agent\nctlplanes: 1\nworkers: 0\n").unwrap();
+        // The defaults pass it: 8 cores.
+        assert_eq!(one.spec.size(crate::spec::Role::Ctlplane).numcpus, 8);
+        let e = load("method: agent\nctlplanes: 1\nworkers: 0\nctlplane:\n  numcpus: 4\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ctlplane.numcpus: 4 vCPUs is below assisted-service's sno gate of 8 CPU cores (lab1-ctlplane-0): the agent install would keep the host insufficient and wait forever; use at least 8 vCPUs"),
+            "{e}"
+        );
+        // --force does not lift it, and a rehearsal is exempt.
+        let forced = crate::spec::from_str_with(
+            "cluster: lab1\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\nmethod: agent\nctlplanes: 1\nworkers: 0\nnumcpus: 4\n",
+            "t.yaml",
+            &Env::default(),
+            crate::spec::Overrides { force: true },
+        );
+        assert!(forced.is_err());
+        load("method: agent\nrehearsal: true\nctlplanes: 1\nworkers: 0\nnumcpus: 1\n").unwrap();
+    }
+
+    #[test]
     fn iso_installs_refuse_a_disk_below_the_minimum_unless_rehearsal() {
         let e = load("method: sno\ndisk_size: 60\n")
             .unwrap_err()
@@ -272,7 +370,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("50 GB is below the documented minimum of 100 GB"),
+            e.contains("worker.disk_size: 50 GB (GiB) is below assisted-service's worker gate of 100 GB (10^9 bytes)"),
             "{e}"
         );
         let sno = load("method: sno\nrehearsal: true\ndisk_size: 1\n").unwrap();
