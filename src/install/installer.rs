@@ -104,10 +104,12 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
         }
     }
     let _ = err_thread.join();
-    let status = child.wait()?;
+    let status = child.wait();
     let _ = std::fs::remove_file(&record);
     bar.finish_and_clear();
+    // Whatever the run's outcome: a failed one leaves its secrets too.
     super::redact::protect_assets(assets.path())?;
+    let status = status?;
     if !status.success() {
         bail!(
             "openshift-install {} failed ({status}); its log is {}",
