@@ -67,12 +67,14 @@ fn manifests_consume_the_install_config_and_follow_the_scheduler_rule() {
     let out = run(d.path(), &["create", "manifests"]);
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(!d.path().join("install-config.yaml").exists());
+    // The real installer's form (its recorded runs): the message unquoted.
     assert!(
-        log.contains("Consuming Install Config from target directory"),
+        log.contains("level=info msg=Consuming Install Config from target directory\n"),
         "{log}"
     );
+    assert!(!log.contains("msg=\""), "{log}");
     assert!(
-        log.contains("level=warning msg=\"Making control-plane schedulable"),
+        log.contains("level=warning msg=Making control-plane schedulable by setting MastersSchedulable to true for Scheduler cluster settings\n"),
         "{log}"
     );
     let scheduler = read(d.path(), "manifests/cluster-scheduler-02-config.yml");

@@ -47,6 +47,27 @@ fn gzip(data: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+/// `data` xz-compressed by liblzma (Python's `lzma`, the reference implementation;
+/// python3 is a test dependency already), CRC64 check as `xz` writes by default.
+fn xz(data: &[u8]) -> Vec<u8> {
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import lzma,sys; sys.stdout.buffer.write(lzma.compress(sys.stdin.buffer.read(), preset=1))",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut stdin = child.stdin.take().unwrap();
+    let data = data.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&data).unwrap());
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
 fn tar_gz(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
     let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
         Vec::new(),
@@ -68,14 +89,19 @@ fn fixture_dir() -> PathBuf {
 
 /// A fake `openshift-install` printing `stream` for `coreos print-stream-json`.
 fn fake_installer(dir: &Path, stream: &str) -> PathBuf {
+    fake_installer_of(dir, stream, V, &release_image())
+}
+
+/// [`fake_installer`] of another release.
+fn fake_installer_of(dir: &Path, stream: &str, version: &str, image: &str) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let json = dir.join("stream.json");
     std::fs::write(&json, stream).unwrap();
     let out = dir.join("openshift-install");
     let st = Command::new(fixture_dir().join("generate.sh"))
         .arg(&out)
-        .arg(V)
-        .arg(release_image())
+        .arg(version)
+        .arg(image)
         .arg(&json)
         .status()
         .unwrap();
@@ -102,6 +128,32 @@ fn stream_json(
     .to_string()
 }
 
+/// What OKD's installer before 4.19 prints (`TAGS=scos` 4.18, recorded): Fedora
+/// CoreOS 39 `stable`, whose `qemu` artifact has only `qcow2.xz`.
+fn fcos39_stream_json(
+    qcow_xz_location: &str,
+    xz_sha: &str,
+    raw_sha: &str,
+    iso_location: &str,
+    iso_sha: &str,
+) -> String {
+    serde_json::json!({
+        "stream": "stable",
+        "metadata": {"generator": "fedora-coreos-stream-generator v0.4.0"},
+        "architectures": {"x86_64": {"artifacts": {
+            "qemu": {"release": "39.20231101.3.0", "formats": {"qcow2.xz": {"disk": {
+                "location": qcow_xz_location,
+                "signature": format!("{qcow_xz_location}.sig"),
+                "sha256": xz_sha, "uncompressed-sha256": raw_sha}}}},
+            "metal": {"release": "39.20231101.3.0", "formats": {
+                "iso": {"disk": {"location": iso_location, "sha256": iso_sha}},
+                "raw.xz": {"disk": {"location": format!("{iso_location}.raw.xz"),
+                    "sha256": "1".repeat(64), "uncompressed-sha256": "2".repeat(64)}}}}
+        }}}
+    })
+    .to_string()
+}
+
 /// The files of a mirror: relative path → content.
 struct Fixture {
     files: Vec<(String, Vec<u8>)>,
@@ -123,18 +175,49 @@ impl Fixture {
         )
     }
 
+    /// A mirror tree of `version` in `dirs`. An OKD release (`…-okd-scos.…`, before
+    /// 4.19) carries an installer whose stream is Fedora CoreOS 39's, `qcow2.xz`
+    /// only, as the real one's; an OCP release RHCOS's `qcow2.gz`.
     fn build(work: &Path, image_base: &str, dirs: &[String], version: &str) -> Fixture {
         let qcow2 = noise(300_000, 7);
-        let qgz = gzip(&qcow2);
         let iso = noise(100_000, 11);
-        let stream = stream_json(
-            &format!("{image_base}/rhcos/rhcos-qemu.x86_64.qcow2.gz"),
-            &sha(&qgz),
-            &sha(&qcow2),
-            &format!("{image_base}/rhcos/rhcos-live.x86_64.iso"),
-            &sha(&iso),
-        );
-        let installer = std::fs::read(fake_installer(&work.join("gen"), &stream)).unwrap();
+        let iso_at = format!("{image_base}/rhcos/rhcos-live.x86_64.iso");
+        let okd = version.contains("-okd-");
+        let (qemu_file, packed, stream, image) = if okd {
+            let packed = xz(&qcow2);
+            let file = "fcos/fedora-coreos-39.20231101.3.0-qemu.x86_64.qcow2.xz";
+            let stream = fcos39_stream_json(
+                &format!("{image_base}/{file}"),
+                &sha(&packed),
+                &sha(&qcow2),
+                &iso_at,
+                &sha(&iso),
+            );
+            (
+                file,
+                packed,
+                stream,
+                format!("quay.io/okd/scos-release:{version}"),
+            )
+        } else {
+            let packed = gzip(&qcow2);
+            let file = "rhcos/rhcos-qemu.x86_64.qcow2.gz";
+            let stream = stream_json(
+                &format!("{image_base}/{file}"),
+                &sha(&packed),
+                &sha(&qcow2),
+                &iso_at,
+                &sha(&iso),
+            );
+            (file, packed, stream, release_image())
+        };
+        let installer = std::fs::read(fake_installer_of(
+            &work.join("gen"),
+            &stream,
+            version,
+            &image,
+        ))
+        .unwrap();
         let padding = noise(200_000, 3);
         let installer_tar = tar_gz(&[
             ("README.md", b"openshift-install\n", 0o644),
@@ -154,7 +237,7 @@ impl Fixture {
              Digest:         sha256:{a}\nCreated:        2025-03-26T12:00:00Z\n\nPull From: {img}\n\n\
              Release Metadata:\n  Version:  {version}\n  Upgrades: 4.17.16\n\nComponent Versions:\n  kubernetes 1.31.6\n",
             a = "a".repeat(64),
-            img = release_image()
+            img = image
         );
         let sums = format!(
             "{}  {installer_tgz}\n{}  {client_tgz}\n{}  release.txt\n",
@@ -163,7 +246,7 @@ impl Fixture {
             sha(release_txt.as_bytes())
         );
         let mut files = vec![
-            ("rhcos/rhcos-qemu.x86_64.qcow2.gz".to_string(), qgz),
+            (qemu_file.to_string(), packed),
             ("rhcos/rhcos-live.x86_64.iso".to_string(), iso.clone()),
         ];
         for d in dirs {
@@ -973,4 +1056,149 @@ fn oversized_answers_are_refused() {
     )
     .unwrap_err();
     assert!(e.downcast_ref::<release::TooLarge>().is_some(), "{e:#}");
+}
+
+#[test]
+fn okd_before_4_19_takes_the_fcos_qcow2_xz_checked_compressed_and_uncompressed() {
+    let work = tempfile::tempdir().unwrap();
+    let mirror = Mirror::start(&[]);
+    let raw = noise(50_000, 5);
+    let packed = xz(&raw);
+    mirror.put("fcos/q.qcow2.xz", packed.clone());
+    let loc = format!("{}/fcos/q.qcow2.xz", mirror.url());
+    let iso_loc = format!("{}/fcos/live.iso", mirror.url());
+    let wrong = "0".repeat(64);
+    let installer = |name: &str, xz_sha: &str, raw_sha: &str| {
+        fake_installer(
+            &work.path().join(name),
+            &fcos39_stream_json(&loc, xz_sha, raw_sha, &iso_loc, &wrong),
+        )
+    };
+
+    // Wrong compressed digest: refused, nothing cached.
+    let cache = Cache::new(work.path().join("c1"));
+    let oi = installer("i1", &wrong, &sha(&raw));
+    let err = release::coreos_image(&oi, CoreosKind::Qemu, &cache, &Progress::quiet()).unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("sha256 mismatch") && msg.contains(&loc) && msg.contains(&sha(&packed)),
+        "{msg}"
+    );
+    assert_cache_empty(&cache);
+
+    // Right compressed digest, wrong uncompressed one: refused, no qcow2 cached.
+    let cache = Cache::new(work.path().join("c2"));
+    let oi = installer("i2", &sha(&packed), &wrong);
+    let err = release::coreos_image(&oi, CoreosKind::Qemu, &cache, &Progress::quiet()).unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("uncompressed-sha256 mismatch") && msg.contains(&sha(&raw)),
+        "{msg}"
+    );
+    assert_eq!(cache.blobs().unwrap(), vec![sha(&packed)]);
+
+    // A damaged xz whose digest the stream vouches for: xz's own check refuses it.
+    let mut damaged = packed.clone();
+    let mid = damaged.len() / 2;
+    damaged[mid] ^= 0x55;
+    mirror.put("fcos/damaged.qcow2.xz", damaged.clone());
+    let cache = Cache::new(work.path().join("c3"));
+    let oi = fake_installer(
+        &work.path().join("i3"),
+        &fcos39_stream_json(
+            &format!("{}/fcos/damaged.qcow2.xz", mirror.url()),
+            &sha(&damaged),
+            &sha(&raw),
+            &iso_loc,
+            &wrong,
+        ),
+    );
+    let err = release::coreos_image(&oi, CoreosKind::Qemu, &cache, &Progress::quiet()).unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(msg.contains("decompressing"), "{msg}");
+    assert!(cache.blob(&sha(&raw)).is_none());
+
+    // Both right: the qcow2, decompressed, by its uncompressed digest; the .xz
+    // not kept; then no download at all.
+    let cache = Cache::new(work.path().join("c4"));
+    let oi = installer("i4", &sha(&packed), &sha(&raw));
+    let p = release::coreos_image(&oi, CoreosKind::Qemu, &cache, &Progress::quiet()).unwrap();
+    assert_eq!(std::fs::read(&p).unwrap(), raw);
+    assert_eq!(p, cache.blob_path(&sha(&raw)));
+    assert!(cache.blob(&sha(&packed)).is_none());
+    mirror.clear_log();
+    assert_eq!(
+        release::coreos_image(&oi, CoreosKind::Qemu, &cache, &Progress::quiet()).unwrap(),
+        p
+    );
+    assert_eq!(mirror.requests(), vec![]);
+
+    // A stream with both formats: the gz (faster to decompress), wherever it stands.
+    let raw = noise(40_000, 9);
+    let (gz, packed) = (gzip(&raw), xz(&raw));
+    mirror.put("q.qcow2.gz", gz.clone());
+    mirror.put("q.qcow2.xz", packed.clone());
+    let at = |f: &str| format!("{}/{f}", mirror.url());
+    let disk = |f: &str, d: &[u8]| serde_json::json!({"disk": {"location": at(f), "sha256": sha(d), "uncompressed-sha256": sha(&raw)}});
+    // The xz first in the file: the order of the formats does not decide.
+    let stream = serde_json::json!({"architectures": {"x86_64": {"artifacts": {"qemu": {"formats": {
+        "qcow2.xz": disk("q.qcow2.xz", &packed), "qcow2.gz": disk("q.qcow2.gz", &gz)}}}}}});
+    let oi = fake_installer(&work.path().join("i5"), &stream.to_string());
+    let cache = Cache::new(work.path().join("c5"));
+    mirror.clear_log();
+    let p = release::coreos_image(&oi, CoreosKind::Qemu, &cache, &Progress::quiet()).unwrap();
+    assert_eq!(std::fs::read(p).unwrap(), raw);
+    let paths: Vec<String> = mirror.requests().into_iter().map(|(p, _)| p).collect();
+    assert_eq!(paths, ["/q.qcow2.gz"]);
+}
+
+/// `examples/okd.yaml` (OKD before 4.19) through the release target, from a
+/// mirror whose installer's stream has only `qcow2.xz`, as the real one's.
+#[test]
+fn examples_okd_passes_the_release_target_against_a_mirror_with_only_qcow2_xz() {
+    let work = tempfile::tempdir().unwrap();
+    let h = work.path();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/okd.yaml");
+    let text = std::fs::read_to_string(&example).unwrap();
+    let version = text
+        .lines()
+        .find_map(|l| l.strip_prefix("version: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    let root = h.join("mirror");
+    let fx = Fixture::build(
+        h,
+        root.to_str().unwrap(),
+        std::slice::from_ref(&version),
+        &version,
+    );
+    fx.write_to(&root);
+    let file = h.join("okd.yaml");
+    std::fs::write(&file, format!("{text}mirror: {}\n", root.display())).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_shiftlab"))
+        .args(["create", "manifests", "-f", file.to_str().unwrap()])
+        .current_dir(h)
+        .env("HOME", h)
+        .env("SHIFTLAB_HOME", h.join("state"))
+        .env(release::CACHE_ENV, h.join("cache"))
+        .env_remove("LIBVIRT_DEFAULT_URI")
+        .output()
+        .unwrap();
+    // `create manifests`: the release target and the two after it (the fake
+    // installer from the mirror runs); the CLI has no `create release`.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(h.join("state/clusters/okd/install-state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["targets"]["release"]["status"], "done", "{err}");
+    let cache = Cache::new(h.join("cache"));
+    let image = cache.blob(&sha(&fx.qcow2)).expect("the decompressed qcow2");
+    assert!(
+        err.contains(&format!("CoreOS image {}", image.display())),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(image).unwrap(), fx.qcow2);
 }

@@ -122,3 +122,75 @@ fn the_lab_records_its_flow_and_install_config_pins_its_plan() {
     );
     assert_eq!(tree(h), before);
 }
+
+/// The installer's state file holds the kubeadmin password and every CA key; the
+/// real one writes it 0640 on every run (recorded), failed or not.
+#[test]
+fn the_installers_state_file_is_private_after_every_run_failed_or_not() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let v = "4.17.0-okd-scos.0";
+    let fixture = common::repo().join("tests/fixtures/fake-openshift-install");
+    std::fs::write(h.join("stream.json"), "{}").unwrap();
+    let baked = h.join("openshift-install-baked");
+    let st = std::process::Command::new(fixture.join("generate.sh"))
+        .arg(&baked)
+        .arg(v)
+        .arg(format!("quay.io/okd/scos-release:{v}"))
+        .arg(h.join("stream.json"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // The fake, except that `create ignition-configs` fails after its run, as the
+    // real `create cluster` did after writing its state file (recorded).
+    let installer = h.join("openshift-install");
+    std::fs::write(
+        &installer,
+        format!(
+            "#!/bin/sh\nif [ \"$1 $2\" = 'create ignition-configs' ]; then\n\
+             \t'{b}' \"$@\" || exit\n\techo 'level=fatal msg=failed after the state file' >&2\n\texit 1\nfi\n\
+             exec '{b}' \"$@\"\n",
+            b = baked.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&installer, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(h.join("image.qcow2"), "").unwrap();
+    let file = h.join("lab1.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "cluster: lab1\ndomain: lab.test\ndistribution: okd\nversion: {v}\nrehearsal: true\n\
+             openshift_install: {}\nimage: {}\n\
+             ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n\
+             libvirt:\n  uri: test:///default\n",
+            installer.display(),
+            h.join("image.qcow2").display()
+        ),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let state = h.join("state/clusters/lab1/assets/.openshift_install_state.json");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+
+    let (code, err) = run(h, &["create", "manifests", "-f", file]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(mode(&state), 0o600, "after create manifests");
+
+    let (code, err) = run(h, &["create", "ignition", "-f", file]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("openshift-install create ignition-configs failed"),
+        "{err}"
+    );
+    assert_eq!(
+        mode(&state),
+        0o600,
+        "after a failed create ignition-configs"
+    );
+    let auth = h.join("state/clusters/lab1/assets/auth");
+    for f in ["kubeadmin-password", "kubeconfig"] {
+        assert_eq!(mode(&auth.join(f)), 0o600, "{f}");
+    }
+}

@@ -104,10 +104,12 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
         }
     }
     let _ = err_thread.join();
-    let status = child.wait()?;
+    let status = child.wait();
     let _ = std::fs::remove_file(&record);
     bar.finish_and_clear();
+    // Whatever the run's outcome: a failed one leaves its secrets too.
     super::redact::protect_assets(assets.path())?;
+    let status = status?;
     if !status.success() {
         bail!(
             "openshift-install {} failed ({status}); its log is {}",
@@ -118,23 +120,103 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// `level=info msg="…"` → the message, cut for one line.
+/// The message of an installer log line, cut for one line.
 fn short(line: &str) -> String {
-    let msg = line
-        .split_once("msg=\"")
-        .map(|(_, m)| m.trim_end_matches('"'))
-        .unwrap_or(line);
-    msg.chars().take(100).collect()
+    log_message(line).chars().take(100).collect()
+}
+
+/// The `msg` of a logrus text line, in either form the installer writes:
+/// `level=info msg=Text with spaces` (its terminal output: logrus's
+/// `DisableQuote`, cmd/openshift-install/main.go), where the message runs to the
+/// end of the line, or `level=info msg="Text \"quoted\""` (logrus's default
+/// quoting, as in `.openshift_install.log`), unescaped. A line without `msg=` is
+/// its own message.
+pub(crate) fn log_message(line: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    // `msg=` as a field: at the start or after a space, not inside a message.
+    let at = if line.starts_with("msg=") {
+        Some(0)
+    } else {
+        line.find(" msg=").map(|i| i + 1)
+    };
+    let Some(at) = at else {
+        return Cow::Borrowed(line);
+    };
+    let value = &line[at + "msg=".len()..];
+    let Some(quoted) = value.strip_prefix('"') else {
+        return Cow::Borrowed(value.trim_end());
+    };
+    let mut out = String::with_capacity(quoted.len());
+    let mut chars = quoted.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return Cow::Owned(out),
+            '\\' => match chars.next() {
+                Some('n') => out.push(' '),
+                Some('t') => out.push(' '),
+                Some(e) => out.push(e),
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    // No closing quote (a cut line): what there is.
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::{log_message, short};
+
     #[test]
-    fn progress_shows_the_message() {
+    fn the_real_unquoted_form_gives_the_message() {
+        // Lines as the real 4.18 installer wrote them on stderr (recorded runs).
+        for (line, msg) in [
+            (
+                "level=info msg=Consuming Install Config from target directory",
+                "Consuming Install Config from target directory",
+            ),
+            (
+                "level=warning msg=Making control-plane schedulable by setting MastersSchedulable to true for Scheduler cluster settings",
+                "Making control-plane schedulable by setting MastersSchedulable to true for Scheduler cluster settings",
+            ),
+            (
+                "level=info msg=Manifests created in: <dir>/manifests and <dir>/openshift",
+                "Manifests created in: <dir>/manifests and <dir>/openshift",
+            ),
+            (
+                r#"level=warning msg=failed to parse first occurrence of unknown field: failed to unmarshal install-config.yaml: error unmarshaling JSON: while decoding JSON: json: unknown field "bmcVerifyCA""#,
+                r#"failed to parse first occurrence of unknown field: failed to unmarshal install-config.yaml: error unmarshaling JSON: while decoding JSON: json: unknown field "bmcVerifyCA""#,
+            ),
+            ("level=info msg=Waiting up to 20m0s", "Waiting up to 20m0s"),
+        ] {
+            assert_eq!(log_message(line), msg, "{line}");
+        }
         assert_eq!(
-            super::short(r#"time="x" level=info msg="Waiting up to 20m0s""#),
+            short("level=info msg=Consuming Install Config from target directory"),
+            "Consuming Install Config from target directory"
+        );
+    }
+
+    #[test]
+    fn the_quoted_form_gives_the_message_unescaped() {
+        assert_eq!(
+            log_message(r#"time="x" level=info msg="Waiting up to 20m0s""#),
             "Waiting up to 20m0s"
         );
-        assert_eq!(super::short("plain"), "plain");
+        assert_eq!(
+            log_message(
+                r#"time="2025-01-01T00:00:00Z" level=info msg="Login to the console with user: \"kubeadmin\", and password: \"<redacted>\"" extra=1"#
+            ),
+            r#"Login to the console with user: "kubeadmin", and password: "<redacted>""#
+        );
+        assert_eq!(log_message(r#"level=info msg="cut \\ here"#), r"cut \ here");
+    }
+
+    #[test]
+    fn other_lines_are_their_own_message() {
+        assert_eq!(short("plain"), "plain");
+        assert_eq!(log_message("an xmsg=not a field"), "an xmsg=not a field");
+        assert_eq!(short(&"x".repeat(300)).len(), 100);
     }
 }

@@ -9,7 +9,9 @@
 //! the value of that log line by its shape even before the file is read (its
 //! test is there). The files themselves
 //! (`auth/kubeadmin-password`, `auth/kubeconfig`, the installer's own
-//! `.openshift_install.log` that repeats the line) are made 0600 after every run
+//! `.openshift_install.log` that repeats the line, and its state file
+//! `.openshift_install_state.json`, which holds the kubeadmin password and every
+//! CA's private key) are made 0600 after every run, failed or not
 //! ([`protect_assets`]).
 
 use std::os::unix::fs::PermissionsExt;
@@ -18,9 +20,12 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 /// Make the installer's secret-bearing files 0600 (it writes them 0640:
-/// pkg/asset/asset.go, `PersistToFile`).
+/// pkg/asset/asset.go, `PersistToFile`; the state file too, pkg/asset/store).
 pub fn protect_assets(assets: &Path) -> Result<()> {
-    let mut files = vec![assets.join(".openshift_install.log")];
+    let mut files = vec![
+        assets.join(".openshift_install.log"),
+        assets.join(".openshift_install_state.json"),
+    ];
     if let Ok(rd) = std::fs::read_dir(assets.join("auth")) {
         files.extend(rd.flatten().map(|e| e.path()));
     }
@@ -45,6 +50,7 @@ mod tests {
             "auth/kubeadmin-password",
             "auth/kubeconfig",
             ".openshift_install.log",
+            ".openshift_install_state.json",
         ] {
             let p = d.path().join(f);
             std::fs::write(&p, "x").unwrap();
@@ -55,6 +61,7 @@ mod tests {
             "auth/kubeadmin-password",
             "auth/kubeconfig",
             ".openshift_install.log",
+            ".openshift_install_state.json",
         ] {
             let m = std::fs::metadata(d.path().join(f))
                 .unwrap()

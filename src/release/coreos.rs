@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::cache::Cache;
 use super::fetch::{fetch, Progress};
-use super::parse::{parse_stream, CoreosKind};
+use super::parse::{parse_stream, Compression, CoreosKind};
 
 /// `<installer> coreos print-stream-json`.
 pub fn coreos_stream_json(installer: &Path) -> Result<String> {
@@ -30,8 +30,10 @@ pub fn coreos_stream_json(installer: &Path) -> Result<String> {
 }
 
 /// The CoreOS image the installer pins, verified and cached: for [`CoreosKind::Qemu`]
-/// the decompressed qcow2 (cached by its uncompressed digest, so a second call does
-/// nothing but run the installer), for [`CoreosKind::LiveIso`] the ISO.
+/// the decompressed qcow2 (from `qcow2.gz`, else `qcow2.xz`; the download checked
+/// against `sha256`, the qcow2 against `uncompressed-sha256`; cached by its
+/// uncompressed digest, so a second call does nothing but run the installer), for
+/// [`CoreosKind::LiveIso`] the ISO.
 pub fn coreos_image(
     installer: &Path,
     kind: CoreosKind,
@@ -50,10 +52,8 @@ pub fn coreos_image_from_stream(
     progress: &Progress,
 ) -> Result<PathBuf> {
     let art = parse_stream(json, kind)?;
-    let Some(uncompressed) = art
-        .uncompressed_sha256
-        .clone()
-        .filter(|_| kind == CoreosKind::Qemu)
+    let (Some(uncompressed), Some(compression)) =
+        (art.uncompressed_sha256.clone(), art.compression)
     else {
         return fetch(&art.location, &art.sha256, cache, progress)
             .with_context(|| format!("CoreOS {kind} image"));
@@ -61,20 +61,23 @@ pub fn coreos_image_from_stream(
     if let Some(p) = cache.blob(&uncompressed) {
         return Ok(p);
     }
-    let gz = fetch(&art.location, &art.sha256, cache, progress)
+    let packed = fetch(&art.location, &art.sha256, cache, progress)
         .with_context(|| format!("CoreOS {kind} image"))?;
     let _lock = cache.lock(&uncompressed)?;
     if let Some(p) = cache.blob(&uncompressed) {
         return Ok(p);
     }
-    let (out, tmp) =
-        crate::files::create_temp(&cache.tmp_dir(), &format!("{uncompressed}.gunzip"), 0o644)?;
+    let (out, tmp) = crate::files::create_temp(
+        &cache.tmp_dir(),
+        &format!("{uncompressed}.decompressed"),
+        0o644,
+    )?;
     let result = (|| -> Result<PathBuf> {
         let mut out = out;
-        let len = fs::metadata(&gz).ok().map(|m| m.len());
+        let len = fs::metadata(&packed).ok().map(|m| m.len());
         let bar = progress.bar(len, "decompressing CoreOS image");
-        let input = bar.wrap_read(BufReader::new(File::open(&gz)?));
-        let mut dec = flate2::read::MultiGzDecoder::new(input);
+        let input = bar.wrap_read(BufReader::new(File::open(&packed)?));
+        let mut dec = decoder(compression, input);
         let mut h = Sha256::new();
         let mut buf = vec![0u8; 1 << 18];
         loop {
@@ -108,6 +111,24 @@ pub fn coreos_image_from_stream(
     }
     let dest = result?;
     // The compressed image served its purpose; keep only the qcow2 (saves ~1 GB).
-    let _ = fs::remove_file(&gz);
+    let _ = fs::remove_file(&packed);
     Ok(dest)
+}
+
+/// The largest xz dictionary and decoder state accepted (KiB): `xz -9` needs 65 MiB;
+/// a stream asking for more is refused before anything is allocated.
+const XZ_MEM_LIMIT_KIB: u32 = 256 * 1024;
+
+/// A streaming decoder: memory stays bounded (gzip's window, xz's dictionary)
+/// whatever the image's size.
+fn decoder<'a>(compression: Compression, input: impl Read + 'a) -> Box<dyn Read + 'a> {
+    match compression {
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(input)),
+        // Multiple streams allowed: to the `xz` tool a concatenation is one file.
+        Compression::Xz => Box::new(lzma_rust2::XzReader::new_mem_limit(
+            input,
+            true,
+            XZ_MEM_LIMIT_KIB,
+        )),
+    }
 }

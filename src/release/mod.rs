@@ -37,8 +37,8 @@ pub use fetch::{
     Progress, TooLarge, MAX_DOWNLOAD_BYTES, MAX_TEXT_BYTES,
 };
 pub use parse::{
-    check_sha256, parse_release_txt, parse_sha256sum, parse_stream, version_dir, CoreosKind,
-    ReleaseTxt, StreamArtifact, STREAM_ARCH,
+    check_sha256, choose_qemu_format, parse_release_txt, parse_sha256sum, parse_stream,
+    version_dir, Compression, CoreosKind, ReleaseTxt, StreamArtifact, QEMU_FORMATS, STREAM_ARCH,
 };
 pub use signature::verify_detached;
 

@@ -116,7 +116,7 @@ pub fn version_dir(dist: Distribution, version: &Version) -> Result<String> {
 /// Which CoreOS artifact to take from the stream metadata.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CoreosKind {
-    /// `qemu` `qcow2.gz`: the disk image for UPI/IPI nodes.
+    /// `qemu` `qcow2.gz` (else `qcow2.xz`): the disk image for UPI/IPI nodes.
     Qemu,
     /// `metal` `iso`: the live ISO (`sno`, `agent`).
     LiveIso,
@@ -125,17 +125,43 @@ pub enum CoreosKind {
 impl std::fmt::Display for CoreosKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            CoreosKind::Qemu => "qemu qcow2.gz",
+            CoreosKind::Qemu => "qemu qcow2",
             CoreosKind::LiveIso => "metal live iso",
         })
     }
 }
 
+/// How a stream artifact is compressed (the suffix of its format name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    Gzip,
+    Xz,
+}
+
+/// The `qemu` formats shiftlab can import, best first: gzip decompresses several
+/// times faster than xz, so `qcow2.gz` wins where the stream has both. Fedora
+/// CoreOS streams (OKD before 4.19) have only `qcow2.xz`.
+pub const QEMU_FORMATS: [(&str, Compression); 2] = [
+    ("qcow2.gz", Compression::Gzip),
+    ("qcow2.xz", Compression::Xz),
+];
+
+/// The `qemu` format to take among those the stream offers, if any.
+pub fn choose_qemu_format(offered: &[&str]) -> Option<(&'static str, Compression)> {
+    QEMU_FORMATS
+        .into_iter()
+        .find(|(name, _)| offered.contains(name))
+}
+
 /// One disk artifact of the stream metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamArtifact {
+    /// The format taken (`qcow2.gz`, `qcow2.xz`, `iso`).
+    pub format: String,
+    /// How the file is compressed (`None`: used as downloaded).
+    pub compression: Option<Compression>,
     pub location: String,
-    /// Digest of the file as downloaded (compressed for `qcow2.gz`).
+    /// Digest of the file as downloaded (the compressed file for `qcow2.*`).
     pub sha256: String,
     /// `uncompressed-sha256` (present for compressed formats).
     pub uncompressed_sha256: Option<String>,
@@ -147,20 +173,44 @@ pub const STREAM_ARCH: &str = "x86_64";
 /// Pick an artifact out of `openshift-install coreos print-stream-json` output.
 pub fn parse_stream(json: &str, kind: CoreosKind) -> Result<StreamArtifact> {
     let root: Value = serde_json::from_str(json).context("stream metadata is not JSON")?;
-    let (platform, format) = match kind {
-        CoreosKind::Qemu => ("qemu", "qcow2.gz"),
-        CoreosKind::LiveIso => ("metal", "iso"),
+    let platform = match kind {
+        CoreosKind::Qemu => "qemu",
+        CoreosKind::LiveIso => "metal",
     };
-    let path =
-        format!(".architectures.{STREAM_ARCH}.artifacts.{platform}.formats[\"{format}\"].disk");
-    let disk = root
+    let formats_path = format!(".architectures.{STREAM_ARCH}.artifacts.{platform}.formats");
+    let formats = root
         .get("architectures")
         .and_then(|a| a.get(STREAM_ARCH))
         .and_then(|a| a.get("artifacts"))
         .and_then(|a| a.get(platform))
         .and_then(|a| a.get("formats"))
-        .and_then(|a| a.get(format))
-        .and_then(|a| a.get("disk"))
+        .and_then(Value::as_object);
+    // Only formats with a disk count: a format without one offers nothing to import.
+    let offered: Vec<&str> = formats
+        .into_iter()
+        .flatten()
+        .filter(|(_, f)| f.get("disk").is_some())
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let (format, compression) = match kind {
+        CoreosKind::Qemu => match choose_qemu_format(&offered) {
+            Some((name, c)) => (name, Some(c)),
+            None => bail!(
+                "stream metadata has no {formats_path}[\"qcow2.gz\"].disk nor \
+                 [\"qcow2.xz\"].disk (it offers: {})",
+                if offered.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    offered.join(", ")
+                }
+            ),
+        },
+        CoreosKind::LiveIso => ("iso", None),
+    };
+    let path = format!("{formats_path}[\"{format}\"].disk");
+    let disk = formats
+        .and_then(|f| f.get(format))
+        .and_then(|f| f.get("disk"))
         .ok_or_else(|| anyhow!("stream metadata has no {path}"))?;
     let field = |name: &str| -> Result<Option<String>> {
         match disk.get(name) {
@@ -181,6 +231,8 @@ pub fn parse_stream(json: &str, kind: CoreosKind) -> Result<StreamArtifact> {
         bail!("stream metadata has no {path}.uncompressed-sha256");
     }
     Ok(StreamArtifact {
+        format: format.to_string(),
+        compression,
         location,
         sha256,
         uncompressed_sha256,
@@ -366,5 +418,88 @@ Component Versions:
             "{e}"
         );
         assert!(parse_stream("not json", CoreosKind::LiveIso).is_err());
+    }
+
+    #[test]
+    fn qemu_format_choice() {
+        use Compression::{Gzip, Xz};
+        assert_eq!(choose_qemu_format(&["qcow2.gz"]), Some(("qcow2.gz", Gzip)));
+        assert_eq!(choose_qemu_format(&["qcow2.xz"]), Some(("qcow2.xz", Xz)));
+        // Both: gzip, whatever their order.
+        assert_eq!(
+            choose_qemu_format(&["qcow2.xz", "qcow2.gz"]),
+            Some(("qcow2.gz", Gzip))
+        );
+        assert_eq!(choose_qemu_format(&["raw.xz", "vmdk.xz"]), None);
+        assert_eq!(choose_qemu_format(&[]), None);
+    }
+
+    /// What OKD's 4.18 installer prints (`TAGS=scos`): Fedora CoreOS 39 `stable`,
+    /// `qemu` with only `qcow2.xz` (its other fields as Fedora's stream has them).
+    fn fcos39(qemu_formats: &str) -> String {
+        format!(
+            r#"{{"stream":"stable","architectures":{{"x86_64":{{"artifacts":{{
+              "qemu":{{"release":"39.20231101.3.0","formats":{{{qemu_formats}}}}},
+              "metal":{{"release":"39.20231101.3.0","formats":{{
+                 "iso":{{"disk":{{"location":"https://example.invalid/fedora-coreos-live.x86_64.iso","sha256":"{c}"}}}}}}}}}}}}}}}}"#,
+            c = "c".repeat(64)
+        )
+    }
+
+    #[test]
+    fn stream_metadata_with_only_qcow2_xz() {
+        let (a, b) = ("a".repeat(64), "b".repeat(64));
+        let xz = format!(
+            r#""qcow2.xz":{{"disk":{{"location":"https://example.invalid/fedora-coreos-39.20231101.3.0-qemu.x86_64.qcow2.xz","signature":"https://example.invalid/x.sig","sha256":"{a}","uncompressed-sha256":"{b}"}}}}"#
+        );
+        let q = parse_stream(&fcos39(&xz), CoreosKind::Qemu).unwrap();
+        assert_eq!(q.format, "qcow2.xz");
+        assert_eq!(q.compression, Some(Compression::Xz));
+        assert!(q.location.ends_with("-qemu.x86_64.qcow2.xz"), "{q:?}");
+        assert_eq!(
+            (q.sha256.as_str(), q.uncompressed_sha256.as_deref()),
+            (a.as_str(), Some(b.as_str()))
+        );
+        let iso = parse_stream(&fcos39(&xz), CoreosKind::LiveIso).unwrap();
+        assert_eq!((iso.format.as_str(), iso.compression), ("iso", None));
+
+        // Both: the gz, its own digests.
+        let gz = format!(
+            r#""qcow2.gz":{{"disk":{{"location":"https://example.invalid/q.qcow2.gz","sha256":"{b}","uncompressed-sha256":"{a}"}}}}"#
+        );
+        let q = parse_stream(&fcos39(&format!("{xz},{gz}")), CoreosKind::Qemu).unwrap();
+        assert_eq!(
+            (q.format.as_str(), q.compression),
+            ("qcow2.gz", Some(Compression::Gzip))
+        );
+        assert_eq!(q.sha256, b);
+
+        // The xz's uncompressed digest is needed as the gz's is.
+        let e = parse_stream(
+            &fcos39(&format!(
+                r#""qcow2.xz":{{"disk":{{"location":"x","sha256":"{a}"}}}}"#
+            )),
+            CoreosKind::Qemu,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(r#"formats["qcow2.xz"].disk.uncompressed-sha256"#),
+            "{e}"
+        );
+
+        // Neither: the error says what the stream offers.
+        let e = parse_stream(
+            &fcos39(&format!(
+                r#""raw.xz":{{"disk":{{"location":"x","sha256":"{a}"}}}}"#
+            )),
+            CoreosKind::Qemu,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(r#"formats["qcow2.gz"].disk nor ["qcow2.xz"].disk (it offers: raw.xz)"#),
+            "{e}"
+        );
     }
 }

@@ -37,7 +37,7 @@ on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME"/clusters/*/openshift-instal
 on_exit '[[ $rc == 0 ]] || grep -h "standin: role" /var/log/libvirt/qemu/*-console.log'
 
 # The release mirror on loopback (lib.sh): release $V, a corrupted one, the
-# stand-in as the stream's CoreOS image.
+# stand-in as the stream's CoreOS image (qcow2.xz only, as OKD's before 4.19).
 release_mirror
 mirror_release 4.17.0-okd-scos.1 corrupt
 mirror_qcow2_stream "$IMAGE"
@@ -114,8 +114,9 @@ pw=$(cat "$SHIFTLAB_HOME/clusters/inst1/assets/auth/kubeadmin-password")
 if grep -qF "$pw" "$SHIFTLAB_HOME/clusters/inst1/openshift-install.log" "$work/run1.out" "$work/noserve.out"; then
 	fail "the kubeadmin password is in shiftlab's log or output"
 fi
-grep -q 'password: \\"<redacted>\\"' "$SHIFTLAB_HOME/clusters/inst1/openshift-install.log" || fail "the installer's password line is not in the log, redacted"
-for f in openshift-install.log assets/auth/kubeadmin-password assets/auth/kubeconfig; do
+# The real installer's form: the message unquoted, its own quotes bare.
+grep -qF 'and password: "<redacted>"' "$SHIFTLAB_HOME/clusters/inst1/openshift-install.log" || fail "the installer's password line is not in the log, redacted"
+for f in openshift-install.log assets/auth/kubeadmin-password assets/auth/kubeconfig assets/.openshift_install_state.json; do
 	[[ $(stat -c %a "$SHIFTLAB_HOME/clusters/inst1/$f") == 600 ]] || fail "$f is not 0600"
 done
 "$bin" status inst1 -o json | jq -e '.install.flow == "upi" and all(.install.targets[]; .status == "done")' >/dev/null ||

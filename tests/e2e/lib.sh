@@ -160,16 +160,20 @@ mirror_release() {
 	if [[ ${2:-} == corrupt ]]; then echo garbage >>"$d/openshift-install-linux-$v.tar.gz"; fi
 }
 
-# mirror_qcow2_stream IMAGE: IMAGE, gzipped, in the mirror as the CoreOS qcow2 of
-# stream metadata the fake installer prints ($work/stream.json, exported as
-# SHIFTLAB_FAKE_STREAM_JSON).
+# mirror_qcow2_stream IMAGE: IMAGE, xz-compressed, in the mirror as the CoreOS qcow2
+# of stream metadata the fake installer prints ($work/stream.json, exported as
+# SHIFTLAB_FAKE_STREAM_JSON), shaped as the real OKD installer before 4.19 prints
+# it (the mirror's releases are OKD): Fedora CoreOS 39 `stable`, whose qemu disk
+# is only qcow2.xz. Compressed by liblzma through Python's lzma module.
 mirror_qcow2_stream() {
-	local gz=$work/mirror/coreos-qemu.x86_64.qcow2.gz
-	gzip -1 -c "$1" >"$gz"
-	jq -n --arg loc "$mirror_url/coreos-qemu.x86_64.qcow2.gz" \
-		--arg gz "$(sha256sum <"$gz" | cut -d' ' -f1)" \
+	local xz=$work/mirror/coreos-qemu.x86_64.qcow2.xz
+	python3 -c 'import lzma, shutil, sys
+with open(sys.argv[1], "rb") as i, lzma.open(sys.argv[2], "wb", preset=1) as o:
+    shutil.copyfileobj(i, o)' "$1" "$xz"
+	jq -n --arg loc "$mirror_url/coreos-qemu.x86_64.qcow2.xz" \
+		--arg xz "$(sha256sum <"$xz" | cut -d' ' -f1)" \
 		--arg raw "$(sha256sum <"$1" | cut -d' ' -f1)" \
-		'{stream:"scos-4.17",architectures:{x86_64:{artifacts:{qemu:{formats:{"qcow2.gz":{disk:{location:$loc,sha256:$gz,"uncompressed-sha256":$raw}}}}}}}}' \
+		'{stream:"stable",architectures:{x86_64:{artifacts:{qemu:{release:"39.20231101.3.0",formats:{"qcow2.xz":{disk:{location:$loc,sha256:$xz,"uncompressed-sha256":$raw}}}}}}}}' \
 		>"$work/stream.json"
 	export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
 }
