@@ -17,7 +17,8 @@
 # through the BMC that `shiftlab serve` runs. First the half-made states the real installer leaves
 # (bootstrap VM stopped; a volume and the domain missing; metadata.json only),
 # each rerun converging past it; then shiftlab is killed with -9 while the hosts
-# are being provisioned; the rerun completes. Checked: every node booted the ISO once,
+# are being provisioned, and Ironic with -9 once they are active; the rerun
+# restarts Ironic on its database and completes. Checked: every node booted the ISO once,
 # installed once and runs from its disk, its media ejected; every Ironic node
 # inspected (cpu_arch) and `active`, no BMC password in Ironic's logs; the BMC's log has
 # each system's InsertMedia, boot override and resets by the lab user; the
@@ -181,6 +182,17 @@ while pgrep -f "$work/cache/.*openshift-install create cluster" >/dev/null; do
 	((SECONDS < gone)) || fail "the installer outlived the shiftlab that ran it"
 	sleep 0.2
 done
+# Ironic dies too (the bootstrap VM's Ironic container restarting), its nodes
+# active: the rerun restarts it on the same database, which leaves them alone.
+ironic_url=$(sed -n 's/.* at \(http:[^,]*\), images at .*/\1/p' "$assets/.ironic/ironic.log" | tail -n 1)
+[[ -n $ironic_url ]] || fail "no Ironic API in $(cat "$assets/.ironic/ironic.log")"
+active() { [[ $(ironic_api GET '/v1/nodes?fields=provision_state' | jq '[.nodes[] | select(.provision_state == "active")] | length') == 5 ]]; }
+wait_for 300 "Ironic's nodes active" active
+deployed=$(ls "$assets/.ironic/deployed" 2>/dev/null | wc -l)
+((deployed < 5)) || fail "every host was deployed before Ironic was killed"
+# The driver, Ironic and its image server: one process group (setsid).
+kill -9 -- "-$(cat "$assets/.ironic/pid")"
+echo "killed Ironic with $deployed of 5 hosts deployed"
 
 bridge=$(virsh net-dumpxml "shiftlab-$C" | sed -n "s/.*<bridge name='\([^']*\)'.*/\1/p")
 [[ -n $bridge ]] || fail "no bridge for network shiftlab-$C"
@@ -238,6 +250,10 @@ for l in "$assets/.ironic/ironic.log" "$assets/.ironic/service/ironic.log" "$ass
 	! grep -qF "$password" "$l" || fail "a BMC password in $l"
 done
 [[ $(stat -c %a "$assets/.ironic/service/ironic.sqlite") == 600 ]] || fail "Ironic's database is not 0600"
-step "ok: Ironic inspected and deployed every node (active), from its HTTPS image server; no password in its logs"
+[[ $(grep -c ' at http://127.0.0.1:[0-9]*, images at ' "$assets/.ironic/ironic.log") == 2 ]] ||
+	fail "Ironic was not restarted once: $(grep ' images at ' "$assets/.ironic/ironic.log")"
+[[ $(grep -c ': deploying ' "$assets/.ironic/ironic.log") == 5 ]] ||
+	fail "a host was deployed again after Ironic's restart: $(grep ': deploying ' "$assets/.ironic/ironic.log")"
+step "ok: Ironic inspected and deployed every node (active), from its HTTPS image server; restarted on its database, no host deployed twice; no password in its logs"
 "$bin" status "$C" -o json | jq -e '.install.flow == "ipi"' >/dev/null || fail "status does not show the ipi flow"
 echo "PASS $NAME"
