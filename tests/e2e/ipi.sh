@@ -120,7 +120,7 @@ without_ironic() { # case
 		fail "$1: create cluster went past the bootstrap without Ironic"
 	fi
 	cp "$SHIFTLAB_HOME/clusters/$C/openshift-install.log" "$work/$1.out"
-	tail -n 1 "$work/$1.out" | grep -q 'SHIFTLAB_FAKE_IRONIC names no Ironic driver' ||
+	[[ $(tail -n 1 "$work/$1.out") == *'SHIFTLAB_FAKE_IRONIC names no Ironic driver'* ]] ||
 		fail "$1: create cluster stopped elsewhere: $(tail -20 "$work/$1.out")"
 }
 step "half-made bootstrap states: stopped, missing volume, metadata.json only"
