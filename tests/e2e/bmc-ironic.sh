@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real Ironic (PyPI, ironic-lib.sh) drives `shiftlab bmc` on a real libvirtd in
-# the sandbox, through Ironic's own REST API on 127.0.0.1: a tiny domain with
+# the sandbox, through Ironic's own REST API on 127.0.0.1: a wrong password
+# leaves a node enrolled with the BMC's refusal; a tiny domain with
 # 2 sockets x 2 cores x 1 thread, 1 GiB and two NICs is enrolled as baremetal-operator
 # enrolls a host (redfish, the BMC's CA verified), managed, and inspected out
 # of band: the inventory's CPU count and architecture, cpu_arch, memory_mb,
@@ -69,11 +70,22 @@ step "Ironic from $ironic_venv"
 
 # Enrolled as baremetal-operator does from install-config's
 # redfish-virtualmedia+https://… address with the BMC's CA.
-node=$(ironic_api POST /v1/nodes "$(jq -n --arg pw "$password" --arg ca "$work/bmc/tls/ca.crt" \
-	--arg sys "/redfish/v1/Systems/$uuid" --arg addr "https://127.0.0.1:$port" '
-	{name: "bmc-ironic-a", driver: "redfish", boot_interface: "redfish-virtual-media", inspect_interface: "redfish",
+enroll() { # name password
+	ironic_api POST /v1/nodes "$(jq -n --arg n "$1" --arg pw "$2" --arg ca "$work/bmc/tls/ca.crt" \
+		--arg sys "/redfish/v1/Systems/$uuid" --arg addr "https://127.0.0.1:$port" '
+	{name: $n, driver: "redfish", boot_interface: "redfish-virtual-media", inspect_interface: "redfish",
 	 driver_info: {redfish_address: $addr, redfish_system_id: $sys, redfish_username: "admin",
-	   redfish_password: $pw, redfish_verify_ca: $ca}}')" | jq -r .uuid)
+	   redfish_password: $pw, redfish_verify_ca: $ca}}')" | jq -r .uuid
+}
+# A wrong password: manage fails with the BMC's refusal, the node stays enrolled.
+wrong=$(enroll bmc-ironic-wrong "not-$password")
+[[ $wrong =~ ^[0-9a-f-]{36}$ ]] || fail "enroll: $wrong"
+ironic_api PUT "/v1/nodes/$wrong/states/provision" '{"target":"manage"}' >/dev/null
+refused() { ironic_api GET "/v1/nodes/$wrong" | jq -e '.provision_state == "enroll" and (.last_error // "" | test("401|[Aa]uthenticat|[Uu]nauthori"))'; }
+wait_for 60 "the refused manage" refused
+ironic_api DELETE "/v1/nodes/$wrong" >/dev/null
+step "ok: a wrong password: the node stays enrolled, refused by the BMC"
+node=$(enroll bmc-ironic-a "$password")
 [[ $node =~ ^[0-9a-f-]{36}$ ]] || fail "enroll: $node"
 ironic_api PUT "/v1/nodes/$node/states/provision" '{"target":"manage"}' >/dev/null
 ironic_wait "$node" provision_state manageable 60

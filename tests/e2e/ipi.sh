@@ -9,27 +9,43 @@
 # Ironic's hosts boot), and no qemu image: IPI needs none.
 # `shiftlab create cluster` drives `method: ipi`, 3 control planes + 2 workers,
 # with bmc.verify_certificate: the fake's `create cluster` creates its bootstrap
-# VM on the network's bridge and acts as Ironic on the real sushy client, over
-# TLS with the lab CA (bmcVerifyCA) and the lab password, through the BMC that
-# `shiftlab serve` runs. First the half-made states the real installer leaves
+# VM on the network's bridge and runs the real Ironic (PyPI's, ironic-lib.sh;
+# tests/fixtures/fake-openshift-install/ironic.sh), which enrolls each host as
+# baremetal-operator does, inspects it out of band and deploys the role's live
+# ISO from its HTTPS image server (a private CA the lab BMC is given with
+# --media-ca), over TLS with the lab CA (bmcVerifyCA) and the lab password,
+# through the BMC that `shiftlab serve` runs. First the half-made states the real installer leaves
 # (bootstrap VM stopped; a volume and the domain missing; metadata.json only),
 # each rerun converging past it; then shiftlab is killed with -9 while the hosts
-# are being provisioned; the rerun completes. Checked: every node booted the ISO once,
-# installed once and runs from its disk, its media ejected; the BMC's log has
+# are being provisioned, and Ironic with -9 once they are active; the rerun
+# restarts Ironic on its database and completes. Checked: every node booted the ISO once,
+# installed once and runs from its disk, its media ejected; every Ironic node
+# inspected (cpu_arch) and `active`, no BMC password in Ironic's logs; the BMC's log has
 # each system's InsertMedia, boot override and resets by the lab user; the
 # bootstrap VM was on the right bridge and is gone with its pool.
 set -euo pipefail
 
 NAME=ipi
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ironic-lib.sh"
+ironic_venv # none: skip loudly (CI: fail)
 e2e_sandbox "$@"
-bmc_venv
 fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
 command -v coreos-installer >/dev/null || fail "coreos-installer not found (scripts/setup installs it)"
 e2e_workdir ipi
 export SHIFTLAB_CACHE=$work/cache XDG_CACHE_HOME=$work/xdg
-export SHIFTLAB_FAKE_IRONIC=$repo/tests/fixtures/fake-openshift-install/ironic.py
-export SHIFTLAB_FAKE_PYTHON=$venv/bin/python
+export SHIFTLAB_FAKE_IRONIC=$repo/tests/fixtures/fake-openshift-install/ironic.sh IRONIC_VENV=$ironic_venv
+# Ironic's image server: HTTPS with a certificate from a private CA, which the
+# lab BMC is given (serve --media-ca).
+export FAKE_IRONIC_TLS_DIR=$work/ironic-tls
+mkdir -p "$FAKE_IRONIC_TLS_DIR"
+(
+	cd "$FAKE_IRONIC_TLS_DIR"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=Ironic CA" -keyout ca.key -out ca.crt 2>/dev/null
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout tls.key -out tls.csr 2>/dev/null
+	printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n' >tls.ext
+	openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile tls.ext -out tls.crt 2>/dev/null
+)
 # The fake's waits, and the smallest bootstrap VM (the real one: 6 GiB, 4 vCPUs).
 export FAKE_INSTALL_TIMEOUT=${FAKE_INSTALL_TIMEOUT:-900}
 export FAKE_BOOTSTRAP_MEMORY_MIB=512 FAKE_BOOTSTRAP_VCPUS=1
@@ -42,7 +58,7 @@ on_exit 'stop_pid "$mirror_pid"'
 on_exit 'stop_pid "$serve"'
 on_exit 'p=$(cat "$SHIFTLAB_HOME/clusters/$C/assets/.ironic/pid" 2>/dev/null) && [[ -n $p ]] && kill "$p" 2>/dev/null'
 destroy_on_exit "$C"
-on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME/clusters/$C/openshift-install.log" "$SHIFTLAB_HOME/clusters/$C/assets/.ironic/ironic.log" "$work/serve.log"; do [[ -f $l ]] && echo "--- $l" && tail -40 "$l"; done'
+on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME/clusters/$C/openshift-install.log" "$SHIFTLAB_HOME/clusters/$C/assets/.ironic/ironic.log" "$SHIFTLAB_HOME/clusters/$C/assets/.ironic/service/ironic.log" "$work/serve.log"; do [[ -f $l ]] && echo "--- $l" && tail -40 "$l"; done'
 on_exit '[[ $rc == 0 ]] || grep -h "standin: " /var/log/libvirt/qemu/'"$C"'-*-console.log | tail -40'
 
 # The mirror: one OKD release (4.21: bmcVerifyCA needs it), the stand-in live ISO
@@ -71,14 +87,18 @@ mirror_pid=$!
 wait_for 10 "the mirror" curl -fs "$base/$V/release.txt"
 
 # serve runs the lab's DNS, HTTP and the BMC (TLS with the lab CA, lab password);
-# the fake Ironic serves the ISO from the loopback mirror, which the lab BMC
-# fetches from only when told (real Ironic serves it on the lab network).
-SHIFTLAB_LOG=info "$bin" serve --host-dns off --scan-interval 1 --allow-image-source 127.0.0.0/8 >"$work/serve.log" 2>&1 &
+# Ironic's image server is on loopback, which the lab BMC fetches from only
+# when told (on the bootstrap VM it is on the lab network), trusting its CA.
+SHIFTLAB_LOG=info "$bin" serve --host-dns off --scan-interval 1 --allow-image-source 127.0.0.0/8 \
+	--media-ca "$FAKE_IRONIC_TLS_DIR/ca.crt" >"$work/serve.log" 2>&1 &
 serve=$!
 wait_for 20 "serve's control socket" test -S "$SHIFTLAB_HOME/serve.sock"
 
+# 1 GiB nodes: Ironic's out-of-band inspection reads whole GiB (sushy's
+# TotalSystemMemoryGiB) and fails on a node of less (QEMU touches only what the
+# stand-in uses).
 f=$(cluster_file "$C" 192.168.191.0/24 "version: $V" "mirror: $base" "method: ipi" "ctlplanes: 3" "workers: 2" \
-	"bmc:" "  verify_certificate: true")
+	"memory: 1024" "bmc:" "  verify_certificate: true")
 nodes=("$C-ctlplane-0" "$C-ctlplane-1" "$C-ctlplane-2" "$C-worker-0" "$C-worker-1")
 assets=$SHIFTLAB_HOME/clusters/$C/assets
 target_status() { jq -r --arg t "$1" '.targets[$t].status // "none"' "$SHIFTLAB_HOME/clusters/$C/install-state.json" 2>/dev/null || echo none; }
@@ -100,7 +120,7 @@ without_ironic() { # case
 		fail "$1: create cluster went past the bootstrap without Ironic"
 	fi
 	cp "$SHIFTLAB_HOME/clusters/$C/openshift-install.log" "$work/$1.out"
-	[[ $(tail -n 1 "$work/$1.out") == *'SHIFTLAB_FAKE_IRONIC names no ironic.py'* ]] ||
+	[[ $(tail -n 1 "$work/$1.out") == *'SHIFTLAB_FAKE_IRONIC names no Ironic driver'* ]] ||
 		fail "$1: create cluster stopped elsewhere: $(tail -20 "$work/$1.out")"
 }
 step "half-made bootstrap states: stopped, missing volume, metadata.json only"
@@ -138,7 +158,7 @@ step "create cluster from metadata.json only, killed with -9 while Ironic provis
 "$bin" create cluster -f "$f" >"$work/killed.out" 2>&1 &
 pid=$!
 deadline=$((SECONDS + 1200))
-until grep -qs 'inserting' "$assets/.ironic/ironic.log"; do
+until grep -qs ': deploying ' "$assets/.ironic/ironic.log"; do
 	kill -0 "$pid" 2>/dev/null || fail "shiftlab ended before Ironic provisioned: $(tail -20 "$work/killed.out")"
 	((SECONDS < deadline)) || fail "Ironic never started provisioning"
 	sleep 1
@@ -162,6 +182,17 @@ while pgrep -f "$work/cache/.*openshift-install create cluster" >/dev/null; do
 	((SECONDS < gone)) || fail "the installer outlived the shiftlab that ran it"
 	sleep 0.2
 done
+# Ironic dies too (the bootstrap VM's Ironic container restarting), its nodes
+# active: the rerun restarts it on the same database, which leaves them alone.
+ironic_url=$(sed -n 's/.* at \(http:[^,]*\), images at .*/\1/p' "$assets/.ironic/ironic.log" | tail -n 1)
+[[ -n $ironic_url ]] || fail "no Ironic API in $(cat "$assets/.ironic/ironic.log")"
+active() { [[ $(ironic_api GET '/v1/nodes?fields=provision_state' | jq '[.nodes[] | select(.provision_state == "active")] | length') == 5 ]]; }
+wait_for 300 "Ironic's nodes active" active
+deployed=$(ls "$assets/.ironic/deployed" 2>/dev/null | wc -l)
+((deployed < 5)) || fail "every host was deployed before Ironic was killed"
+# The driver, Ironic and its image server: one process group (setsid).
+kill -9 -- "-$(cat "$assets/.ironic/pid")"
+echo "killed Ironic with $deployed of 5 hosts deployed"
 
 bridge=$(virsh net-dumpxml "shiftlab-$C" | sed -n "s/.*<bridge name='\([^']*\)'.*/\1/p")
 [[ -n $bridge ]] || fail "no bridge for network shiftlab-$C"
@@ -207,5 +238,22 @@ grep -q 'bmcVerifyCA' "$SHIFTLAB_HOME/clusters/$C/install-config.backup.yaml" 2>
 cmp -s <(sed -n '/BEGIN/,/END/p' "$assets/.ironic/bmc-ca.pem") <(sed -n '/BEGIN/,/END/p' "$ca") ||
 	fail "Ironic was not given the lab CA"
 step "ok: Ironic verified the BMC with the lab CA from bmcVerifyCA"
+# Ironic's own record: every node inspected out of band and active.
+"$ironic_venv/bin/python" -c 'import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for name, state, props in db.execute("select name, provision_state, properties from nodes order by name"):
+    print(name, state, json.loads(props).get("cpu_arch"))' "$assets/.ironic/service/ironic.sqlite" | tee "$work/nodes.txt"
+for n in "${nodes[@]}"; do contains "^$n active x86_64\$" "$work/nodes.txt" || fail "Ironic's node $n: $(grep "^$n " "$work/nodes.txt")"; done
+[[ $(wc -l <"$work/nodes.txt") == 5 ]] || fail "Ironic has other nodes: $(cat "$work/nodes.txt")"
+grep -q '"GET /.*\.iso' "$assets/.ironic/service/httpd.log" || fail "the BMC fetched no ISO from Ironic's HTTPS image server"
+for l in "$assets/.ironic/ironic.log" "$assets/.ironic/service/ironic.log" "$assets/.ironic/service/ironic.out"; do
+	! grep -qF "$password" "$l" || fail "a BMC password in $l"
+done
+[[ $(stat -c %a "$assets/.ironic/service/ironic.sqlite") == 600 ]] || fail "Ironic's database is not 0600"
+[[ $(grep -c ' at http://127.0.0.1:[0-9]*, images at ' "$assets/.ironic/ironic.log") == 2 ]] ||
+	fail "Ironic was not restarted once: $(grep ' images at ' "$assets/.ironic/ironic.log")"
+[[ $(grep -c ': deploying ' "$assets/.ironic/ironic.log") == 5 ]] ||
+	fail "a host was deployed again after Ironic's restart: $(grep ': deploying ' "$assets/.ironic/ironic.log")"
+step "ok: Ironic inspected and deployed every node (active), from its HTTPS image server; restarted on its database, no host deployed twice; no password in its logs"
 "$bin" status "$C" -o json | jq -e '.install.flow == "ipi"' >/dev/null || fail "status does not show the ipi flow"
 echo "PASS $NAME"

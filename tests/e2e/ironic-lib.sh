@@ -7,7 +7,8 @@
 #                                   scripts/test counts as skipped (fail under CI=true)
 #   ironic_start DIR PORT [HTTP [CA]] config in DIR, API on http://127.0.0.1:PORT;
 #                                   HTTP: the URL its published images are served at;
-#                                   CA: what Ironic verifies image servers with
+#                                   CA: what Ironic verifies image servers with;
+#                                   DIR's database is kept across starts
 #   ironic_api METHOD PATH [JSON]   one API call, the answer on stdout
 #   ironic_wait NODE FIELD VALUE S  until the node's FIELD is VALUE (S seconds;
 #                                   fails early on an "error" state)
@@ -87,7 +88,9 @@ lock_path = $dir/locks
 [redfish]
 use_swift = false
 EOF
-	"$ironic_venv/bin/ironic-dbsync" --config-file "$dir/ironic.conf" create_schema >"$dir/dbsync.log" 2>&1 ||
+	# A restart keeps the database (its nodes), as a restarted conductor does.
+	[[ -f $dir/ironic.sqlite ]] ||
+		"$ironic_venv/bin/ironic-dbsync" --config-file "$dir/ironic.conf" create_schema >"$dir/dbsync.log" 2>&1 ||
 		fail "ironic-dbsync: $(tail -5 "$dir/dbsync.log")"
 	"$ironic_venv/bin/ironic" --config-file "$dir/ironic.conf" >"$dir/ironic.out" 2>&1 &
 	ironic_pid=$!
