@@ -116,7 +116,7 @@ grep -q 'a single-node cluster (method sno) has no workers' "$work/bad1.out" || 
 f=$(cluster_file bad2 192.168.188.0/24 "version: $V" "mirror: $mirror_url" "method: agent" "workers: 2" "disk_size: 40")
 sed -i '/^rehearsal:/d' "$f"
 if "$bin" create cluster -f "$f" >"$work/bad2.out" 2>&1; then fail "a 40 GB agent disk was accepted"; fi
-grep -q '40 GB is below the documented minimum of 100 GB' "$work/bad2.out" || fail "small disk: $(cat "$work/bad2.out")"
+grep -q "disk_size: 40 GB (GiB) is below assisted-service's master gate" "$work/bad2.out" || fail "small disk: $(cat "$work/bad2.out")"
 for s in corrupt missing; do
 	f=$(iso_file bad3 192.168.189.0/24 "method: sno")
 	if SHIFTLAB_FAKE_STREAM_JSON=$work/stream-$s.json "$bin" create cluster -f "$f" >"$work/bad3-$s.out" 2>&1; then
