@@ -426,13 +426,63 @@ struct AgentImage {
     log: String,
     /// The Ignition embedded in agent.x86_64.iso.
     ign: serde_json::Value,
-    /// Holds the base ISO.
-    _home: tempfile::TempDir,
+    /// The installer's HOME (its cache).
+    home: tempfile::TempDir,
 }
 
-/// `agent create image` on the golden agent configs, with `compute` replicas
-/// `workers` when given; None without coreos-installer.
+/// How `agent create image` is run.
+#[derive(Clone, Copy)]
+struct AgentRun {
+    /// `compute` replicas, else the golden's (1).
+    workers: Option<u32>,
+    /// The stand-in `oc` on PATH.
+    oc: bool,
+    /// OPENSHIFT_INSTALL_OS_IMAGE_OVERRIDE set to a URL nothing serves, its file
+    /// in the installer's image cache.
+    os_image_override: bool,
+}
+
+const WITH_OC: AgentRun = AgentRun {
+    workers: None,
+    oc: true,
+    os_image_override: false,
+};
+
+/// The stand-in live ISO, built once per run of these tests (read only: the
+/// fake embeds into a copy).
+fn standin_iso() -> &'static Path {
+    static ISO: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ISO.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fake_installer");
+        std::fs::create_dir_all(&dir).unwrap();
+        let (iso, tmp) = (
+            dir.join("standin-live.iso"),
+            dir.join(format!("standin-live.iso.{}", std::process::id())),
+        );
+        let out = common::shiftlab(
+            &["image", "standin", "--iso", "--out", tmp.to_str().unwrap()],
+            &dir,
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::rename(&tmp, &iso).unwrap();
+        iso
+    })
+}
+
+/// `agent create image` on the golden agent configs; None without coreos-installer.
 fn agent_create_image(workers: Option<u32>) -> Option<AgentImage> {
+    let (out, image) = agent_image_run(AgentRun { workers, ..WITH_OC })?;
+    assert!(out.status.success(), "{}", image.log);
+    Some(image)
+}
+
+/// [`agent_create_image`] as `how` says, successful or not; `ign` is null
+/// without an ISO.
+fn agent_image_run(how: AgentRun) -> Option<(Output, AgentImage)> {
     if Command::new("coreos-installer")
         .arg("--version")
         .output()
@@ -442,16 +492,7 @@ fn agent_create_image(workers: Option<u32>) -> Option<AgentImage> {
         return None;
     }
     let home = tempfile::tempdir().unwrap();
-    let iso = home.path().join("live.iso");
-    let out = common::shiftlab(
-        &["image", "standin", "--iso", "--out", iso.to_str().unwrap()],
-        home.path(),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let iso = standin_iso().to_path_buf();
     let sum = shiftlab::release::sha256_file(&iso).unwrap();
     let stream = home.path().join("stream.json");
     std::fs::write(
@@ -462,7 +503,7 @@ fn agent_create_image(workers: Option<u32>) -> Option<AgentImage> {
     )
     .unwrap();
     let d = assets("agent");
-    if let Some(w) = workers {
+    if let Some(w) = how.workers {
         let ic = d.path().join("install-config.yaml");
         let text = read(d.path(), "install-config.yaml");
         let edited = text.replacen(
@@ -478,25 +519,56 @@ fn agent_create_image(workers: Option<u32>) -> Option<AgentImage> {
         d.path().join("agent-config.yaml"),
     )
     .unwrap();
-    let out = Command::new(fake())
-        .args(["agent", "create", "image", "--dir"])
-        .arg(d.path())
-        .env("SHIFTLAB_FAKE_STREAM_JSON", &stream)
-        .env("XDG_CACHE_HOME", home.path().join("cache"))
-        .output()
+    // PATH: the stand-in oc's directory, or none with an oc; the tools the fake uses.
+    let bin = home.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    if how.oc {
+        std::fs::copy(
+            common::repo().join("tests/fixtures/fake-openshift-install/oc"),
+            bin.join("oc"),
+        )
         .unwrap();
+    }
+    let system = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::iter::once(bin.clone())
+        .chain(std::env::split_paths(&system).filter(|p| !p.join("oc").exists()));
+    let mut cmd = Command::new(fake());
+    cmd.args(["agent", "create", "image", "--dir"])
+        .arg(d.path())
+        .env("PATH", std::env::join_paths(dirs).unwrap())
+        .env("SHIFTLAB_FAKE_STREAM_JSON", &stream)
+        .env("XDG_CACHE_HOME", home.path().join("cache"));
+    if how.os_image_override {
+        let cache = home.path().join("cache/agent/image_cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        std::os::unix::fs::symlink(&iso, cache.join("verified-live.iso")).unwrap();
+        // Port 9 on loopback: a download would fail.
+        cmd.env(
+            "OPENSHIFT_INSTALL_OS_IMAGE_OVERRIDE",
+            format!("http://127.0.0.1:9/verified-live.iso?sha256={sum}"),
+        );
+    }
+    let out = cmd.output().unwrap();
     let log = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{log}");
-    let shown = shiftlab::image::live_iso::embedded(&d.path().join("agent.x86_64.iso"))
-        .unwrap()
-        .expect("an embedded config");
-    Some(AgentImage {
-        ign: serde_json::from_slice(&shown).unwrap(),
-        dir: d,
-        base: iso,
-        log,
-        _home: home,
-    })
+    let made = d.path().join("agent.x86_64.iso");
+    let ign = if made.exists() {
+        let shown = shiftlab::image::live_iso::embedded(&made)
+            .unwrap()
+            .expect("an embedded config");
+        serde_json::from_slice(&shown).unwrap()
+    } else {
+        serde_json::Value::Null
+    };
+    Some((
+        out,
+        AgentImage {
+            ign,
+            dir: d,
+            base: iso,
+            log,
+            home,
+        },
+    ))
 }
 
 #[test]
@@ -513,8 +585,28 @@ fn agent_create_image_embeds_the_hosts_and_the_rendezvous_ip() {
     let files = ign["storage"]["files"].as_array().unwrap();
     let path = |p: &str| files.iter().any(|f| f["path"] == p);
     assert!(path("/etc/assisted/rendezvous-host.env"));
-    // Hosts of both roles on one ISO: no router facts (the stand-ins' role rule).
-    assert!(shiftlab_facts(ign).is_empty());
+    // Hosts of both roles on one ISO: the router facts per role. One worker:
+    // assisted-service leaves the control planes schedulable, carrying the
+    // worker role the default router selects.
+    let facts = shiftlab_facts(ign);
+    assert_eq!(facts["/etc/shiftlab/master/schedulable"], "true");
+    assert_eq!(
+        facts["/etc/shiftlab/master/node-labels"],
+        "node-role.kubernetes.io/control-plane,node-role.kubernetes.io/master,node-role.kubernetes.io/worker"
+    );
+    assert_eq!(facts["/etc/shiftlab/worker/schedulable"], "true");
+    assert_eq!(
+        facts["/etc/shiftlab/worker/node-labels"],
+        "node-role.kubernetes.io/worker"
+    );
+    assert_eq!(
+        facts["/etc/shiftlab/router-node-selector"],
+        "node-role.kubernetes.io/worker"
+    );
+    assert!(
+        !facts.contains_key("/etc/shiftlab/node-labels"),
+        "{facts:?}"
+    );
     let golden = read(&common::repo(), "tests/golden/agent.agent-config.yaml");
     let hosts = golden.matches("- hostname:").count();
     assert!(hosts > 0);
@@ -538,15 +630,87 @@ fn a_compact_agent_image_says_every_host_may_run_routers() {
         return;
     };
     let facts = shiftlab_facts(&image.ign);
-    assert_eq!(facts["/etc/shiftlab/schedulable"], "true");
+    assert_eq!(facts["/etc/shiftlab/master/schedulable"], "true");
     assert_eq!(
-        facts["/etc/shiftlab/node-labels"],
+        facts["/etc/shiftlab/master/node-labels"],
         "node-role.kubernetes.io/control-plane,node-role.kubernetes.io/master,node-role.kubernetes.io/worker"
     );
     assert_eq!(
         facts["/etc/shiftlab/router-node-selector"],
         "node-role.kubernetes.io/worker"
     );
+}
+
+/// Two workers: assisted-service makes the control planes unschedulable
+/// (`ShouldMastersBeSchedulable`), so the routers run on the workers alone.
+#[test]
+fn two_agent_workers_keep_the_routers_off_the_control_planes() {
+    let Some(image) = agent_create_image(Some(2)) else {
+        return;
+    };
+    let facts = shiftlab_facts(&image.ign);
+    assert_eq!(facts["/etc/shiftlab/master/schedulable"], "false");
+    assert_eq!(
+        facts["/etc/shiftlab/master/node-labels"],
+        "node-role.kubernetes.io/control-plane,node-role.kubernetes.io/master"
+    );
+    assert_eq!(facts["/etc/shiftlab/worker/schedulable"], "true");
+}
+
+/// Without `oc` on PATH the real `agent create image` fails (recorded: `exec:
+/// "oc": executable file not found in $PATH`), its configs left in place.
+#[test]
+fn agent_create_image_without_oc_fails_as_the_real_one() {
+    let Some((out, image)) = agent_image_run(AgentRun {
+        oc: false,
+        ..WITH_OC
+    }) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(1), "{}", image.log);
+    assert!(
+        image
+            .log
+            .contains(r#"exec: "oc": executable file not found in $PATH"#),
+        "{}",
+        image.log
+    );
+    let d = image.dir.path();
+    for f in ["install-config.yaml", "agent-config.yaml"] {
+        assert!(d.join(f).exists(), "{f} was consumed");
+    }
+    assert!(!d.join("agent.x86_64.iso").exists());
+}
+
+/// OPENSHIFT_INSTALL_OS_IMAGE_OVERRIDE: the installer takes the URL's file from
+/// its image cache as it is (nothing downloaded, the stream's ISO not fetched),
+/// and warns as the real one does.
+#[test]
+fn agent_create_image_takes_the_os_image_override_from_its_cache() {
+    let Some((out, image)) = agent_image_run(AgentRun {
+        os_image_override: true,
+        ..WITH_OC
+    }) else {
+        return;
+    };
+    assert!(out.status.success(), "{}", image.log);
+    assert!(
+        image.log.contains(
+            "level=warning msg=Found override for OS Image. Please be warned, this is not advised"
+        ),
+        "{}",
+        image.log
+    );
+    assert!(!image.log.contains("Downloading"), "{}", image.log);
+    assert!(!image
+        .home
+        .path()
+        .join("cache/agent/image_cache/coreos-x86_64.iso")
+        .exists());
+    // oc extracted the agent's tools into the installer's cache.
+    let files = image.home.path().join("cache/agent/files_cache");
+    assert!(files.join("agent-tui").is_file());
+    assert!(files.join("libnmstate.so.2").is_file());
 }
 
 /// `create cluster` on baremetal validates the install-config as the installer

@@ -125,7 +125,8 @@ bmc_venv() {
 # The loopback release mirror of the install suites (inside the sandbox's own
 # network namespace), laid out as OKD's release assets:
 # <mirror_url>/<version>/{release.txt,sha256sum.txt,openshift-*-linux-<version>.tar.gz},
-# the installer being the fake openshift-install. Needs $work (e2e_workdir).
+# the installer being the fake openshift-install, the client the stand-in oc
+# beside it. Needs $work (e2e_workdir).
 #
 #   release_mirror                  serve $work/mirror at $mirror_url, release $V in it
 #   mirror_release 4.17.0-okd-scos.1 corrupt     another release, its installer tarball damaged
@@ -151,7 +152,8 @@ mirror_release() {
 	cp "$fake" "$t/i/openshift-install"
 	# Each release's installer differs (else the cache, keyed by digest, serves it).
 	echo "# release $v" >>"$t/i/openshift-install"
-	printf '#!/bin/sh\necho "Client Version: %s"\n' "$v" >"$t/c/oc"
+	# The stand-in oc (what agent create image runs), its version the release's.
+	sed "s/^FAKE_OC_VERSION=.*/FAKE_OC_VERSION=$v/" "$(dirname "$fake")/oc" >"$t/c/oc"
 	chmod +x "$t/c/oc"
 	tar -C "$t/i" -czf "$d/openshift-install-linux-$v.tar.gz" openshift-install
 	tar -C "$t/c" -czf "$d/openshift-client-linux-$v.tar.gz" oc
