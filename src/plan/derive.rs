@@ -194,16 +194,11 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
             })
             .collect()
     };
-    // Routers run on workers; in a compact cluster on the control planes.
-    let router_role = if spec.workers > 0 {
-        Role::Worker
-    } else {
-        Role::Ctlplane
-    };
+    let router_roles = router_roles(spec.method, spec.workers);
     let ingress_backends = |port: u16| -> Vec<Backend> {
         nodes
             .iter()
-            .filter(|n| n.role == router_role)
+            .filter(|n| router_roles.contains(&n.role))
             .map(|n| Backend {
                 node: n.name.clone(),
                 ip: n.ip,
@@ -243,6 +238,24 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
                 backends: ingress_backends(80),
             },
         ],
+    }
+}
+
+/// The roles whose nodes may run the default router, so the ingress backends.
+/// Routers go where the IngressController's node selector (the worker role)
+/// finds schedulable nodes; a control plane carries the worker role while it is
+/// schedulable. Compact: the control planes. UPI with workers: the workers (its
+/// manifests make control planes unschedulable and pin the IngressController
+/// to the worker role: src/render/manifests.rs). Agent: assisted-service makes
+/// control planes schedulable with fewer than 2 workers (openshift/assisted-service
+/// internal/common/common.go, `ShouldMastersBeSchedulable`:
+/// `MinimumNumberOfWorkersForNonSchedulableMastersClusterInHaMode` = 2), and
+/// shiftlab adds no manifests there, so the routers may land on any node.
+pub fn router_roles(method: Method, workers: u32) -> Vec<Role> {
+    match (method, workers) {
+        (_, 0) => vec![Role::Ctlplane],
+        (Method::Agent, 1) => vec![Role::Ctlplane, Role::Worker],
+        _ => vec![Role::Worker],
     }
 }
 
@@ -325,5 +338,24 @@ fn network(spec: &ClusterSpec, cd: &str, nodes: &[Node], has_lb: bool) -> Networ
             .veth_bridge
             .as_ref()
             .map(|b| network::VethBridge::new(&spec.cluster, b, &net.bridge)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routers_may_run_where_the_cluster_schedules_them() {
+        use Role::{Ctlplane, Worker};
+        for m in [Method::Upi, Method::Agent] {
+            assert_eq!(router_roles(m, 0), [Ctlplane], "{m:?} compact");
+            assert_eq!(router_roles(m, 2), [Worker], "{m:?} 2 workers");
+            assert_eq!(router_roles(m, 5), [Worker], "{m:?} 5 workers");
+        }
+        // One worker: UPI pins the IngressController to the workers; assisted
+        // leaves the control planes schedulable.
+        assert_eq!(router_roles(Method::Upi, 1), [Worker]);
+        assert_eq!(router_roles(Method::Agent, 1), [Ctlplane, Worker]);
     }
 }
