@@ -8,6 +8,9 @@
 //! - `meta/<sha256 of the URL>`: the last copy of `release.txt`/`sha256sum.txt`
 //!   fetched from that URL, for working offline.
 //! - `bin/<tarball hex>/<name>`: binaries extracted from a verified tarball.
+//! - `openshift-install/`: the agent installer's own cache home (its
+//!   `XDG_CACHE_HOME`: `agent/image_cache` links to verified ISOs, and what it
+//!   extracts with `oc`).
 
 use std::ffi::OsString;
 use std::fs;
@@ -65,6 +68,11 @@ impl Cache {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The cache home shiftlab gives the agent installer (its `XDG_CACHE_HOME`).
+    pub fn installer_home(&self) -> PathBuf {
+        self.root.join("openshift-install")
     }
 
     /// Where the blob with this digest lives (whether or not it is there).

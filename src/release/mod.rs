@@ -119,23 +119,43 @@ pub struct Tools {
 impl Release {
     /// `openshift-install` and `oc`, extracted once per tarball into `bin/<digest>/`.
     pub fn tools(&self, cache: &Cache) -> Result<Tools> {
-        let get = |tarball: &Path, sha: &str, name: &str| -> Result<PathBuf> {
-            let dir = cache.bin_dir(sha);
-            let p = dir.join(name);
-            if p.is_file() {
-                return Ok(p);
-            }
-            extract_binary(tarball, name, &dir)
-        };
         Ok(Tools {
-            openshift_install: get(
+            openshift_install: extracted(
+                cache,
                 &self.installer_tarball,
                 &self.installer_sha256,
                 "openshift-install",
             )?,
-            oc: get(&self.client_tarball, &self.client_sha256, "oc")?,
+            oc: extracted(cache, &self.client_tarball, &self.client_sha256, "oc")?,
         })
     }
+}
+
+/// A release's verified client tarball alone: what an agent install needs when
+/// the cluster file names its own installer (`agent create image` runs `oc`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Client {
+    /// The concrete version (`Version:` of `release.txt`).
+    pub version: String,
+    pub tarball: PathBuf,
+    pub sha256: String,
+}
+
+impl Client {
+    /// `oc`, extracted once per tarball into `bin/<digest>/`.
+    pub fn oc(&self, cache: &Cache) -> Result<PathBuf> {
+        extracted(cache, &self.tarball, &self.sha256, "oc")
+    }
+}
+
+/// `name` from a verified tarball, extracted once into `bin/<digest>/`.
+fn extracted(cache: &Cache, tarball: &Path, sha: &str, name: &str) -> Result<PathBuf> {
+    let dir = cache.bin_dir(sha);
+    let p = dir.join(name);
+    if p.is_file() {
+        return Ok(p);
+    }
+    extract_binary(tarball, name, &dir)
 }
 
 fn join(dir: &str, file: &str) -> String {
@@ -177,66 +197,116 @@ pub fn resolve_verified(
     progress: &Progress,
     release_key: Option<&Path>,
 ) -> Result<Release> {
-    let dir = version_dir(dist, version)?;
-    let base = source.release_dir(dist, &dir);
-    let freshness = match version {
-        Version::Exact { .. } => Freshness::Immutable,
-        _ => Freshness::Mutable,
-    };
-    let release_txt_at = join(&base, "release.txt");
-    let text = fetch_text(&release_txt_at, freshness, cache, progress)
-        .with_context(|| format!("{dist} {version}: no release.txt on {source}"))?;
-    let rt = parse_release_txt(&text).with_context(|| format!("parsing {release_txt_at}"))?;
-    if let Version::Exact { version: want } = version {
-        if &rt.version != want {
-            bail!("{release_txt_at} is for version {}, not {want}", rt.version);
-        }
-    } else {
-        progress.note(format!("{dist} {version} is {}", rt.version));
-    }
-    let sums_at = join(&base, "sha256sum.txt");
-    let sums = fetch_text(&sums_at, freshness, cache, progress)?;
-    if let Some(key) = release_key {
-        let mut found = None;
-        for name in signature::SIGNATURE_NAMES {
-            if let Some(sig) = fetch_optional(&join(&base, name))? {
-                found = Some((name, sig));
-                break;
-            }
-        }
-        let Some((name, sig)) = found else {
-            bail!(
-                "release_key is set, but {base} publishes no signature of sha256sum.txt ({}); nothing from it is trusted",
-                signature::SIGNATURE_NAMES.join(" or ")
-            );
-        };
-        verify_detached(key, sums.as_bytes(), &sig, &sums_at)?;
-        progress.note(format!(
-            "{sums_at}: good signature ({name}) by {}",
-            key.display()
-        ));
-    }
-    let sums = parse_sha256sum(&sums).with_context(|| format!("parsing {sums_at}"))?;
-    let (installer, client) = tarball_names(&rt.version);
-    let get = |name: &str| -> Result<(PathBuf, String)> {
-        let sha = sums
-            .get(name)
-            .with_context(|| format!("{sums_at} has no digest for {name}"))?
-            .clone();
-        let path = fetch(&join(&base, name), &sha, cache, progress)?;
-        Ok((path, sha))
-    };
-    let (installer_tarball, installer_sha256) = get(&installer)?;
-    let (client_tarball, client_sha256) = get(&client)?;
+    let index = Index::fetch(dist, version, source, cache, progress, release_key)?;
+    let (installer, client) = tarball_names(&index.release.version);
+    let (installer_tarball, installer_sha256) = index.get(&installer, cache, progress)?;
+    let (client_tarball, client_sha256) = index.get(&client, cache, progress)?;
     Ok(Release {
         distribution: dist,
-        version: rt.version,
-        release_image: rt.pull_from,
+        version: index.release.version,
+        release_image: index.release.pull_from,
         installer_tarball,
         installer_sha256,
         client_tarball,
         client_sha256,
     })
+}
+
+/// The client tarball of `dist` + `version` on `source`, verified as
+/// [`resolve_verified`] verifies it, without the installer's.
+pub fn resolve_client(
+    dist: Distribution,
+    version: &Version,
+    source: &Source,
+    cache: &Cache,
+    progress: &Progress,
+    release_key: Option<&Path>,
+) -> Result<Client> {
+    let index = Index::fetch(dist, version, source, cache, progress, release_key)?;
+    let (_, client) = tarball_names(&index.release.version);
+    let (tarball, sha256) = index.get(&client, cache, progress)?;
+    Ok(Client {
+        version: index.release.version,
+        tarball,
+        sha256,
+    })
+}
+
+/// A release's `release.txt` and its (checked) `sha256sum.txt`.
+struct Index {
+    base: String,
+    sums_at: String,
+    release: ReleaseTxt,
+    sums: std::collections::BTreeMap<String, String>,
+}
+
+impl Index {
+    fn fetch(
+        dist: Distribution,
+        version: &Version,
+        source: &Source,
+        cache: &Cache,
+        progress: &Progress,
+        release_key: Option<&Path>,
+    ) -> Result<Index> {
+        let dir = version_dir(dist, version)?;
+        let base = source.release_dir(dist, &dir);
+        let freshness = match version {
+            Version::Exact { .. } => Freshness::Immutable,
+            _ => Freshness::Mutable,
+        };
+        let release_txt_at = join(&base, "release.txt");
+        let text = fetch_text(&release_txt_at, freshness, cache, progress)
+            .with_context(|| format!("{dist} {version}: no release.txt on {source}"))?;
+        let rt = parse_release_txt(&text).with_context(|| format!("parsing {release_txt_at}"))?;
+        if let Version::Exact { version: want } = version {
+            if &rt.version != want {
+                bail!("{release_txt_at} is for version {}, not {want}", rt.version);
+            }
+        } else {
+            progress.note(format!("{dist} {version} is {}", rt.version));
+        }
+        let sums_at = join(&base, "sha256sum.txt");
+        let sums = fetch_text(&sums_at, freshness, cache, progress)?;
+        if let Some(key) = release_key {
+            let mut found = None;
+            for name in signature::SIGNATURE_NAMES {
+                if let Some(sig) = fetch_optional(&join(&base, name))? {
+                    found = Some((name, sig));
+                    break;
+                }
+            }
+            let Some((name, sig)) = found else {
+                bail!(
+                    "release_key is set, but {base} publishes no signature of sha256sum.txt ({}); nothing from it is trusted",
+                    signature::SIGNATURE_NAMES.join(" or ")
+                );
+            };
+            verify_detached(key, sums.as_bytes(), &sig, &sums_at)?;
+            progress.note(format!(
+                "{sums_at}: good signature ({name}) by {}",
+                key.display()
+            ));
+        }
+        let sums = parse_sha256sum(&sums).with_context(|| format!("parsing {sums_at}"))?;
+        Ok(Index {
+            base,
+            sums_at,
+            release: rt,
+            sums,
+        })
+    }
+
+    /// A file `sha256sum.txt` lists, fetched and checked: its path and digest.
+    fn get(&self, name: &str, cache: &Cache, progress: &Progress) -> Result<(PathBuf, String)> {
+        let sha = self
+            .sums
+            .get(name)
+            .with_context(|| format!("{} has no digest for {name}", self.sums_at))?
+            .clone();
+        let path = fetch(&join(&self.base, name), &sha, cache, progress)?;
+        Ok((path, sha))
+    }
 }
 
 #[cfg(test)]
