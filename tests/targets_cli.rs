@@ -194,3 +194,244 @@ fn the_installers_state_file_is_private_after_every_run_failed_or_not() {
         assert_eq!(mode(&auth.join(f)), 0o600, "{f}");
     }
 }
+
+/// A release mirror laid out as OKD publishes (`<dir>/<version>/`): the fake
+/// installer baked with stream metadata whose live ISO is `iso`, and the stand-in
+/// `oc` as the client. Returns the mirror directory and the baked installer.
+fn agent_mirror(h: &Path, v: &str, iso: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let fixture = common::repo().join("tests/fixtures/fake-openshift-install");
+    let sum = shiftlab::release::sha256_file(iso).unwrap();
+    let stream = serde_json::json!({"architectures": {"x86_64": {"artifacts": {"metal": {"formats": {"iso": {"disk": {
+        "location": format!("file://{}", iso.display()), "sha256": sum}}}}}}}});
+    std::fs::write(h.join("stream.json"), stream.to_string()).unwrap();
+    let (tools, mirror) = (h.join("tools"), h.join("mirror"));
+    let d = mirror.join(v);
+    for sub in ["i", "c"] {
+        std::fs::create_dir_all(tools.join(sub)).unwrap();
+    }
+    std::fs::create_dir_all(&d).unwrap();
+    let baked = tools.join("i/openshift-install");
+    let st = std::process::Command::new(fixture.join("generate.sh"))
+        .arg(&baked)
+        .arg(v)
+        .arg(format!("quay.io/okd/scos-release:{v}"))
+        .arg(h.join("stream.json"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let oc = std::fs::read_to_string(fixture.join("oc"))
+        .unwrap()
+        .replace(
+            "FAKE_OC_VERSION=0.0.0-fake",
+            &format!("FAKE_OC_VERSION={v}"),
+        );
+    std::fs::write(tools.join("c/oc"), oc).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(tools.join("c/oc"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut sums = String::new();
+    for (sub, tarball, bin) in [
+        (
+            "i",
+            format!("openshift-install-linux-{v}.tar.gz"),
+            "openshift-install",
+        ),
+        ("c", format!("openshift-client-linux-{v}.tar.gz"), "oc"),
+    ] {
+        let st = std::process::Command::new("tar")
+            .arg("-C")
+            .arg(tools.join(sub))
+            .arg("-czf")
+            .arg(d.join(&tarball))
+            .arg(bin)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let sha = shiftlab::release::sha256_file(&d.join(&tarball)).unwrap();
+        sums.push_str(&format!("{sha}  {tarball}\n"));
+    }
+    std::fs::write(d.join("sha256sum.txt"), sums).unwrap();
+    std::fs::write(
+        d.join("release.txt"),
+        format!("Name:      {v}\n\nPull From: quay.io/okd/scos-release:{v}\n\nRelease Metadata:\n  Version:  {v}\n"),
+    )
+    .unwrap();
+    (mirror, baked)
+}
+
+/// An agent cluster file `<name>.yaml` (3 control planes, 1 worker, rehearsal
+/// sizes) on the test driver, with `extra` lines.
+fn agent_file(h: &Path, name: &str, cidr: &str, extra: &str) -> String {
+    let f = h.join(format!("{name}.yaml"));
+    std::fs::write(
+        &f,
+        format!(
+            "cluster: {name}\ndomain: lab.test\ndistribution: okd\nrehearsal: true\nmethod: agent\n\
+             ctlplanes: 3\nworkers: 1\nnetwork:\n  cidr: {cidr}\n\
+             ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n\
+             libvirt:\n  uri: test:///default\n{extra}"
+        ),
+    )
+    .unwrap();
+    f.display().to_string()
+}
+
+/// `shiftlab ARGS` with `path` as its PATH and its own download cache.
+fn run_with_path(h: &Path, path: &std::ffi::OsStr, args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shiftlab"))
+        .args(args)
+        .current_dir(h)
+        .env("HOME", h)
+        .env("SHIFTLAB_HOME", h.join("state"))
+        .env("SHIFTLAB_CACHE", h.join("cache"))
+        .env("XDG_CACHE_HOME", h.join("xdg"))
+        .env("PATH", path)
+        .env_remove("LIBVIRT_DEFAULT_URI")
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `agent create image` runs `oc` (the real installer's `oc adm release info` and
+/// `oc image extract`; without it: `exec: "oc": executable file not found in
+/// $PATH`, recorded). The iso target gives the installer the release's verified
+/// `oc` first on its PATH — before a stale one on the user's — and the live ISO
+/// the release target verified, through OPENSHIFT_INSTALL_OS_IMAGE_OVERRIDE and
+/// the installer's image cache: nothing is downloaded again. With
+/// `openshift_install:` naming the installer, `oc` comes from the mirror's
+/// client tarball all the same.
+#[test]
+fn the_agent_image_runs_the_releases_oc_on_the_verified_iso() {
+    if std::process::Command::new("coreos-installer")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: coreos-installer is not installed (scripts/setup installs it)");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let v = "4.17.0-okd-scos.0";
+    let iso = h.join("live.iso");
+    let out = shiftlab(
+        &["image", "standin", "--iso", "--out", iso.to_str().unwrap()],
+        h,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (mirror, baked) = agent_mirror(h, v, &iso);
+    // An `oc` that is not the release's, first on the user's PATH.
+    let stale = h.join("stale");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(
+        stale.join("oc"),
+        "#!/bin/sh\necho \"stale oc: $*\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(stale.join("oc"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let system = std::env::var_os("PATH").unwrap_or_default();
+    let mut with_stale = stale.clone().into_os_string();
+    with_stale.push(":");
+    with_stale.push(&system);
+
+    let m = mirror.display();
+    for (name, cidr, path, extra) in [
+        (
+            "ag1",
+            "192.168.150.0/24",
+            &system,
+            format!("version: {v}\nmirror: {m}\n"),
+        ),
+        (
+            "ag2",
+            "192.168.151.0/24",
+            &with_stale,
+            format!("version: {v}\nmirror: {m}\n"),
+        ),
+        (
+            "ag3",
+            "192.168.152.0/24",
+            &with_stale,
+            format!(
+                "version: {v}\nmirror: {m}\nopenshift_install: {}\n",
+                baked.display()
+            ),
+        ),
+    ] {
+        let file = agent_file(h, name, cidr, &extra);
+        let (code, err) = run_with_path(h, path, &["create", "iso", "-f", &file]);
+        let cluster = h.join("state/clusters").join(name);
+        let log =
+            std::fs::read_to_string(cluster.join("openshift-install.log")).unwrap_or_default();
+        assert_eq!(code, Some(0), "{name}: {err}\n{log}");
+        assert!(cluster.join("assets/agent.x86_64.iso").is_file(), "{name}");
+        // The ISO shiftlab verified, taken from the installer's cache as it is.
+        assert!(log.contains("Found override for OS Image"), "{name}: {log}");
+        assert!(!log.contains("Downloading base ISO"), "{name}: {log}");
+    }
+    // The release's oc extracted agent-tui and libnmstate into the installer's
+    // cache home, which is shiftlab's; the user's cache got nothing.
+    let installer_home = h.join("cache/openshift-install/agent");
+    for f in ["files_cache/agent-tui", "files_cache/libnmstate.so.2"] {
+        assert!(installer_home.join(f).is_file(), "{f}");
+    }
+    let link = installer_home.join("image_cache/live.iso");
+    let sum = shiftlab::release::sha256_file(&iso).unwrap();
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        h.join("cache/blobs/sha256").join(&sum)
+    );
+    assert!(
+        !h.join("xdg/agent").exists(),
+        "the user's cache was written"
+    );
+}
+
+/// `openshift_install:` names the installer and the mirror has no client for its
+/// release: the agent install stops at the release target, before the installer
+/// runs, saying that `oc` is needed and how to provide it.
+#[test]
+fn an_agent_install_without_a_client_for_its_installer_stops_before_it() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let v = "4.17.0-okd-scos.0";
+    std::fs::write(h.join("live.iso"), "not an iso").unwrap();
+    let (_, baked) = agent_mirror(h, v, &h.join("live.iso"));
+    let empty = h.join("empty-mirror");
+    std::fs::create_dir_all(&empty).unwrap();
+    let file = agent_file(
+        h,
+        "ag1",
+        "192.168.150.0/24",
+        &format!(
+            "version: {v}\nmirror: {}\nopenshift_install: {}\n",
+            empty.display(),
+            baked.display()
+        ),
+    );
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let (code, err) = run_with_path(h, &path, &["create", "iso", "-f", &file]);
+    assert_eq!(code, Some(1), "{err}");
+    for part in [
+        "method agent needs `oc`",
+        "`openshift_install:` names a local installer",
+        &format!("Set `mirror:` to a mirror that holds openshift-client-linux-{v}.tar.gz"),
+        &format!("<dir>/{v}"),
+        "or leave `openshift_install:` out",
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    let s = install_state(h, "ag1");
+    assert_ne!(s["targets"]["release"]["status"], "done", "{s}");
+    let log = std::fs::read_to_string(h.join("state/clusters/ag1/openshift-install.log"))
+        .unwrap_or_default();
+    assert!(!log.contains("agent create image"), "{log}");
+}

@@ -2,9 +2,10 @@
 //! the cluster's log, its progress on one line, the child tied to shiftlab
 //! ([`super::process`]).
 
+use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
@@ -38,6 +39,16 @@ pub fn find(ctx: &Ctx, locked: &Locked) -> Result<PathBuf> {
 
 /// Run `openshift-install ARGS --dir <assets>`.
 pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
+    run_with_env(ctx, locked, args, &[])
+}
+
+/// [`run`], with `env` set for the installer (over shiftlab's own environment).
+pub fn run_with_env(
+    ctx: &Ctx,
+    locked: &Locked,
+    args: &[&str],
+    env: &[(OsString, OsString)],
+) -> Result<()> {
     let bin = find(ctx, locked)?;
     let assets = ctx.cluster.assets();
     let log_path = ctx.cluster.installer_log();
@@ -65,6 +76,7 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
             .args(args)
             .arg("--dir")
             .arg(assets.path())
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
@@ -120,6 +132,91 @@ pub fn run(ctx: &Ctx, locked: &Locked, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// The installer's override of the agent ISO's base image
+/// (openshift/installer pkg/asset/agent/image/baseiso.go, `BaseIso.Generate`: when
+/// set it takes the image from there through `DownloadImageFile`, and neither
+/// extracts it from the release payload nor downloads the stream's).
+pub const OS_IMAGE_OVERRIDE_ENV: &str = "OPENSHIFT_INSTALL_OS_IMAGE_OVERRIDE";
+
+/// What shiftlab gives `agent create image`: the verified `oc` and live ISO.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentTools<'a> {
+    /// The `oc` the release target verified.
+    pub oc: &'a Path,
+    /// The installer's cache home (its `XDG_CACHE_HOME`), which shiftlab owns.
+    pub cache_home: &'a Path,
+    /// The stream metadata's location of the live ISO, and its sha256.
+    pub iso_url: &'a str,
+    pub iso_sha256: &'a str,
+}
+
+/// The environment of `openshift-install agent create image`. Pure.
+///
+/// - `PATH`: `oc`'s directory first, then `user_path`. The installer runs `oc adm
+///   release info` and `oc image extract` (pkg/asset/agent/image/oc.go, found by
+///   `exec.LookPath`); an older `oc` earlier on the user's PATH would be taken
+///   instead of the release's.
+/// - `XDG_CACHE_HOME`: `cache_home`, so its caches (`agent/image_cache`,
+///   `agent/files_cache`: pkg/asset/agent/image/cache.go, `GetCacheDir` under
+///   `os.UserCacheDir`) are shiftlab's, where [`image_cache_path`] holds the ISO.
+/// - [`OS_IMAGE_OVERRIDE_ENV`]: the ISO's URL with `?sha256=` (cache.go,
+///   `DownloadImageFile`: the query is the expected digest of a download). Its
+///   `download` first looks for the URL's file name in `agent/image_cache` and
+///   takes a file found there as it is, so the ISO shiftlab verified is used
+///   without a second download.
+pub fn agent_env(
+    tools: &AgentTools,
+    user_path: Option<&OsStr>,
+) -> Result<Vec<(OsString, OsString)>> {
+    let oc_dir = tools
+        .oc
+        .parent()
+        .filter(|d| d.is_absolute())
+        .with_context(|| format!("oc {} is not an absolute path", tools.oc.display()))?;
+    let mut dirs = vec![oc_dir.to_path_buf()];
+    if let Some(p) = user_path {
+        dirs.extend(std::env::split_paths(p).filter(|d| d != oc_dir));
+    }
+    let path = std::env::join_paths(&dirs)
+        .with_context(|| format!("oc's directory {} cannot be on PATH", oc_dir.display()))?;
+    image_cache_name(tools.iso_url)?;
+    let sep = if tools.iso_url.contains('?') {
+        '&'
+    } else {
+        '?'
+    };
+    Ok(vec![
+        ("PATH".into(), path),
+        ("XDG_CACHE_HOME".into(), tools.cache_home.into()),
+        (
+            OS_IMAGE_OVERRIDE_ENV.into(),
+            format!("{}{sep}sha256={}", tools.iso_url, tools.iso_sha256).into(),
+        ),
+    ])
+}
+
+/// The file name the installer caches an image URL under (pkg/asset/agent/image
+/// cache.go, `uncompressedName`: the path's last element without `.gz`, then
+/// `.xz`). Pure; a name that is no plain file name is refused.
+pub fn image_cache_name(url: &str) -> Result<String> {
+    let path = url.split(['?', '#']).next().unwrap_or_default();
+    let base = path.rsplit('/').next().unwrap_or_default();
+    let name = base.strip_suffix(".gz").unwrap_or(base);
+    let name = name.strip_suffix(".xz").unwrap_or(name);
+    if name.is_empty() || name == "." || name == ".." || name.contains('\0') {
+        bail!("the live ISO's location {url:?} names no file (the installer caches it by its file name)");
+    }
+    Ok(name.to_string())
+}
+
+/// Where the installer looks for `url`'s image in its cache
+/// (`<XDG_CACHE_HOME>/agent/image_cache/<name>`: cache.go, `GetCacheDir`).
+pub fn image_cache_path(cache_home: &Path, url: &str) -> Result<PathBuf> {
+    Ok(cache_home
+        .join("agent/image_cache")
+        .join(image_cache_name(url)?))
+}
+
 /// The message of an installer log line, cut for one line.
 fn short(line: &str) -> String {
     log_message(line).chars().take(100).collect()
@@ -166,7 +263,92 @@ pub(crate) fn log_message(line: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{log_message, short};
+    use super::*;
+
+    fn tools<'a>(oc: &'a Path, url: &'a str) -> AgentTools<'a> {
+        AgentTools {
+            oc,
+            cache_home: Path::new("/var/cache/shiftlab/openshift-install"),
+            iso_url: url,
+            iso_sha256: "abc123",
+        }
+    }
+
+    fn env_of(env: &[(OsString, OsString)], key: &str) -> String {
+        let v = env.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        v.unwrap_or_else(|| panic!("no {key}"))
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn the_agent_installer_finds_the_releases_oc_first() {
+        let oc = Path::new("/var/cache/shiftlab/bin/d1/oc");
+        let url = "https://m.example/rhcos/rhcos-live.x86_64.iso";
+        let env = agent_env(
+            &tools(oc, url),
+            Some(OsStr::new(
+                "/usr/local/bin:/usr/bin:/var/cache/shiftlab/bin/d1",
+            )),
+        )
+        .unwrap();
+        // Before a user's (maybe older) oc; its own directory once.
+        assert_eq!(
+            env_of(&env, "PATH"),
+            "/var/cache/shiftlab/bin/d1:/usr/local/bin:/usr/bin"
+        );
+        assert_eq!(
+            env_of(&env, "XDG_CACHE_HOME"),
+            "/var/cache/shiftlab/openshift-install"
+        );
+        assert_eq!(
+            env_of(&env, OS_IMAGE_OVERRIDE_ENV),
+            "https://m.example/rhcos/rhcos-live.x86_64.iso?sha256=abc123"
+        );
+        let no_path = agent_env(&tools(oc, url), None).unwrap();
+        assert_eq!(env_of(&no_path, "PATH"), "/var/cache/shiftlab/bin/d1");
+        // A query already there: the digest joins it.
+        let q = agent_env(&tools(oc, "http://h/x.iso?a=1"), None).unwrap();
+        assert_eq!(
+            env_of(&q, OS_IMAGE_OVERRIDE_ENV),
+            "http://h/x.iso?a=1&sha256=abc123"
+        );
+    }
+
+    #[test]
+    fn an_oc_that_cannot_lead_path_is_refused() {
+        let url = "http://h/x.iso";
+        for oc in ["oc", "/odd:dir/oc"] {
+            let e = agent_env(&tools(Path::new(oc), url), None).unwrap_err();
+            assert!(format!("{e:#}").contains("oc"), "{e:#}");
+        }
+    }
+
+    #[test]
+    fn the_iso_is_cached_under_the_installers_name_for_it() {
+        for (url, name) in [
+            (
+                "https://m.example/a/rhcos-live.x86_64.iso",
+                "rhcos-live.x86_64.iso",
+            ),
+            (
+                "file:///srv/m/coreos-live.x86_64.iso?x=1#f",
+                "coreos-live.x86_64.iso",
+            ),
+            ("http://h/img.raw.xz", "img.raw"),
+            ("http://h/img.iso.gz", "img.iso"),
+        ] {
+            assert_eq!(image_cache_name(url).unwrap(), name, "{url}");
+        }
+        assert_eq!(
+            image_cache_path(Path::new("/c"), "http://h/a.iso").unwrap(),
+            Path::new("/c/agent/image_cache/a.iso")
+        );
+        for bad in ["http://h/", "http://h/..", "http://h/.", ""] {
+            let e = image_cache_name(bad).unwrap_err();
+            assert!(format!("{e}").contains("names no file"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn the_real_unquoted_form_gives_the_message() {

@@ -12,6 +12,8 @@
 //! Either is written whole or not at all: a run killed during the build leaves
 //! no ISO that a later run would take for a finished one.
 
+use std::ffi::OsString;
+
 use anyhow::{bail, Context, Result};
 
 use super::Note;
@@ -72,6 +74,49 @@ fn live_iso(ctx: &Ctx, locked: &mut Locked) -> Result<std::path::PathBuf> {
     Ok(iso)
 }
 
+/// The installer's environment for `agent create image` ([`installer::agent_env`]):
+/// the release's `oc` first on its PATH, and the live ISO the release target
+/// verified linked into the installer's image cache (a cache shiftlab owns)
+/// under the name the override URL gives it, so the installer takes it as it is.
+fn agent_env(ctx: &Ctx, locked: &mut Locked) -> Result<Vec<(OsString, OsString)>> {
+    use crate::release::{coreos_image_from_stream, coreos_stream_json, parse_stream};
+    use crate::release::{Cache, CoreosKind, Progress};
+    let oc = super::release::oc(ctx, locked)?;
+    let cache = Cache::from_env()?;
+    let json = coreos_stream_json(&installer::find(ctx, locked)?)?;
+    let art = parse_stream(&json, CoreosKind::LiveIso)?;
+    let iso = coreos_image_from_stream(&json, CoreosKind::LiveIso, &cache, &Progress::stderr())
+        .context("the CoreOS live ISO (the nodes boot it)")?;
+    locked.update_facts(|f| f.coreos_iso = Some(iso.clone()))?;
+    let cache_home = cache.installer_home();
+    let link = installer::image_cache_path(&cache_home, &art.location)?;
+    link_into(&iso, &link)?;
+    installer::agent_env(
+        &installer::AgentTools {
+            oc: &oc,
+            cache_home: &cache_home,
+            iso_url: &art.location,
+            iso_sha256: &art.sha256,
+        },
+        std::env::var_os("PATH").as_deref(),
+    )
+}
+
+/// `link` made a symlink to `target`, replacing whatever link was there (by
+/// rename: a reader sees the old link or the new one).
+fn link_into(target: &std::path::Path, link: &std::path::Path) -> Result<()> {
+    if std::fs::read_link(link).is_ok_and(|t| t == target) {
+        return Ok(());
+    }
+    let dir = link.parent().context("a cache link has a directory")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let tmp = dir.join(format!(".shiftlab-link.{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(target, &tmp)
+        .with_context(|| format!("linking {}", tmp.display()))?;
+    std::fs::rename(&tmp, link).with_context(|| format!("linking {}", link.display()))
+}
+
 fn agent(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     let assets = ctx.cluster.assets();
     let iso = assets.agent_iso();
@@ -94,7 +139,8 @@ fn agent(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
             }
         }
     }
-    installer::run(ctx, locked, &["agent", "create", "image"])?;
+    let env = agent_env(ctx, locked)?;
+    installer::run_with_env(ctx, locked, &["agent", "create", "image"], &env)?;
     for f in [&iso, &assets.kubeconfig()] {
         if !f.exists() {
             bail!("openshift-install did not write {}", f.display());

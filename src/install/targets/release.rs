@@ -44,6 +44,11 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
                 f.release_image = iv.release_image.clone();
             })?;
             notes.push(note);
+            if ctx.flow == Flow::Agent {
+                let oc = agent_oc(spec, &iv.version, &cache, &progress)?;
+                notes.push(format!("oc {}", oc.display()));
+                locked.update_facts(|f| f.oc = Some(oc))?;
+            }
             p.clone()
         }
         None => {
@@ -92,6 +97,91 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         ctx.progress.aside(format_args!("    {n}"));
     }
     Ok(Some(notes.join(", ")))
+}
+
+/// The verified `oc` the release target recorded, fetched again (verified the
+/// same way) when the cache lost it or an earlier shiftlab did not record it.
+pub fn oc(ctx: &Ctx, locked: &mut Locked) -> Result<std::path::PathBuf> {
+    use crate::release::{self, Cache, Progress, Source};
+    if let Some(p) = locked.facts().oc.clone().filter(|p| p.is_file()) {
+        return Ok(p);
+    }
+    let spec = ctx.spec;
+    let (cache, progress) = (Cache::from_env()?, Progress::stderr());
+    let oc = match &spec.openshift_install {
+        Some(p) => {
+            let version = match locked.facts().release_version.clone() {
+                Some(v) => v,
+                None => release::pin::installer_version(p)?.version,
+            };
+            agent_oc(spec, &version, &cache, &progress)?
+        }
+        None => {
+            let source = spec
+                .mirror
+                .as_deref()
+                .map(Source::parse)
+                .unwrap_or_else(|| Source::default_for(spec.distribution));
+            let version = match locked.facts().release_version.clone() {
+                Some(version) => crate::spec::Version::Exact { version },
+                None => spec.version.clone(),
+            };
+            release::resolve_verified(
+                spec.distribution,
+                &version,
+                &source,
+                &cache,
+                &progress,
+                spec.release_key.as_deref(),
+            )?
+            .tools(&cache)?
+            .oc
+        }
+    };
+    locked.update_facts(|f| f.oc = Some(oc.clone()))?;
+    Ok(oc)
+}
+
+/// `oc` for an agent install whose installer the cluster file names:
+/// `agent create image` runs `oc adm release info` and `oc image extract`
+/// (openshift/installer pkg/asset/agent/image/oc.go), so the release's own
+/// client is fetched from the mirror and verified as the installer would be,
+/// the installer's version exactly. Without it the install stops here, before
+/// the installer runs, saying how to provide it.
+fn agent_oc(
+    spec: &crate::spec::ClusterSpec,
+    version: &str,
+    cache: &crate::release::Cache,
+    progress: &crate::release::Progress,
+) -> Result<std::path::PathBuf> {
+    use crate::release::{self, Source};
+    let source = spec
+        .mirror
+        .as_deref()
+        .map(Source::parse)
+        .unwrap_or_else(|| Source::default_for(spec.distribution));
+    let exact = crate::spec::Version::Exact {
+        version: version.to_string(),
+    };
+    let client = release::resolve_client(
+        spec.distribution,
+        &exact,
+        &source,
+        cache,
+        progress,
+        spec.release_key.as_deref(),
+    )
+    .and_then(|c| c.oc(cache));
+    client.map_err(|e| {
+        let (_, tarball) = release::tarball_names(version);
+        anyhow::anyhow!(
+            "method agent needs `oc` for `openshift-install agent create image` (it runs `oc adm release info` and `oc image extract`), \
+             and `openshift_install:` names a local installer, so shiftlab fetches the client of its release {version} from the mirror: {e:#}. \
+             Set `mirror:` to a mirror that holds {tarball} with its sha256sum.txt and release.txt \
+             (an http(s):// URL, or a local directory laid out as {}), or leave `openshift_install:` out so the release target fetches both",
+            Source::Dir("<dir>".into()).release_dir(spec.distribution, version)
+        )
+    })
 }
 
 /// Which CoreOS artifact the release target fetches for `flow`: ISO installs
