@@ -8,13 +8,17 @@
 # whose metal ISO is the stand-in live ISO. `shiftlab create cluster` then drives
 #   sno1  method sno:   single-node-ignition-config, the ISO embedded by
 #                       coreos-installer, one node;
-#   ag1   method agent: agent create image, 3 control planes + 2 workers on one ISO;
+#   ag1   method agent: agent create image, 3 control planes + 1 worker on one ISO
+#                       (the release's stand-in oc on the installer's PATH, the
+#                       ISO shiftlab verified reused), the routers on every node;
 # from the cluster file to "install complete". Each node boots the ISO once (its
 # disk is empty, the CD-ROM comes second in the boot order), installs, reboots and
 # comes back from its disk; at the end the drives are empty and the ISO volume is
 # gone. Each run is killed with -9 during the ISO build (coreos-installer slowed by
 # a shim on PATH so the kill lands inside it) and during the bootstrap-complete
-# wait; the reruns complete with no duplicated libvirt objects. Bad input — a
+# wait; the reruns complete with no duplicated libvirt objects. ag1's install
+# fails, as a real one would, once its load balancer leaves the control planes out
+# of *.apps. Bad input — a
 # corrupt or missing ISO in the mirror, SNO with workers, a disk below the real
 # minimum — is refused before anything is created.
 set -euo pipefail
@@ -151,23 +155,44 @@ console sno1-ctlplane-0 | contains "role 'sno' from the installer's config" ||
 grep -q 'create single-node-ignition-config' "$SHIFTLAB_HOME/clusters/sno1/openshift-install.log" || fail "no installer log"
 "$bin" destroy cluster sno1 >/dev/null
 
-step "agent 3+2: kill -9 during agent create image, rerun, kill -9 during the wait, rerun to install complete"
-f=$(iso_file ag1 192.168.186.0/24 "method: agent" "ctlplanes: 3" "workers: 2")
+step "agent 3+1: kill -9 during agent create image, rerun, kill -9 during the wait, rerun to install complete"
+f=$(iso_file ag1 192.168.186.0/24 "method: agent" "ctlplanes: 3" "workers: 1")
 SHIM_DELAY=4 kill_during "$f" ag1 iso "$work/shim/coreos-installer iso ignition embed"
 [[ ! -e $SHIFTLAB_HOME/clusters/ag1/assets/agent.x86_64.iso ]] || fail "a killed build left an agent ISO in place"
 SHIM_DELAY=4 kill_during "$f" ag1 bootstrap-complete "$work/cache/.*openshift-install agent wait-for bootstrap-complete"
 "$bin" create cluster -f "$f" 2>&1 | tee "$work/agent.out" | tail -5
 if grep -q '^==> infra' "$work/agent.out"; then fail "the rerun repeated infra"; fi
-nodes=(ag1-ctlplane-0 ag1-ctlplane-1 ag1-ctlplane-2 ag1-worker-0 ag1-worker-1)
+nodes=(ag1-ctlplane-0 ag1-ctlplane-1 ag1-ctlplane-2 ag1-worker-0)
 check_finished ag1 "$agent_targets" "${nodes[@]}"
 grep -q 'Cluster status: installing' "$SHIFTLAB_HOME/clusters/ag1/openshift-install.log" ||
 	fail "the wait never saw the rendezvous host's assisted-service report the cluster installing"
 console ag1-ctlplane-0 | contains 'agent: node zero' || fail "ag1-ctlplane-0 did not act as the rendezvous host"
-for n in ag1-worker-0 ag1-worker-1; do
-	console "$n" | contains "role 'worker' from the installer's config" || fail "$n did not find its role in the agent config"
+console ag1-worker-0 | contains "role 'worker' from the installer's config" || fail "ag1-worker-0 did not find its role in the agent config"
+# assisted-service's rule (fewer than 2 workers: schedulable control planes): the
+# routers may run on every node, and the load balancer sends *.apps to each.
+for n in "${nodes[@]}"; do
+	console "$n" | contains "router yes" || fail "$n does not run routers: $(console "$n" | grep 'router ' | tail -n 1)"
 done
+grep -q 'Found override for OS Image' "$SHIFTLAB_HOME/clusters/ag1/openshift-install.log" ||
+	fail "the installer was not given the verified ISO"
 "$bin" status ag1 -o json | jq -e '.install.flow == "agent"' >/dev/null || fail "status does not show the agent flow"
-# One download of the ISO per fetcher: shiftlab's cache and the installer's.
-[[ $(mirror_downloads coreos-live) -le 2 ]] || fail "the live ISO was downloaded $(mirror_downloads coreos-live) times"
+# One download of the ISO: shiftlab's; the installer reuses it.
+[[ $(mirror_downloads coreos-live) == 1 ]] || fail "the live ISO was downloaded $(mirror_downloads coreos-live) times"
+
+step "agent 3+1: *.apps without the control planes fails install-complete, as the console route would"
+plan=$SHIFTLAB_HOME/clusters/ag1/plan.json
+cp "$plan" "$work/ag1-plan.json"
+jq '(.load_balancer.frontends[] | select(.name | startswith("ingress")) | .backends) |= map(select(.node | test("-worker-")))' \
+	"$work/ag1-plan.json" >"$plan.new"
+mv "$plan.new" "$plan"
+lb_without_ctlplanes() { ! awk '/^backend ingress-http$/{m=1;next} /^$/{m=0} m' "$SHIFTLAB_HOME/clusters/ag1/haproxy.cfg" | contains ctlplane; }
+wait_for 30 "serve's load balancer without the control planes" lb_without_ctlplanes
+installer=$(jq -r '.facts.openshift_install' "$SHIFTLAB_HOME/clusters/ag1/install-state.json")
+if FAKE_INSTALL_TIMEOUT=20 "$installer" agent wait-for install-complete --dir "$SHIFTLAB_HOME/clusters/ag1/assets" >"$work/ag1-nolb.out" 2>&1; then
+	fail "install-complete passed with *.apps on the worker alone"
+fi
+contains "routers may run on ag1-ctlplane-0 ag1-ctlplane-1 ag1-ctlplane-2, which the ingress load balancer" <"$work/ag1-nolb.out" ||
+	fail "not the console route's failure: $(tail -n 3 "$work/ag1-nolb.out")"
+mv "$work/ag1-plan.json" "$plan"
 
 echo "PASS $NAME"
