@@ -358,9 +358,10 @@ impl FakeKube {
         if hang {
             std::future::pending::<()>().await;
         }
+        // virt-controller acts between requests: what a request changed is
+        // seen to from the next one on.
         virt_controller(&mut self.state.lock().unwrap());
         let (code, v) = self.route(&method, &path, &query, &content_type, &body);
-        virt_controller(&mut self.state.lock().unwrap());
         if is_write && code.is_success() {
             self.state.lock().unwrap().writes += 1;
         }
@@ -738,7 +739,7 @@ fn keep_service_allocations(svc: &mut Value, cur: &Value) {
     }
 }
 
-/// One step of virt-controller's loop (see the module doc), run around every
+/// One step of virt-controller's loop (see the module doc), run before every
 /// request while it is on.
 fn virt_controller(st: &mut State) {
     let Some(vc) = st.virt else {
