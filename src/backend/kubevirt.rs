@@ -221,7 +221,10 @@ impl Backend for Kubevirt {
                     continue;
                 };
                 let vmi = apply::vmi(&client, ns, &node.name).await?;
-                if strategy == "Always" && vmi.as_ref().is_some_and(apply::Vmi::running) {
+                // Already asked to run: done, unless its VMI is to be waited
+                // for and is not running yet (then it counts as started now).
+                let runs = vmi.as_ref().is_some_and(apply::Vmi::running);
+                if strategy == "Always" && (runs || wait.is_none()) {
                     out.push(NodeOutcome::of(node, "already-running", None));
                     continue;
                 }
