@@ -266,6 +266,172 @@ fn a_removed_node_takes_only_its_vm_and_secret() {
     );
 }
 
+/// The VMs' runStrategy, by name.
+fn strategies(fake: &FakeKube) -> BTreeMap<String, String> {
+    fake.objects()
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("VirtualMachine/"))
+        .map(|(_, o)| {
+            (
+                o["metadata"]["name"].as_str().unwrap().to_string(),
+                o["spec"]["runStrategy"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn vmis(fake: &FakeKube) -> Vec<String> {
+    fake.objects()
+        .into_keys()
+        .filter(|k| k.starts_with("VirtualMachineInstance/"))
+        .collect()
+}
+
+#[test]
+fn power_through_the_backend_is_the_run_strategy_and_waits_for_the_vmis() {
+    use shiftlab::backend::kubevirt::Kubevirt;
+    use shiftlab::backend::{Backend, Place, Wait};
+    let fake = FakeKube::start(all_types());
+    let l = lib(&fake, "pod");
+    let mut led = ledger(&l.plan);
+    l.apply(&mut led).unwrap();
+    // Each VMI change takes a few requests, as virt-controller takes its time.
+    fake.run_virt_controller(3, false);
+    let backend = Kubevirt::at(led.clone());
+    let nodes: Vec<&shiftlab::plan::Node> = l.plan.nodes.iter().collect();
+    let wait = Wait {
+        timeout: Duration::from_secs(60),
+        poll: Duration::from_millis(10),
+    };
+    let said = std::cell::RefCell::new(Vec::<String>::new());
+    let say = |line: &str| said.borrow_mut().push(line.to_string());
+    let actions = |out: &[shiftlab::backend::NodeOutcome]| -> Vec<(String, String)> {
+        out.iter()
+            .map(|o| (o.node.clone(), o.action.clone()))
+            .collect()
+    };
+
+    // Stop: every VM Halted; the running ones shut down (their VMIs gone),
+    // the workers (Halted since apply, no VMI) were off already.
+    let out = backend.stop(&nodes, wait, &say).unwrap();
+    for (node, action) in actions(&out) {
+        let want = if node.contains("worker") {
+            "already-off"
+        } else {
+            "acpi-shutdown"
+        };
+        assert_eq!(action, want, "{node}: {out:?}");
+    }
+    assert_eq!(
+        out.iter().map(|o| o.node.as_str()).collect::<Vec<_>>(),
+        l.plan
+            .nodes
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect::<Vec<_>>(),
+        "in the order asked"
+    );
+    assert!(
+        strategies(&fake).values().all(|s| s == "Halted"),
+        "{:?}",
+        strategies(&fake)
+    );
+    assert!(vmis(&fake).is_empty(), "{:?}", vmis(&fake));
+    assert!(
+        said.borrow()[0].starts_with("runStrategy Halted: waiting up to 60s for the VirtualMachineInstances of kv1-bootstrap, kv1-ctlplane-0"),
+        "{:?}",
+        said.borrow()
+    );
+    // The power writes are merge patches of runStrategy by field manager shiftlab.
+    let patches: Vec<_> = fake
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "PATCH" && s.content_type.starts_with("application/merge-patch"))
+        .collect();
+    assert_eq!(patches.len(), 4, "{patches:?}");
+    assert!(
+        patches
+            .iter()
+            .all(|p| p.query.contains("fieldManager=shiftlab")),
+        "{patches:?}"
+    );
+    let st = backend.status("kv1").unwrap().unwrap();
+    assert!(matches!(&st.place, Place::Kubevirt { namespace, .. } if namespace == "kv1-lab"));
+    assert_eq!(st.nodes.len(), 6);
+    for n in &st.nodes {
+        assert_eq!(n.state, "stopped", "{n:?}");
+        assert_eq!(n.run_strategy.as_deref(), Some("Halted"), "{n:?}");
+        assert_eq!(n.status.as_deref(), Some("Stopped"), "{n:?}");
+        assert!(n.mac.is_some() && n.leased_ip.is_none(), "{n:?}");
+    }
+
+    // Start: every VM Always, and back only once its VMI runs.
+    let out = backend.start(&nodes, Some(wait), &say).unwrap();
+    assert!(actions(&out).iter().all(|(_, a)| a == "started"), "{out:?}");
+    assert!(strategies(&fake).values().all(|s| s == "Always"));
+    let objs = fake.objects();
+    for n in &l.plan.nodes {
+        let vmi = &objs[&format!("VirtualMachineInstance/kv1-lab/{}", n.name)];
+        assert_eq!(vmi["status"]["phase"], "Running", "{}", n.name);
+    }
+    let st = backend.status("kv1").unwrap().unwrap();
+    assert_eq!(st.running().len(), 6, "{st:?}");
+    for n in &st.nodes {
+        assert_eq!(n.status.as_deref(), Some("Running"), "{n:?}");
+        assert!(n.leased_ip.is_some(), "{n:?}");
+    }
+    // Again: nothing to do, nothing written.
+    let writes = fake.writes();
+    let out = backend.start(&nodes, Some(wait), &say).unwrap();
+    assert!(
+        actions(&out).iter().all(|(_, a)| a == "already-running"),
+        "{out:?}"
+    );
+    assert_eq!(fake.writes(), writes);
+
+    // A guest that ignores the ACPI power button is forced off once the
+    // timeout has passed: its VMI deleted without a grace period.
+    fake.run_virt_controller(3, true);
+    let workers: Vec<&shiftlab::plan::Node> = nodes
+        .iter()
+        .copied()
+        .filter(|n| n.name.contains("worker"))
+        .collect();
+    let short = Wait {
+        timeout: Duration::from_millis(200),
+        poll: Duration::from_millis(10),
+    };
+    let out = backend.stop(&workers, short, &say).unwrap();
+    assert!(
+        actions(&out).iter().all(|(_, a)| a == "forced-off"),
+        "{out:?}"
+    );
+    assert!(
+        !vmis(&fake).iter().any(|k| k.contains("worker")),
+        "{:?}",
+        vmis(&fake)
+    );
+    let deletes: Vec<_> = fake
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "DELETE")
+        .collect();
+    assert_eq!(deletes.len(), 2, "{deletes:?}");
+    assert!(deletes
+        .iter()
+        .all(|d| d.path.contains("/virtualmachineinstances/")));
+    // A node the API does not have is absent, and nothing is made for it.
+    let mut ghost = l.plan.nodes[0].clone();
+    ghost.name = "kv1-worker-9".into();
+    let out = backend.stop(&[&ghost], wait, &say).unwrap();
+    assert_eq!(
+        actions(&out),
+        [("kv1-worker-9".to_string(), "absent".to_string())]
+    );
+    let out = backend.start(&[&ghost], Some(wait), &say).unwrap();
+    assert_eq!(out[0].action, "absent");
+}
+
 #[test]
 fn no_kubevirt_or_no_multus_on_the_cluster_is_said_before_anything_is_created() {
     let fake = FakeKube::start(core_types());
@@ -391,13 +557,69 @@ fn create_then_destroy_a_cluster_on_the_fake_api() {
         table.contains("cluster kv1 on KubeVirt, namespace kv1-lab"),
         "{table}"
     );
-    // libvirt-only commands say so, and touch nothing.
+    // stop and start: the VMs' runStrategy, virt-controller following it.
+    fake.run_virt_controller(2, false);
+    let json = |args: &[&str]| -> serde_json::Value {
+        let o = shiftlab(home.path(), args);
+        ok(&o);
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let stopped = json(&["stop", "kv1", "-o", "json"]);
+    let acts: Vec<(&str, &str)> = stopped["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["node"].as_str().unwrap(), n["action"].as_str().unwrap()))
+        .collect();
+    assert_eq!(acts.len(), 6, "{acts:?}");
+    assert_eq!(
+        &acts[..2],
+        [
+            ("kv1-worker-0", "acpi-shutdown"),
+            ("kv1-worker-1", "acpi-shutdown")
+        ],
+        "workers first"
+    );
+    assert!(acts.iter().all(|(_, a)| *a == "acpi-shutdown"), "{acts:?}");
+    let st = json(&["status", "kv1", "-o", "json"]);
+    for n in st["nodes"].as_array().unwrap() {
+        assert_eq!(n["run_strategy"], "Halted", "{n}");
+        assert_eq!(n["state"], "stopped", "{n}");
+        assert_eq!(n["status"], "Stopped", "{n}");
+    }
+    let started = json(&["start", "kv1", "--no-api", "-o", "json"]);
+    let acts: Vec<(&str, &str)> = started["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["node"].as_str().unwrap(), n["action"].as_str().unwrap()))
+        .collect();
+    assert!(acts.iter().all(|(_, a)| *a == "started"), "{acts:?}");
+    assert!(
+        acts[..4].iter().all(|(n, _)| !n.contains("worker")),
+        "control planes first: {acts:?}"
+    );
+    let st = json(&["status", "kv1", "-o", "json"]);
+    for n in st["nodes"].as_array().unwrap() {
+        assert_eq!(n["run_strategy"], "Always", "{n}");
+        assert_eq!(n["state"], "running", "{n}");
+        assert_eq!(n["status"], "Running", "{n}");
+    }
+    let power: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(state.join("power.json")).unwrap()).unwrap();
+    assert_eq!(power["action"], "start");
+    // --connect names a libvirt; a cluster on KubeVirt says so and nothing is touched.
     let before = fake.writes();
-    let o = shiftlab(home.path(), &["stop", "kv1"]);
+    let o = shiftlab(
+        home.path(),
+        &["stop", "kv1", "--connect", "test:///default"],
+    );
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("kv1 runs on KubeVirt (namespace kv1-lab): stop/start works on libvirt only"),
+        err.contains(
+            "--connect test:///default: kv1 runs on KubeVirt (namespace kv1-lab), not on libvirt"
+        ),
         "{err}"
     );
     assert_eq!(fake.writes(), before);

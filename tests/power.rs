@@ -16,6 +16,8 @@ mod metal3;
 
 use std::time::Duration;
 
+use shiftlab::backend::libvirt::Libvirt;
+use shiftlab::backend::Wait;
 use shiftlab::cluster::power;
 use shiftlab::kube::csr::NodeIdentity;
 use shiftlab::libvirt::xml::write::{domain_xml, Accel, NodePaths};
@@ -49,8 +51,14 @@ fn stop_then_start_brings_the_nodes_back_with_their_csrs_approved() {
         host.conn.define_domain_xml(&xml).unwrap().create().unwrap();
     }
 
-    let stopped =
-        power::stop(&host, &p, Duration::from_secs(5), Duration::from_millis(50)).unwrap();
+    let backend = Libvirt::at("test:///default");
+    let stopped = power::stop(
+        &backend,
+        &p,
+        Duration::from_secs(5),
+        Duration::from_millis(50),
+    )
+    .unwrap();
     let order: Vec<(&str, &str)> = stopped
         .iter()
         .map(|o| (o.node.as_str(), o.action.as_str()))
@@ -70,13 +78,23 @@ fn stop_then_start_brings_the_nodes_back_with_their_csrs_approved() {
         assert!(!host.domain(name).unwrap().unwrap().is_active().unwrap());
     }
     // Again: nothing to do, and said so.
-    let again = power::stop(&host, &p, Duration::from_secs(5), Duration::from_millis(50)).unwrap();
+    let again = power::stop(
+        &backend,
+        &p,
+        Duration::from_secs(5),
+        Duration::from_millis(50),
+    )
+    .unwrap();
     assert!(again
         .iter()
         .filter(|o| o.node == "lab1-worker-0")
         .all(|o| o.action == "already-off"));
 
-    let started = power::start(&host, &p).unwrap();
+    let wait = Wait {
+        timeout: Duration::from_secs(5),
+        poll: Duration::from_millis(50),
+    };
+    let started = power::start(&backend, &p, wait).unwrap();
     let names: Vec<&str> = started
         .iter()
         .filter(|o| o.action == "started")
@@ -102,7 +120,7 @@ fn stop_then_start_brings_the_nodes_back_with_their_csrs_approved() {
         ),
     )
     .unwrap();
-    let wanted = power::wanted_ready(&host, &p).unwrap();
+    let wanted = power::wanted_ready(&backend, &p).unwrap();
     assert_eq!(wanted.len(), 3);
     let r = shiftlab::kube::ready::bring_back_blocking(
         &kubeconfig,
@@ -393,7 +411,7 @@ fn on_ipi_stop_takes_the_hosts_offline_so_metal3_does_not_power_them_back_on() {
         timeout: Duration::from_secs(30),
         interval: Duration::from_millis(100),
     };
-    let r = power::start_cluster(&state, "ipi2", None, &req).unwrap();
+    let r = power::start_cluster(&state, "ipi2", None, &req, &sink).unwrap();
     metal3.run(true);
     assert!(r.offline_hosts.is_empty(), "{r:?}");
     let hosts = bmh(&fake);
@@ -482,7 +500,7 @@ fn on_ipi_stop_refuses_when_the_api_does_not_answer_unless_forced() {
     };
     let e = format!(
         "{:#}",
-        power::start_cluster(&state, "ipi3", None, &req).unwrap_err()
+        power::start_cluster(&state, "ipi3", None, &req, &sink).unwrap_err()
     );
     assert!(
         e.contains("ipi3 was started but its BareMetalHosts ipi3-worker-0 are still offline")

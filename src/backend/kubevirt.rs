@@ -1,21 +1,46 @@
 //! The KubeVirt backend: apply renders the cluster's objects and applies them
-//! (src/kubevirt holds the building blocks); power is `runStrategy`.
+//! (src/kubevirt holds the building blocks); power is `runStrategy`, which
+//! virt-controller follows: it creates a VM's VirtualMachineInstance for
+//! `Always` and deletes it for `Halted` (virt-launcher shuts the guest down
+//! through its ACPI power button first), so power waits on the VMI.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
 
-use super::{Backend, Inputs, Report};
+use super::{Backend, Inputs, NodeOutcome, NodeStatus, Place, Report, Status, Wait};
 use crate::kubevirt::apply::{self, Ledger};
 use crate::kubevirt::render::{self, Kind};
 use crate::kubevirt::{dns, plan_of, KubevirtPlan};
 use crate::plan::{Boot, Node, Plan};
-use crate::spec::Role;
 use crate::state::ClusterDir;
 
-pub struct Kubevirt;
+/// How often a long wait on VMIs says what it still waits for.
+const PROGRESS_EVERY: Duration = Duration::from_secs(30);
+
+/// The KubeVirt API and namespace a cluster's objects are in (the plan's, or
+/// the ledger's for a recorded cluster).
+pub struct Kubevirt {
+    at: Ledger,
+}
+
+impl Kubevirt {
+    pub fn at(at: Ledger) -> Kubevirt {
+        Kubevirt { at }
+    }
+
+    fn connect(&self) -> Result<(tokio::runtime::Runtime, kube::Client)> {
+        let rt = crate::runtime::current_thread()?;
+        let client = rt.block_on(apply::client(
+            &self.at.kubeconfig,
+            self.at.context.as_deref(),
+        ))?;
+        Ok((rt, client))
+    }
+}
 
 /// The node disk from CoreOS stream metadata: the `kubevirt` containerDisk
 /// image (`architectures.x86_64.images.kubevirt`, by digest when given:
@@ -109,6 +134,14 @@ impl Backend for Kubevirt {
         "kubevirt"
     }
 
+    fn location(&self) -> String {
+        format!(
+            "namespace {} of {}",
+            self.at.namespace,
+            self.at.kubeconfig.display()
+        )
+    }
+
     fn apply(&self, plan: &Plan, cluster: &ClusterDir, inputs: &Inputs) -> Result<Report> {
         let kp = plan_of(plan)?;
         // The API first: an unreachable one (or one without KubeVirt) stops
@@ -171,22 +204,148 @@ impl Backend for Kubevirt {
         })
     }
 
-    fn start(&self, plan: &Plan, roles: &[Role]) -> Result<Vec<String>> {
-        let kp = plan_of(plan)?;
-        let (rt, client) = connect(kp)?;
+    fn start(
+        &self,
+        nodes: &[&Node],
+        wait: Option<Wait>,
+        say: &dyn Fn(&str),
+    ) -> Result<Vec<NodeOutcome>> {
+        let (rt, client) = self.connect()?;
+        let ns = &self.at.namespace;
         rt.block_on(async {
+            let mut out = Vec::new();
             let mut started = Vec::new();
-            for n in plan.nodes.iter().filter(|n| roles.contains(&n.role)) {
-                match apply::run_strategy(&client, &kp.namespace, &n.name).await? {
-                    None => bail!("VirtualMachine/{} does not exist; run create infra", n.name),
-                    Some(s) if s == "Always" => {}
-                    Some(_) => {
-                        apply::set_run_strategy(&client, &kp.namespace, &n.name, "Always").await?;
-                        started.push(n.name.clone());
+            for &node in nodes {
+                let Some(strategy) = apply::run_strategy(&client, ns, &node.name).await? else {
+                    out.push(NodeOutcome::of(node, "absent", None));
+                    continue;
+                };
+                let vmi = apply::vmi(&client, ns, &node.name).await?;
+                // Already asked to run: done, unless its VMI is to be waited
+                // for and is not running yet (then it counts as started now).
+                let runs = vmi.as_ref().is_some_and(apply::Vmi::running);
+                if strategy == "Always" && (runs || wait.is_none()) {
+                    out.push(NodeOutcome::of(node, "already-running", None));
+                    continue;
+                }
+                if strategy != "Always" {
+                    apply::set_run_strategy(&client, ns, &node.name, "Always").await?;
+                }
+                started.push(node);
+            }
+            if let (Some(wait), false) = (wait, started.is_empty()) {
+                say(&format!(
+                    "runStrategy Always: waiting up to {}s for the VirtualMachineInstances of {} to run",
+                    wait.timeout.as_secs(),
+                    names(&started)
+                ));
+                let begin = Instant::now();
+                let mut pending = started.clone();
+                let mut next_word = PROGRESS_EVERY;
+                loop {
+                    let mut still = Vec::new();
+                    let mut phases = Vec::new();
+                    for node in pending {
+                        let vmi = apply::vmi(&client, ns, &node.name).await?;
+                        if !vmi.as_ref().is_some_and(apply::Vmi::running) {
+                            let phase = vmi.and_then(|v| v.phase).unwrap_or_else(|| "none yet".into());
+                            phases.push(format!("{} ({phase})", node.name));
+                            still.push(node);
+                        }
                     }
+                    pending = still;
+                    if pending.is_empty() {
+                        break;
+                    }
+                    if begin.elapsed() >= wait.timeout {
+                        bail!(
+                            "not Running within {}s: {} (VirtualMachineInstance phase in brackets; kubectl -n {ns} describe vmi <node>)",
+                            wait.timeout.as_secs(),
+                            phases.join(", ")
+                        );
+                    }
+                    if begin.elapsed() >= next_word {
+                        say(&format!("after {}s still starting: {}", begin.elapsed().as_secs(), phases.join(", ")));
+                        next_word += PROGRESS_EVERY;
+                    }
+                    tokio::time::sleep(wait.poll).await;
                 }
             }
-            Ok(started)
+            out.extend(started.iter().map(|n| NodeOutcome::of(n, "started", None)));
+            Ok(order(nodes, out))
+        })
+    }
+
+    fn stop(&self, nodes: &[&Node], wait: Wait, say: &dyn Fn(&str)) -> Result<Vec<NodeOutcome>> {
+        let (rt, client) = self.connect()?;
+        let ns = &self.at.namespace;
+        rt.block_on(async {
+            let mut out = Vec::new();
+            let mut waiting = Vec::new();
+            for &node in nodes {
+                let Some(strategy) = apply::run_strategy(&client, ns, &node.name).await? else {
+                    out.push(NodeOutcome::of(node, "absent", None));
+                    continue;
+                };
+                let vmi = apply::vmi(&client, ns, &node.name).await?;
+                // Halted also when there is no VMI: nothing makes one later.
+                if strategy != "Halted" {
+                    apply::set_run_strategy(&client, ns, &node.name, "Halted").await?;
+                }
+                if vmi.is_some() {
+                    waiting.push(node);
+                } else {
+                    out.push(NodeOutcome::of(node, "already-off", None));
+                }
+            }
+            if waiting.is_empty() {
+                return Ok(order(nodes, out));
+            }
+            say(&format!(
+                "runStrategy Halted: waiting up to {}s for the VirtualMachineInstances of {} to shut down",
+                wait.timeout.as_secs(),
+                names(&waiting)
+            ));
+            let begin = Instant::now();
+            let mut next_word = PROGRESS_EVERY;
+            loop {
+                let mut still = Vec::new();
+                for node in waiting {
+                    if apply::vmi(&client, ns, &node.name).await?.is_some() {
+                        still.push(node);
+                    } else {
+                        let took = begin.elapsed().as_secs();
+                        out.push(NodeOutcome::of(node, "acpi-shutdown", Some(took)));
+                    }
+                }
+                waiting = still;
+                if waiting.is_empty() {
+                    break;
+                }
+                if begin.elapsed() >= wait.timeout {
+                    say(&format!(
+                        "not shut down within {}s: {}; forcing them off (their VirtualMachineInstances deleted without a grace period)",
+                        wait.timeout.as_secs(),
+                        names(&waiting)
+                    ));
+                    for node in waiting {
+                        apply::force_off(&client, ns, &node.name).await?;
+                        let took = begin.elapsed().as_secs();
+                        out.push(NodeOutcome::of(node, "forced-off", Some(took)));
+                    }
+                    break;
+                }
+                if begin.elapsed() >= next_word {
+                    say(&format!(
+                        "after {}s still shutting down: {}",
+                        begin.elapsed().as_secs(),
+                        names(&waiting)
+                    ));
+                    next_word += PROGRESS_EVERY;
+                }
+                tokio::time::sleep(wait.poll).await;
+            }
+            Ok(order(nodes, out))
         })
     }
 
@@ -208,6 +367,42 @@ impl Backend for Kubevirt {
             Ok(removed)
         })
     }
+
+    fn status(&self, cluster: &str) -> Result<Option<Status>> {
+        let (rt, client) = self.connect()?;
+        let vms = rt.block_on(apply::inspect(&client, cluster, &self.at.namespace))?;
+        let mut st = self.empty_status(cluster);
+        st.nodes = vms
+            .into_iter()
+            .map(|v| NodeStatus {
+                state: v
+                    .vmi
+                    .as_ref()
+                    .map(|i| i.phase.as_deref().unwrap_or("pending").to_lowercase())
+                    .unwrap_or_else(|| "stopped".into()),
+                leased_ip: v.vmi.and_then(|i| i.ip),
+                name: v.name,
+                role: v.role,
+                mac: v.mac,
+                planned_ip: None,
+                console_log: None,
+                run_strategy: v.run_strategy,
+                status: v.status,
+            })
+            .collect();
+        Ok(Some(st))
+    }
+
+    fn empty_status(&self, cluster: &str) -> Status {
+        Status {
+            cluster: cluster.to_string(),
+            place: Place::Kubevirt {
+                backend: "kubevirt",
+                namespace: self.at.namespace.clone(),
+            },
+            nodes: Vec::new(),
+        }
+    }
 }
 
 /// `shiftlab destroy cluster` for a cluster recorded on KubeVirt: every object
@@ -226,16 +421,17 @@ pub fn destroy_recorded(cluster: &ClusterDir) -> Result<Option<Vec<String>>> {
     Ok(Some(removed))
 }
 
-/// The VMs of a cluster recorded on KubeVirt as the API has them, with the
-/// namespace they are in; `None` when the cluster is not on KubeVirt.
-pub fn nodes_recorded(cluster: &ClusterDir) -> Result<Option<(String, Vec<apply::VmStatus>)>> {
-    let Some(ledger) = apply::load_ledger(cluster)? else {
-        return Ok(None);
-    };
-    let rt = crate::runtime::current_thread()?;
-    let nodes = rt.block_on(async {
-        let client = apply::client(&ledger.kubeconfig, ledger.context.as_deref()).await?;
-        apply::inspect(&client, cluster.name(), &ledger.namespace).await
-    })?;
-    Ok(Some((ledger.namespace, nodes)))
+/// `nodes`' names, for messages.
+fn names(nodes: &[&Node]) -> String {
+    nodes
+        .iter()
+        .map(|n| n.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `out` in the order of `nodes` (outcomes are found in waves).
+fn order(nodes: &[&Node], mut out: Vec<NodeOutcome>) -> Vec<NodeOutcome> {
+    out.sort_by_key(|o| nodes.iter().position(|n| n.name == o.node));
+    out
 }

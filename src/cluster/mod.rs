@@ -1,5 +1,5 @@
 //! A cluster as a whole, across the modules that each hold a part of it: its
-//! status (libvirt, host services, install targets — one value, for `status`
+//! status (its backend's nodes, host services, install targets — one value, for `status`
 //! in every output format and for anything else that shows it), its
 //! destruction (host services, then libvirt objects, then its state), and day
 //! 2: opening it (`open`: state, lock, plan, host), scaling its workers
@@ -14,13 +14,4 @@ mod status;
 
 pub use destroy::{destroy, destroy_kubevirt};
 pub use open::{host, host_named, host_or_why, host_uri, known, open, Opened, Recorded};
-pub use status::{kubevirt_status, list_table, status, KubevirtStatus, Status};
-
-use anyhow::Result;
-
-use crate::state::ClusterDir;
-
-/// The libvirt URI the cluster was created on, as its ledger recorded it.
-pub fn recorded_uri(cluster: &ClusterDir) -> Result<Option<String>> {
-    Ok(crate::libvirt::ledger::load(cluster)?.map(|l| l.uri))
-}
+pub use status::{list_table, status, Status};

@@ -27,10 +27,7 @@ pub fn host_uri(
     connect: Option<&str>,
     planned: Option<&str>,
 ) -> Result<String> {
-    let recorded = super::recorded_uri(cluster)?;
-    Ok(crate::libvirt::uri(
-        connect.or(recorded.as_deref()).or(planned),
-    ))
+    crate::backend::libvirt::uri_for(cluster, connect, planned)
 }
 
 /// Connect to the libvirt a command on `cluster` talks to (chosen by [`host_uri`]).

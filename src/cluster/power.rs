@@ -2,14 +2,17 @@
 //! the order OpenShift wants, each outcome recorded in `power.json`.
 //!
 //! - Stop: workers first, then control planes (and a bootstrap still there), each
-//!   group with an ACPI power-button shutdown (`virDomainShutdownFlags` with
-//!   `VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN`), then after the timeout a forced stop
-//!   (`virDomainDestroy`), recorded as such. OpenShift's "Shutting down the
-//!   cluster gracefully" has the nodes shut down; control planes last so that the
+//!   group with an ACPI power-button shutdown, then after the timeout a forced
+//!   stop, recorded as such; how is the backend's ([`Backend::stop`]: libvirt's
+//!   `virDomainShutdownFlags` with `VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN` then
+//!   `virDomainDestroy`; KubeVirt's `runStrategy: Halted`, then the VMI deleted
+//!   without a grace period). OpenShift's "Shutting down the cluster
+//!   gracefully" has the nodes shut down; control planes last so that the
 //!   workloads' nodes go while the API still runs.
-//! - Start: control planes first, then workers; then (with a kubeconfig) wait for
-//!   the API, approve the plan's nodes' pending CSRs and wait until they are Ready
-//!   (`kube::ready`).
+//! - Start: control planes first, then workers ([`Backend::start`]: libvirt's
+//!   `virDomainCreate`; KubeVirt's `runStrategy: Always`, waiting for the VMIs
+//!   to run); then (with a kubeconfig) wait for the API, approve the plan's
+//!   nodes' pending CSRs and wait until they are Ready (`kube::ready`).
 //! - IPI: metal3 keeps each BareMetalHost's power as its `spec.online` says and
 //!   powers a node shiftlab switched off back on (kube::bmh_online says why). So
 //!   stop, group by group, first sets the group's online hosts `online: false`
@@ -23,6 +26,9 @@
 //!   24 hours and the kubelets' client certificates are rotated once about 80 %
 //!   of that has passed; a cluster stopped before then comes back with expired
 //!   certificates and Pending CSRs. Stop refuses in that window unless forced.
+//!
+//! The backend is the cluster's recorded one (`backend::for_cluster`), the
+//! nodes and their roles the recorded plan's.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -30,8 +36,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+pub use crate::backend::NodeOutcome;
+use crate::backend::{Backend, Wait};
 use crate::kube::csr::NodeIdentity;
-use crate::libvirt::Host;
 use crate::plan::{Node, Plan};
 use crate::progress::Sink;
 use crate::spec::{Method, Role};
@@ -39,19 +46,6 @@ use crate::state::{ClusterDir, StateDir};
 
 /// The install's certificates' lifetime (openshift.md "Ignition": 24 h).
 pub const FIRST_ROTATION: Duration = Duration::from_secs(24 * 3600);
-
-/// What was done to one node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeOutcome {
-    pub node: String,
-    pub role: Role,
-    /// `metal3-off`, `acpi-shutdown`, `forced-off`, `already-off`, `started`,
-    /// `already-running`, `absent`.
-    pub action: String,
-    /// Seconds the node took (shutdown), when it was waited for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seconds: Option<u64>,
-}
 
 /// `power.json`: the last stop or start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,11 +125,30 @@ impl PowerRecord {
     }
 }
 
-/// How `stop` and `start` word their refusal of a cluster on KubeVirt.
-const ON_KUBEVIRT: (&str, &str) = (
-    "stop/start",
-    "use `virtctl stop|start` on its VirtualMachines",
-);
+/// A recorded cluster opened for a power change: locked, its plan read, its
+/// backend the one its record names.
+struct Powered {
+    dir: ClusterDir,
+    _lock: Option<crate::state::ClusterLock>,
+    plan: Plan,
+    backend: Box<dyn Backend>,
+}
+
+fn open(state: &StateDir, name: &str, connect: Option<&str>) -> Result<Powered> {
+    let r = super::Recorded::locked(state, name, "")?;
+    let backend = crate::backend::for_cluster(&r.dir, connect)?;
+    Ok(Powered {
+        dir: r.dir,
+        _lock: r.lock,
+        plan: r.plan,
+        backend,
+    })
+}
+
+/// A line of the backend's for the user, as an aside.
+fn say(progress: &Sink) -> impl Fn(&str) + '_ {
+    move |line: &str| progress.aside(line)
+}
 
 /// `shiftlab stop`: refused within the first certificate rotation unless
 /// `force` (then a warning to `progress`), the nodes powered off, the outcome
@@ -148,7 +161,7 @@ pub fn stop_cluster(
     timeout: Duration,
     progress: &Sink,
 ) -> Result<PowerRecord> {
-    let c = super::open(state, name, connect, ON_KUBEVIRT.0, ON_KUBEVIRT.1)?;
+    let c = open(state, name, connect)?;
     let install = crate::install::state::read(&c.dir)?;
     if let Some(why) = too_early(certificates_made(install.as_ref()), now()) {
         if !force {
@@ -163,7 +176,7 @@ pub fn stop_cluster(
     // A rehearsal runs no metal3 (its installer is the stand-in).
     let metal3 = if c.plan.method == Method::Ipi
         && !c.plan.rehearsal
-        && any_running(&c.host, &c.plan)?
+        && !running(c.backend.as_ref(), &c.plan)?.is_empty()
     {
         let kubeconfig = c.dir.assets().kubeconfig();
         if !kubeconfig.is_file() {
@@ -211,11 +224,10 @@ unless their BareMetalHosts are set offline first. Bring the API back, or stop a
         )
     };
     let nodes = stop_with(
-        &c.host,
+        c.backend.as_ref(),
         &c.plan,
         metal3.as_ref(),
-        timeout,
-        poll,
+        Wait { timeout, poll },
         &mut remember,
         progress,
     )?;
@@ -238,15 +250,17 @@ fn previous_offline(dir: &ClusterDir) -> Result<Vec<String>> {
         .unwrap_or_default())
 }
 
-fn any_running(host: &Host, plan: &Plan) -> Result<bool> {
-    for n in &plan.nodes {
-        if let Some(d) = host.domain(&n.name)? {
-            if d.is_active()? {
-                return Ok(true);
-            }
-        }
-    }
-    Ok(false)
+/// The plan's nodes that run now, by name, as the backend has them.
+fn running(backend: &dyn Backend, plan: &Plan) -> Result<Vec<String>> {
+    let Some(st) = backend.status(&plan.cluster)? else {
+        return Ok(Vec::new());
+    };
+    Ok(st
+        .running()
+        .into_iter()
+        .filter(|n| plan.node(n).is_some())
+        .map(String::from)
+        .collect())
 }
 
 /// Metal3's side of stop and start on IPI ([`crate::kube::bmh_online`]): an
@@ -346,8 +360,9 @@ pub fn start_cluster(
     name: &str,
     connect: Option<&str>,
     req: &StartRequest,
+    progress: &Sink,
 ) -> Result<PowerRecord> {
-    let c = super::open(state, name, connect, ON_KUBEVIRT.0, ON_KUBEVIRT.1)?;
+    let c = open(state, name, connect)?;
     // The heartbeat a powered-on node's Ready must be newer than (whole seconds,
     // as the API writes times).
     let since = k8s_openapi::chrono::DateTime::from_timestamp(now() as i64, 0)
@@ -360,7 +375,12 @@ pub fn start_cluster(
     // API answers, before the workers are powered on.
     let mut offline = previous_offline(&c.dir)?;
     let mut restore_err = None;
-    let nodes = start_with(&c.host, &c.plan, &mut || {
+    // A node powered on gets the Ready timeout to run (KubeVirt's VMI).
+    let wait = Wait {
+        timeout: req.timeout,
+        poll: req.interval.min(Duration::from_secs(2)),
+    };
+    let nodes = start_with(c.backend.as_ref(), &c.plan, wait, progress, &mut || {
         if offline.is_empty() || req.no_api || !kubeconfig.is_file() {
             return;
         }
@@ -404,7 +424,7 @@ pub fn start_cluster(
             kubeconfig.display()
         ));
     } else {
-        let wanted = wanted_ready(&c.host, &c.plan)?;
+        let wanted = wanted_ready(c.backend.as_ref(), &c.plan)?;
         let api = crate::kube::ready::bring_back_blocking(
             &kubeconfig,
             &NodeIdentity::from_plan(&c.plan),
@@ -483,29 +503,19 @@ pub fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-fn outcome(node: &Node, action: &str, seconds: Option<u64>) -> NodeOutcome {
-    NodeOutcome {
-        node: node.name.clone(),
-        role: node.role,
-        action: action.to_string(),
-        seconds,
-    }
-}
-
 /// Power the nodes off, group by group. Idempotent: nodes already off are recorded
 /// as such.
 pub fn stop(
-    host: &Host,
+    backend: &dyn Backend,
     plan: &Plan,
     timeout: Duration,
     poll: Duration,
 ) -> Result<Vec<NodeOutcome>> {
     stop_with(
-        host,
+        backend,
         plan,
         None,
-        timeout,
-        poll,
+        Wait { timeout, poll },
         &mut |_| Ok(()),
         &Sink::memory(),
     )
@@ -513,14 +523,13 @@ pub fn stop(
 
 /// [`stop`], and on IPI with `metal3`: each group's online BareMetalHosts set
 /// offline first (`remember` is told them before they are patched) and metal3
-/// given up to `timeout` to power them off; what still runs then is shut down
-/// as without.
+/// given up to `wait.timeout` to power them off; what still runs then is shut
+/// down as without.
 pub fn stop_with(
-    host: &Host,
+    backend: &dyn Backend,
     plan: &Plan,
     metal3: Option<&Metal3>,
-    timeout: Duration,
-    poll: Duration,
+    wait: Wait,
     remember: &mut dyn FnMut(&[String]) -> Result<()>,
     progress: &Sink,
 ) -> Result<Vec<NodeOutcome>> {
@@ -528,145 +537,72 @@ pub fn stop_with(
     for group in stop_groups(plan) {
         let mut group = group;
         if let Some(m) = metal3 {
-            let mut running = Vec::new();
-            for node in &group {
-                if let Some(d) = host.domain(&node.name)? {
-                    if d.is_active()? {
-                        running.push(node.name.as_str());
-                    }
-                }
-            }
+            let before = running(backend, plan)?;
             let start = Instant::now();
             let names: Vec<&str> = group.iter().map(|n| n.name.as_str()).collect();
-            let hosts = m.take_offline(&names, timeout, remember, progress)?;
+            let hosts = m.take_offline(&names, wait.timeout, remember, progress)?;
+            let after = running(backend, plan)?;
             let mut rest = Vec::new();
             for node in group {
-                let off = match host.domain(&node.name)? {
-                    Some(d) => !d.is_active()?,
-                    None => false,
-                };
-                if off && hosts.contains(&node.name) && running.contains(&node.name.as_str()) {
-                    out.push(outcome(node, "metal3-off", Some(start.elapsed().as_secs())));
+                let was = before.contains(&node.name);
+                if was && !after.contains(&node.name) && hosts.contains(&node.name) {
+                    out.push(NodeOutcome::of(
+                        node,
+                        "metal3-off",
+                        Some(start.elapsed().as_secs()),
+                    ));
                 } else {
                     rest.push(node);
                 }
             }
             group = rest;
         }
-        shut_down(host, group, timeout, poll, &mut out)?;
+        if !group.is_empty() {
+            out.extend(backend.stop(&group, wait, &say(progress))?);
+        }
     }
     Ok(out)
 }
 
-/// One group's ACPI shutdown, forced off after `timeout`.
-fn shut_down(
-    host: &Host,
-    group: Vec<&Node>,
-    timeout: Duration,
-    poll: Duration,
-    out: &mut Vec<NodeOutcome>,
-) -> Result<()> {
-    let mut waiting = Vec::new();
-    for node in group {
-        let Some(d) = host.domain(&node.name)? else {
-            out.push(outcome(node, "absent", None));
-            continue;
-        };
-        if !d.is_active()? {
-            out.push(outcome(node, "already-off", None));
-            continue;
-        }
-        // A driver without the ACPI method (libvirt's test driver) gets its
-        // default graceful shutdown.
-        if d.shutdown_flags(virt::sys::VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN)
-            .is_err()
-        {
-            d.shutdown()
-                .with_context(|| format!("asking {} to shut down", node.name))?;
-        }
-        tracing::info!("{}: ACPI shutdown sent", node.name);
-        waiting.push((node, d));
-    }
-    let start = Instant::now();
-    while !waiting.is_empty() {
-        let mut still = Vec::new();
-        for (node, d) in waiting {
-            if d.is_active()? {
-                still.push((node, d));
-            } else {
-                out.push(outcome(
-                    node,
-                    "acpi-shutdown",
-                    Some(start.elapsed().as_secs()),
-                ));
-            }
-        }
-        waiting = still;
-        if waiting.is_empty() {
-            break;
-        }
-        if start.elapsed() >= timeout {
-            for (node, d) in waiting.drain(..) {
-                tracing::warn!(
-                    "{} did not shut down within {}s: forcing it off",
-                    node.name,
-                    timeout.as_secs()
-                );
-                match d.destroy() {
-                    Ok(()) => {}
-                    // It went off by itself in the meantime.
-                    Err(_) if !d.is_active().unwrap_or(true) => {}
-                    Err(e) => return Err(e).with_context(|| format!("forcing {} off", node.name)),
-                }
-                out.push(outcome(node, "forced-off", Some(start.elapsed().as_secs())));
-            }
-            break;
-        }
-        std::thread::sleep(poll);
-    }
-    Ok(())
-}
-
 /// Power the nodes on, control planes first. Nodes already running are recorded
-/// as such; nodes whose domain is gone (a removed bootstrap) as absent.
-pub fn start(host: &Host, plan: &Plan) -> Result<Vec<NodeOutcome>> {
-    start_with(host, plan, &mut || {})
+/// as such; nodes that are gone (a removed bootstrap) as absent.
+pub fn start(backend: &dyn Backend, plan: &Plan, wait: Wait) -> Result<Vec<NodeOutcome>> {
+    start_with(backend, plan, wait, &Sink::memory(), &mut || {})
 }
 
 /// [`start`], with `between` run after the control planes and before the workers.
-pub fn start_with(host: &Host, plan: &Plan, between: &mut dyn FnMut()) -> Result<Vec<NodeOutcome>> {
+pub fn start_with(
+    backend: &dyn Backend,
+    plan: &Plan,
+    wait: Wait,
+    progress: &Sink,
+    between: &mut dyn FnMut(),
+) -> Result<Vec<NodeOutcome>> {
     let mut out = Vec::new();
     for (i, group) in start_groups(plan).into_iter().enumerate() {
         if i == 1 {
             between();
         }
-        for node in group {
-            let Some(d) = host.domain(&node.name)? else {
-                out.push(outcome(node, "absent", None));
-                continue;
-            };
-            if d.is_active()? {
-                out.push(outcome(node, "already-running", None));
-                continue;
-            }
-            d.create()
-                .with_context(|| format!("starting {}", node.name))?;
-            out.push(outcome(node, "started", None));
+        if !group.is_empty() {
+            out.extend(backend.start(&group, Some(wait), &say(progress))?);
         }
     }
     Ok(out)
 }
 
-/// The nodes `start` waits to see Ready: the plan's nodes that have a domain,
-/// but the bootstrap (it never joins), as (name, FQDN).
-pub fn wanted_ready(host: &Host, plan: &Plan) -> Result<Vec<(String, String)>> {
-    let mut v = Vec::new();
-    for n in plan.nodes.iter().filter(|n| n.role != Role::Bootstrap) {
-        if host.domain(&n.name)?.is_some() {
-            v.push((n.name.clone(), n.fqdn.clone()));
-        }
-    }
-    Ok(v)
+/// The nodes `start` waits to see Ready: the plan's nodes the backend has (a
+/// domain, a VM), but the bootstrap (it never joins), as (name, FQDN).
+pub fn wanted_ready(backend: &dyn Backend, plan: &Plan) -> Result<Vec<(String, String)>> {
+    let have: Vec<String> = backend
+        .status(&plan.cluster)?
+        .map(|s| s.nodes.into_iter().map(|n| n.name).collect())
+        .unwrap_or_default();
+    Ok(plan
+        .nodes
+        .iter()
+        .filter(|n| n.role != Role::Bootstrap && have.contains(&n.name))
+        .map(|n| (n.name.clone(), n.fqdn.clone()))
+        .collect())
 }
 
 /// Record the last stop or start (`power.json`).

@@ -1,10 +1,12 @@
-//! `shiftlab status`: one function gathers it, one type holds it.
+//! `shiftlab status`: one function gathers it, one type holds it, for every
+//! backend.
 
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use crate::backend::{self, Place};
 use crate::install::state::InstallStatus;
-use crate::libvirt::inspect::{self, ClusterStatus, ClusterSummary};
+use crate::libvirt::inspect::ClusterSummary;
 use crate::libvirt::Host;
 use crate::plan::render_table_rows;
 use crate::serve::ServicesStatus;
@@ -13,9 +15,9 @@ use crate::state::{ClusterDir, StateDir};
 /// Everything known of a cluster. Its JSON is `shiftlab status -o json`'s.
 #[derive(Debug, Serialize)]
 pub struct Status {
-    /// The libvirt objects (network, nodes) at the top level.
+    /// What the backend holds (network or namespace, nodes) at the top level.
     #[serde(flatten)]
-    pub libvirt: ClusterStatus,
+    pub infra: backend::Status,
     /// The host services, known where the cluster's plan is recorded.
     pub services: Option<ServicesStatus>,
     /// The install targets, known once one ran.
@@ -81,27 +83,24 @@ fn certificates(cluster: &ClusterDir) -> Result<Option<Certificates>> {
     }))
 }
 
-/// Gather the status of `cluster` on `host`. Changes nothing.
-pub fn status(host: &Host, state: &StateDir, cluster: &ClusterDir) -> Result<Status> {
-    let libvirt = match inspect::status(host, cluster.name())? {
-        Some(l) => l,
+/// Gather the status of `cluster` from the backend its record names
+/// (`connect`: the libvirt URI over the recorded one). Changes nothing.
+pub fn status(state: &StateDir, cluster: &ClusterDir, connect: Option<&str>) -> Result<Status> {
+    let backend = backend::for_cluster(cluster, connect)?;
+    let infra = match backend.status(cluster.name())? {
+        Some(s) => s,
         // Planned, or installing before `infra` made anything: its services
-        // and targets without libvirt objects.
+        // and targets without the backend's objects.
         None if cluster.has_plan()?
             || cluster.install_state().is_file()
             || cluster.install_plan().is_file() =>
         {
-            ClusterStatus {
-                cluster: cluster.name().to_string(),
-                network: None,
-                network_active: false,
-                nodes: Vec::new(),
-            }
+            backend.empty_status(cluster.name())
         }
         None => bail!(
             "no shiftlab cluster named {} on {}",
             cluster.name(),
-            host.uri
+            backend.location()
         ),
     };
     let services = if cluster.has_plan()? {
@@ -109,15 +108,23 @@ pub fn status(host: &Host, state: &StateDir, cluster: &ClusterDir) -> Result<Sta
     } else {
         None
     };
+    // The installer's bootstrap VM (IPI) is a libvirt domain on the cluster's
+    // host, whose URI is the libvirt backend's location.
+    let installer_bootstrap = match infra.place {
+        Place::Libvirt { .. } => Host::open(&backend.location())
+            .and_then(|host| crate::install::ipi::bootstrap_vm(&host, cluster))
+            // Status shows what it can: a metadata.json it cannot read is a warning.
+            .unwrap_or_else(|e| {
+                tracing::warn!("the installer's bootstrap VM: {e:#}");
+                None
+            }),
+        Place::Kubevirt { .. } => None,
+    };
     Ok(Status {
-        libvirt,
+        infra,
         services,
         install: crate::install::status(cluster)?,
-        // Status shows what it can: a metadata.json it cannot read is a warning.
-        installer_bootstrap: crate::install::ipi::bootstrap_vm(host, cluster).unwrap_or_else(|e| {
-            tracing::warn!("the installer's bootstrap VM: {e:#}");
-            None
-        }),
+        installer_bootstrap,
         veth_bridge: crate::host::veth::status(cluster.name(), &cluster.host_links())
             .unwrap_or_else(|e| {
                 tracing::warn!("the veth-linked bridge: {e:#}");
@@ -130,45 +137,77 @@ pub fn status(host: &Host, state: &StateDir, cluster: &ClusterDir) -> Result<Sta
 impl Status {
     /// The human form.
     pub fn table(&self) -> String {
-        let st = &self.libvirt;
-        let mut s = format!(
-            "cluster {}: network {} ({})\n\n",
-            st.cluster,
-            st.network.clone().unwrap_or_else(|| "-".into()),
-            if st.network_active {
-                "active"
-            } else {
-                "inactive"
-            }
-        );
+        let st = &self.infra;
         let dash = || "-".to_string();
-        let rows: Vec<Vec<String>> = st
-            .nodes
-            .iter()
-            .map(|n| {
-                vec![
-                    n.name.clone(),
-                    n.role.clone(),
-                    n.state.clone(),
-                    n.mac.clone().unwrap_or_else(dash),
-                    n.planned_ip.clone().unwrap_or_else(dash),
-                    n.leased_ip.clone().unwrap_or_else(dash),
-                    n.console_log.clone().unwrap_or_else(dash),
-                ]
-            })
-            .collect();
-        s.push_str(&render_table_rows(
-            &[
-                "NODE",
-                "ROLE",
-                "STATE",
-                "MAC",
-                "PLANNED IP",
-                "LEASED IP",
-                "CONSOLE LOG",
-            ],
-            &rows,
-        ));
+        let mut s = match &st.place {
+            Place::Libvirt {
+                network,
+                network_active,
+            } => {
+                let mut s = format!(
+                    "cluster {}: network {} ({})\n\n",
+                    st.cluster,
+                    network.clone().unwrap_or_else(dash),
+                    if *network_active {
+                        "active"
+                    } else {
+                        "inactive"
+                    }
+                );
+                let rows: Vec<Vec<String>> = st
+                    .nodes
+                    .iter()
+                    .map(|n| {
+                        vec![
+                            n.name.clone(),
+                            n.role.clone().unwrap_or_else(dash),
+                            n.state.clone(),
+                            n.mac.clone().unwrap_or_else(dash),
+                            n.planned_ip.clone().unwrap_or_else(dash),
+                            n.leased_ip.clone().unwrap_or_else(dash),
+                            n.console_log.clone().unwrap_or_else(dash),
+                        ]
+                    })
+                    .collect();
+                s.push_str(&render_table_rows(
+                    &[
+                        "NODE",
+                        "ROLE",
+                        "STATE",
+                        "MAC",
+                        "PLANNED IP",
+                        "LEASED IP",
+                        "CONSOLE LOG",
+                    ],
+                    &rows,
+                ));
+                s
+            }
+            Place::Kubevirt { namespace, .. } => {
+                let mut s = format!(
+                    "cluster {} on KubeVirt, namespace {namespace}\n",
+                    st.cluster
+                );
+                let rows: Vec<Vec<String>> = st
+                    .nodes
+                    .iter()
+                    .map(|n| {
+                        vec![
+                            n.name.clone(),
+                            n.role.clone().unwrap_or_else(dash),
+                            n.run_strategy.clone().unwrap_or_else(dash),
+                            n.status.clone().unwrap_or_else(dash),
+                            n.leased_ip.clone().unwrap_or_else(dash),
+                        ]
+                    })
+                    .collect();
+                s.push_str(&render_table_rows(
+                    &["NODE", "ROLE", "RUN STRATEGY", "STATUS", "IP"],
+                    &rows,
+                ));
+                s
+            }
+        };
         if let Some(v) = &self.veth_bridge {
             s.push_str(&format!(
                 "\nveth-linked bridge {}: {}\n",
@@ -241,58 +280,6 @@ pub fn list_table(clusters: &[ClusterSummary]) -> String {
         })
         .collect();
     render_table_rows(&["CLUSTER", "NETWORK", "NODES", "RUNNING"], &rows)
-}
-
-/// `shiftlab status` of a cluster on KubeVirt: its VMs as the API has them,
-/// and the install targets.
-#[derive(Debug, Serialize)]
-pub struct KubevirtStatus {
-    pub cluster: String,
-    pub backend: &'static str,
-    pub namespace: String,
-    pub nodes: Vec<crate::kubevirt::apply::VmStatus>,
-    pub install: Option<InstallStatus>,
-}
-
-impl KubevirtStatus {
-    pub fn table(&self) -> String {
-        let mut out = format!(
-            "cluster {} on KubeVirt, namespace {}\n",
-            self.cluster, self.namespace
-        );
-        let rows: Vec<Vec<String>> = self
-            .nodes
-            .iter()
-            .map(|n| {
-                let dash = || "-".to_string();
-                vec![
-                    n.name.clone(),
-                    n.role.clone().unwrap_or_else(dash),
-                    n.run_strategy.clone().unwrap_or_else(dash),
-                    n.status.clone().unwrap_or_else(dash),
-                ]
-            })
-            .collect();
-        out.push_str(&render_table_rows(
-            &["NODE", "ROLE", "RUN STRATEGY", "STATUS"],
-            &rows,
-        ));
-        out
-    }
-}
-
-/// The status of a cluster recorded on KubeVirt; `None` when it is not.
-pub fn kubevirt_status(cluster: &ClusterDir) -> Result<Option<KubevirtStatus>> {
-    let Some((namespace, nodes)) = crate::backend::kubevirt::nodes_recorded(cluster)? else {
-        return Ok(None);
-    };
-    Ok(Some(KubevirtStatus {
-        cluster: cluster.name().to_string(),
-        backend: "kubevirt",
-        namespace,
-        nodes,
-        install: crate::install::status(cluster)?,
-    }))
 }
 
 #[cfg(test)]

@@ -29,7 +29,13 @@ pub fn start(args: &StartArgs, state: &StateDir, out: &mut dyn Write) -> Result<
         timeout: Duration::from_secs(args.timeout),
         interval: Duration::from_secs(args.interval),
     };
-    let r = power::start_cluster(state, &args.name, args.connect.uri.as_deref(), &req)?;
+    let r = power::start_cluster(
+        state,
+        &args.name,
+        args.connect.uri.as_deref(),
+        &req,
+        &Sink::for_output(args.output != OutputFormat::Table),
+    )?;
     emit(out, args.output, &r, || r.table())?;
     r.all_ready(&args.name, req.timeout)
 }

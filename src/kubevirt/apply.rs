@@ -280,17 +280,95 @@ pub async fn apply(
     Ok(report)
 }
 
-/// Set a VM's `spec.runStrategy` (a merge patch: the field alone).
+/// Set a VM's `spec.runStrategy` (a merge patch of the field alone, by
+/// field manager `shiftlab`): virt-controller then creates the VM's
+/// VirtualMachineInstance (`Always`) or deletes it, the guest shut down
+/// through its ACPI power button within the VMI's grace period (`Halted`).
 pub async fn set_run_strategy(client: &Client, ns: &str, vm: &str, strategy: &str) -> Result<()> {
+    let pp = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..PatchParams::default()
+    };
     api(client, Kind::VirtualMachine, ns)
         .patch(
             vm,
-            &PatchParams::default(),
+            &pp,
             &Patch::Merge(json!({"spec": {"runStrategy": strategy}})),
         )
         .await
         .with_context(|| format!("setting runStrategy {strategy} on VirtualMachine/{vm}"))?;
     Ok(())
+}
+
+/// KubeVirt's VirtualMachineInstance: the running side of a VM, of the same
+/// name, there while the VM runs.
+fn vmi_api(client: &Client, ns: &str) -> Api<DynamicObject> {
+    let ar = ApiResource {
+        group: "kubevirt.io".into(),
+        version: "v1".into(),
+        api_version: "kubevirt.io/v1".into(),
+        kind: "VirtualMachineInstance".into(),
+        plural: "virtualmachineinstances".into(),
+    };
+    Api::namespaced_with(client.clone(), ns, &ar)
+}
+
+/// What a VM's VirtualMachineInstance says of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Vmi {
+    /// `status.phase`: Pending, Scheduling, Scheduled, Running, Succeeded, Failed.
+    pub phase: Option<String>,
+    /// Being deleted (its guest shutting down).
+    pub deleting: bool,
+    /// The first interface's address, once the guest agent or DHCP told KubeVirt.
+    pub ip: Option<String>,
+}
+
+impl Vmi {
+    fn of(o: &DynamicObject) -> Vmi {
+        Vmi {
+            phase: o
+                .data
+                .pointer("/status/phase")
+                .and_then(Value::as_str)
+                .map(String::from),
+            deleting: o.metadata.deletion_timestamp.is_some(),
+            ip: o
+                .data
+                .pointer("/status/interfaces/0/ipAddress")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(String::from),
+        }
+    }
+
+    pub fn running(&self) -> bool {
+        self.phase.as_deref() == Some("Running") && !self.deleting
+    }
+}
+
+/// A VM's VirtualMachineInstance, `None` when it has none (it is off).
+pub async fn vmi(client: &Client, ns: &str, vm: &str) -> Result<Option<Vmi>> {
+    let cur = vmi_api(client, ns)
+        .get_opt(vm)
+        .await
+        .with_context(|| format!("reading VirtualMachineInstance/{vm}"))?;
+    Ok(cur.as_ref().map(Vmi::of))
+}
+
+/// Power a VM off at once, as `virtctl stop --force --grace-period 0` does:
+/// its VMI deleted without a grace period (the runStrategy already `Halted`,
+/// so virt-controller makes no new one). A VMI already gone is no error.
+pub async fn force_off(client: &Client, ns: &str, vm: &str) -> Result<()> {
+    let dp = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    match vmi_api(client, ns).delete(vm, &dp).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("deleting VirtualMachineInstance/{vm}")),
+    }
 }
 
 /// A Service's addresses (cluster IP, load-balancer address, node ports);
@@ -406,9 +484,15 @@ pub struct VmStatus {
     pub run_strategy: Option<String>,
     /// KubeVirt's `status.printableStatus` (Running, Stopped, Provisioning…).
     pub status: Option<String>,
+    /// The MAC address the VM's interface was given.
+    pub mac: Option<String>,
+    /// Its VirtualMachineInstance, while it has one.
+    #[serde(skip)]
+    pub vmi: Option<Vmi>,
 }
 
-/// The cluster's VMs (those with the owner label), sorted by name.
+/// The cluster's VMs (those with the owner label) with their
+/// VirtualMachineInstances, sorted by name.
 pub async fn inspect(client: &Client, cluster: &str, ns: &str) -> Result<Vec<VmStatus>> {
     let lp = ListParams::default().labels(&owner_selector(cluster));
     let list = api(client, Kind::VirtualMachine, ns)
@@ -436,8 +520,17 @@ pub async fn inspect(client: &Client, cluster: &str, ns: &str) -> Result<Vec<VmS
                 .pointer("/status/printableStatus")
                 .and_then(Value::as_str)
                 .map(String::from),
+            mac: o
+                .data
+                .pointer("/spec/template/spec/domain/devices/interfaces/0/macAddress")
+                .and_then(Value::as_str)
+                .map(String::from),
+            vmi: None,
         })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
+    for v in &mut out {
+        v.vmi = vmi(client, ns, &v.name).await?;
+    }
     Ok(out)
 }

@@ -5,7 +5,8 @@
 //! - [`render`]: pure renderers, plan in, Kubernetes objects out (golden-tested);
 //! - [`haproxy`]: `network: pod`'s in-cluster HAProxy in front of the nodes;
 //! - [`dns`]: `network: pod`'s DNS records for the Services, for the user;
-//! - [`apply`]: server-side apply through kube-rs, ownership, destroy, inspect;
+//! - [`apply`]: server-side apply through kube-rs, ownership, destroy, inspect,
+//!   power (`runStrategy`, the VMs' VirtualMachineInstances);
 //!
 //! These are building blocks: `crate::backend::kubevirt` puts them together
 //! for the install pipeline, which they know nothing of, and the Redfish BMC's

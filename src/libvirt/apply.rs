@@ -19,7 +19,7 @@ use super::xml::parse::network_subnets;
 use super::xml::write::{self as xml, Accel, NodePaths};
 use super::{owner_of_domain, parallel, Host};
 use crate::plan::{Node, Plan, Start};
-use crate::spec::{DomainType, Role};
+use crate::spec::DomainType;
 use crate::state::{ClusterDir, StateDir};
 
 #[derive(Debug, Default)]
@@ -875,21 +875,6 @@ fn start_all(host: &Host, nodes: &[&Node]) -> Vec<Result<Option<String>>> {
         },
         || Err(anyhow::anyhow!("a worker thread panicked")),
     )
-}
-
-/// Start the plan's nodes of these roles that are not running yet (UPI workers after
-/// bootstrap), in parallel. Returns the ones started.
-pub fn start_nodes(host: &Host, plan: &Plan, roles: &[Role]) -> Result<Vec<String>> {
-    let nodes: Vec<&Node> = plan
-        .nodes
-        .iter()
-        .filter(|n| roles.contains(&n.role))
-        .collect();
-    let mut started = Vec::new();
-    for r in start_all(host, &nodes) {
-        started.extend(r?);
-    }
-    Ok(started)
 }
 
 #[cfg(test)]

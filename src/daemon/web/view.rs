@@ -280,13 +280,11 @@ pub fn cluster(
         return Ok(None);
     };
     let plan = plan?;
-    let mut hosts = Hosts::default();
-    let host = hosts.of(&files, &plan)?;
-    let status = crate::cluster::status(host, state, &files)?;
+    let status = crate::cluster::status(state, &files, None)?;
     let tails = consoles
         .map(|r| {
             status
-                .libvirt
+                .infra
                 .nodes
                 .iter()
                 .map(|n| ConsoleTail {
