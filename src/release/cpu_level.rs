@@ -93,10 +93,19 @@ impl StreamLevel {
     /// The rule, for messages: `stream c10s (release 10.0.20250628-0, CentOS
     /// Stream 10) needs x86-64-v3`.
     pub fn rule(&self) -> String {
-        format!(
-            "stream {} (release {}, {}) needs {}",
-            self.stream, self.release, self.os, self.level
-        )
+        let stream = if self.stream.is_empty() {
+            "the stream"
+        } else {
+            &self.stream
+        };
+        if self.release.is_empty() {
+            format!("stream {stream} ({}) needs {}", self.os, self.level)
+        } else {
+            format!(
+                "stream {stream} (release {}, {}) needs {}",
+                self.release, self.os, self.level
+            )
+        }
     }
 }
 
@@ -170,19 +179,34 @@ fn classify(stream: &str, release: &str) -> (String, CpuLevel) {
     {
         return by_major(n, false);
     }
+    // OKD's SCOS streams before c9s/c10s were named `scos-4.17`.
+    let centos = stream.starts_with("scos");
     let mut parts = release.split('.');
     let first = parts.next().and_then(|n| n.parse::<u32>().ok());
     let second = parts.next().unwrap_or("");
     match first {
-        // `<ocp minor><rhel major><rhel minor>`: 418.94 is RHEL 9.4.
-        Some(n) if n >= 400 => match second.get(..1).and_then(|d| d.parse::<u32>().ok()) {
-            Some(rhel) => by_major(rhel, false),
-            None => ("RHEL 9".into(), CpuLevel::V2),
-        },
-        Some(n) if (8..=20).contains(&n) => by_major(n, false),
+        // `<ocp minor>.<rhel major><rhel minor>`: 418.94 is RHEL 9.4; SCOS's
+        // `417.9.…` CentOS Stream 9 (no minor).
+        Some(n) if n >= 400 => {
+            let major = if second.len() >= 2 {
+                &second[..second.len() - 1]
+            } else {
+                second
+            };
+            match major.parse::<u32>() {
+                Ok(m) => by_major(m, centos),
+                Err(_) => assumed(),
+            }
+        }
+        Some(n) if (8..=20).contains(&n) => by_major(n, centos),
         Some(n) if (30..100).contains(&n) => (format!("Fedora {n}"), CpuLevel::V1),
-        _ => ("RHEL 9".into(), CpuLevel::V2),
+        _ => assumed(),
     }
+}
+
+/// A stream whose OS neither its name nor its release says.
+fn assumed() -> (String, CpuLevel) {
+    ("taken as RHEL 9".into(), CpuLevel::V2)
 }
 
 /// The `flags` of the first CPU in `/proc/cpuinfo` text.
@@ -424,13 +448,24 @@ flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse
             ("RHEL 9".into(), CpuLevel::V2)
         );
         assert_eq!(level("rhcos-4.12", "412.86.202306132230-0").1, CpuLevel::V1);
+        // OKD 4.17's SCOS (CentOS Stream 9), and a RHEL 10 in the older form.
+        assert_eq!(
+            level("scos-4.17", "417.9.202409120352-0"),
+            ("CentOS Stream 9".into(), CpuLevel::V2)
+        );
+        assert_eq!(level("rhcos-4.30", "430.100.2030-0").1, CpuLevel::V3);
         // OKD before 4.19: Fedora CoreOS 39.
         assert_eq!(
             level("stable", "39.20231101.3.0"),
             ("Fedora 39".into(), CpuLevel::V1)
         );
         // Unknown: what shiftlab always required.
-        assert_eq!(level("", "").1, CpuLevel::V2);
+        assert_eq!(level("", ""), ("taken as RHEL 9".into(), CpuLevel::V2));
+        let l = stream_level(&stream("scos-4.17", "")).unwrap();
+        assert_eq!(
+            l.rule(),
+            "stream scos-4.17 (taken as RHEL 9) needs x86-64-v2"
+        );
         let l = stream_level(&stream("c10s", "10.0.20250628-0")).unwrap();
         assert_eq!(
             l.rule(),
