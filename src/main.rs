@@ -49,9 +49,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Scale(args) => commands::scale::run(args, &state, &mut std::io::stdout().lock()),
         Command::Image(shiftlab::cli::image::ImageCommand::Standin(args)) => {
             if args.iso {
-                shiftlab::image::standin::build_iso(&args.out)?;
+                shiftlab::image::standin::build_iso_for(&args.out, args.cpu_level)?;
             } else {
-                shiftlab::image::standin::build(&args.out)?;
+                shiftlab::image::standin::build_for(&args.out, args.cpu_level)?;
             }
             println!("wrote {}", args.out.display());
             Ok(())

@@ -343,3 +343,53 @@ fn an_ipi_install_counts_the_installers_bootstrap_vm() {
         "{c:?}"
     );
 }
+
+/// The x86-64 level of the nodes' CPU (src/release/cpu_level.rs): a KVM host
+/// whose CPU stops at x86-64-v2 is told that streams needing x86-64-v3 (SCOS
+/// 10, RHEL 10 CoreOS) are refused there, with the missing features; an
+/// x86-64-v3 host passes; a `libvirt.cpu_model` is judged instead of the host.
+#[test]
+fn the_nodes_cpu_level_is_named_with_what_it_lacks() {
+    let check = |f: &HostFacts, p: Option<&shiftlab::plan::Plan>| {
+        doctor::checks(f, p)
+            .into_iter()
+            .find(|c| c.id == "cpu-level")
+    };
+    // A recorded host without its flags: nothing said.
+    assert!(check(&facts("good-host"), None).is_none());
+    let mut v2 = facts("good-host");
+    assert!(v2.kvm_usable);
+    // The flags of a Nehalem CPU (recorded from a TCG guest, src/release/cpu_level.rs).
+    v2.cpu_flags = "fpu de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 syscall nx lm constant_tsc rep_good nopl xtopology cpuid pni ssse3 cx16 sse4_1 sse4_2 popcnt hypervisor lahf_lm pti"
+        .split(' ')
+        .map(str::to_string)
+        .collect();
+    let c = check(&v2, None).unwrap();
+    assert_eq!(c.severity, Severity::Warn);
+    assert!(
+        c.verdict.starts_with(
+            "the host's CPU offers x86-64-v2 and lacks avx, avx2, bmi1, bmi2, f16c, fma, abm, movbe, xsave (x86-64-v3)"
+        ),
+        "{}",
+        c.verdict
+    );
+    assert!(c.fix.unwrap().contains("Haswell"));
+    let mut v3 = v2.clone();
+    v3.cpu_flags.extend(
+        [
+            "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(check(&v3, None).unwrap().severity, Severity::Ok);
+    let p = plan("libvirt:\n  cpu_model: IvyBridge\n");
+    let c = check(&v3, Some(&p)).unwrap();
+    assert_eq!(c.severity, Severity::Info);
+    assert!(
+        c.verdict.starts_with(
+            "libvirt.cpu_model IvyBridge offers x86-64-v2 (lacks avx2, bmi1, bmi2, fma, abm, movbe)"
+        ),
+        "{}",
+        c.verdict
+    );
+}

@@ -792,3 +792,107 @@ fn a_failed_provisioning_check_leaves_metadata_json_and_destroy_bootstrap_refuse
         assert!(log.contains(&want), "missing {want:?} in {log}");
     }
 }
+
+/// The x86_64 qemu and metal artifacts of OKD's SCOS 10 stream as the installer
+/// carries it (openshift/installer data/data/coreos/scos.json, other platforms
+/// and architectures left out).
+const SCOS10_STREAM: &str = r#"{
+  "stream": "c10s",
+  "metadata": {"last-modified": "2025-07-01T21:24:39Z", "generator": "plume cosa2stream 574b0e2"},
+  "architectures": {"x86_64": {"artifacts": {
+    "metal": {"release": "10.0.20250628-0", "formats": {"iso": {"disk": {
+      "location": "https://rhcos.mirror.openshift.com/art/storage/prod/streams/c10s/builds/10.0.20250628-0/x86_64/scos-10.0.20250628-0-live-iso.x86_64.iso",
+      "sha256": "ec8cd7952a88ea72455bf0c464e44518c2005c69d4b5380c88af0d7488a9c8a1"}}}},
+    "qemu": {"release": "10.0.20250628-0", "formats": {"qcow2.gz": {"disk": {
+      "location": "https://rhcos.mirror.openshift.com/art/storage/prod/streams/c10s/builds/10.0.20250628-0/x86_64/scos-10.0.20250628-0-qemu.x86_64.qcow2.gz",
+      "sha256": "5183854e0496825c129ca07c4134ea2c51d8cff80906e76fb00af8a6d0d71ebc",
+      "uncompressed-sha256": "e990c2f2e2d42a84d70664be3815eb4db6a0b561a93e2cc11b8dd29871c49270"}}}}
+  }}}
+}"#;
+
+/// `plan` with `openshift_install:` reads the installer's stream: SCOS 10
+/// (`c10s`) needs x86-64-v3, and a CPU model without it is refused with the
+/// field, the value, the rule and the missing features, `--force` or not; a
+/// model with it, or TCG's own choice, passes.
+#[test]
+fn plan_refuses_a_c10s_stream_on_a_v2_cpu_model() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let stream = h.join("stream.json");
+    std::fs::write(&stream, SCOS10_STREAM).unwrap();
+    let plan = |libvirt: &str, force: bool| {
+        let f = common::rehearsal_file(
+            h,
+            &format!("{libvirt}openshift_install: {}\n", fake().display()),
+        );
+        let mut args = vec!["plan", "-f", f.as_str()];
+        if force {
+            args.push("--force");
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_shiftlab"))
+            .args(&args)
+            .current_dir(h)
+            .env("HOME", h)
+            .env("SHIFTLAB_HOME", h.join("state"))
+            .env("SHIFTLAB_FAKE_STREAM_JSON", &stream)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for force in [false, true] {
+        let (code, stdout, stderr) = plan("  cpu_model: Nehalem\n", force);
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(
+            stderr.contains(
+                "libvirt.cpu_model: Nehalem lacks avx, avx2, bmi1, bmi2, f16c, fma, abm, movbe, xsave \
+                 (x86-64-v3): stream c10s (release 10.0.20250628-0, CentOS Stream 10) needs x86-64-v3"
+            ),
+            "{stderr}"
+        );
+        assert_eq!(stdout, "", "no plan printed");
+    }
+    let (code, stdout, stderr) = plan("  cpu_model: IvyBridge\n", false);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "libvirt.cpu_model: IvyBridge lacks avx2, bmi1, bmi2, fma, abm, movbe (x86-64-v3)"
+        ),
+        "{stderr}"
+    );
+    assert!(stdout.is_empty());
+
+    let (code, stdout, stderr) = plan("  cpu_model: Haswell-noTSX-IBRS\n", false);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("lab1-ctlplane-0"), "{stdout}");
+    assert!(stderr.contains("stream c10s (release 10.0.20250628-0, CentOS Stream 10) needs x86-64-v3: the nodes' CPU has it"), "{stderr}");
+    let (code, _, stderr) = plan("  domain_type: qemu\n", false);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("needs x86-64-v3: QEMU's TCG runs the nodes as Haswell-noTSX-IBRS"),
+        "{stderr}"
+    );
+    // An unknown model is a spec error naming what is valid.
+    let (code, _, stderr) = plan("  cpu_model: Nehalem-v9\n", false);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("libvirt.cpu_model: \"Nehalem-v9\" is not a QEMU x86 CPU model")
+            && stderr.contains("Haswell-noTSX-IBRS"),
+        "{stderr}"
+    );
+
+    // RHEL 9's stream (4.18) needs x86-64-v2 only: Nehalem has it.
+    std::fs::write(
+        &stream,
+        SCOS10_STREAM
+            .replace("\"c10s\"", "\"rhcos-4.18\"")
+            .replace("\"10.0.20250628-0\"", "\"418.94.202503121207-0\""),
+    )
+    .unwrap();
+    let (code, _, stderr) = plan("  cpu_model: Nehalem\n", false);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("stream rhcos-4.18 (release 418.94.202503121207-0, RHEL 9) needs x86-64-v2: the nodes' CPU has it"), "{stderr}");
+}

@@ -435,3 +435,83 @@ fn an_agent_install_without_a_client_for_its_installer_stops_before_it() {
         .unwrap_or_default();
     assert!(!log.contains("agent create image"), "{log}");
 }
+
+/// The release target reads the installer's stream before anything is fetched
+/// or made: SCOS 10's `c10s` needs x86-64-v3, so `libvirt.cpu_model: Nehalem`
+/// stops `create` there with the field, value, rule and missing features; under
+/// TCG without a model the level is recorded for infra, which gives the nodes
+/// Haswell-noTSX-IBRS.
+#[test]
+fn create_refuses_a_c10s_stream_on_a_v2_model_at_the_release_target() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let v = "4.17.0-okd-scos.0";
+    let fixture = common::repo().join("tests/fixtures/fake-openshift-install");
+    // OKD's SCOS 10 stream, the x86_64 qemu artifact as the installer carries it
+    // (openshift/installer data/data/coreos/scos.json).
+    std::fs::write(
+        h.join("stream.json"),
+        r#"{"stream":"c10s","architectures":{"x86_64":{"artifacts":{"qemu":{"release":"10.0.20250628-0","formats":{"qcow2.gz":{"disk":{"location":"https://rhcos.mirror.openshift.com/art/storage/prod/streams/c10s/builds/10.0.20250628-0/x86_64/scos-10.0.20250628-0-qemu.x86_64.qcow2.gz","sha256":"5183854e0496825c129ca07c4134ea2c51d8cff80906e76fb00af8a6d0d71ebc","uncompressed-sha256":"e990c2f2e2d42a84d70664be3815eb4db6a0b561a93e2cc11b8dd29871c49270"}}}}}}}}"#,
+    )
+    .unwrap();
+    let installer = h.join("openshift-install");
+    let st = std::process::Command::new(fixture.join("generate.sh"))
+        .arg(&installer)
+        .arg(v)
+        .arg(format!("quay.io/okd/scos-release:{v}"))
+        .arg(h.join("stream.json"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::write(h.join("image.qcow2"), "").unwrap();
+    let file = |libvirt: &str| {
+        let f = h.join("lab1.yaml");
+        std::fs::write(
+            &f,
+            format!(
+                "cluster: lab1\ndomain: lab.test\ndistribution: okd\nversion: {v}\nrehearsal: true\n\
+                 openshift_install: {}\nimage: {}\n\
+                 ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n\
+                 libvirt:\n  uri: test:///default\n{libvirt}",
+                installer.display(),
+                h.join("image.qcow2").display()
+            ),
+        )
+        .unwrap();
+        f.display().to_string()
+    };
+    let state = h.join("state/clusters/lab1/install-state.json");
+
+    let f = file("  cpu_model: Nehalem\n");
+    let out = shiftlab(&["create", "manifests", "-f", &f, "--force"], h);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "libvirt.cpu_model: Nehalem lacks avx, avx2, bmi1, bmi2, f16c, fma, abm, movbe, xsave \
+             (x86-64-v3): stream c10s (release 10.0.20250628-0, CentOS Stream 10) needs x86-64-v3"
+        ),
+        "{err}"
+    );
+    assert!(
+        !h.join("state/clusters/lab1/assets").exists(),
+        "the installer ran"
+    );
+
+    let f = file("  domain_type: qemu\n");
+    let out = shiftlab(&["create", "manifests", "-f", &f], h);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("needs x86-64-v3: QEMU's TCG runs the nodes as Haswell-noTSX-IBRS"),
+        "{all}"
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    assert_eq!(s["facts"]["cpu_level"]["level"], "x86-64-v3", "{s}");
+    assert_eq!(s["facts"]["cpu_level"]["stream"], "c10s", "{s}");
+}

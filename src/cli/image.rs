@@ -19,4 +19,13 @@ pub struct StandinArgs {
     /// to the node's disk and reboots from it
     #[arg(long)]
     pub iso: bool,
+    /// The x86-64 level the image stands in for (x86-64-v1, -v2, -v3): it
+    /// refuses to come up on a CPU without it, as a CoreOS built for it would
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub cpu_level: Option<crate::release::CpuLevel>,
+}
+
+fn parse_level(s: &str) -> Result<crate::release::CpuLevel, String> {
+    crate::release::CpuLevel::parse(s)
+        .ok_or_else(|| format!("{s:?} is not one of x86-64-v1, x86-64-v2, x86-64-v3"))
 }

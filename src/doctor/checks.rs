@@ -47,6 +47,7 @@ const GIB: u64 = 1 << 30;
 /// services, then the plan's capacity.
 pub fn checks(f: &HostFacts, plan: Option<&Plan>) -> Vec<Check> {
     let mut v = vec![kvm(f, plan), nested(f), libvirt(f)];
+    v.extend(cpu_level(f, plan));
     v.extend(fwcfg(f, plan));
     v.push(firewall_check(f, plan));
     v.push(network_manager(f, plan));
@@ -85,6 +86,77 @@ fn kvm(f: &HostFacts, plan: Option<&Plan>) -> Check {
     } else {
         check("kvm", Severity::Fail, &f.kvm_reason).fix(fix)
     }
+}
+
+/// The x86-64 level of the CPU the nodes get: the host's under KVM, else the
+/// model (`libvirt.cpu_model`). Streams built for a higher level (x86-64-v3:
+/// SCOS 10 `c10s`, RHEL 10 CoreOS) are refused by `plan`/`create`
+/// (src/install/cpu.rs); here the host is told what it can run. Not shown
+/// when the host's flags were not read (a recorded host without them).
+fn cpu_level(f: &HostFacts, plan: Option<&Plan>) -> Option<Check> {
+    use crate::release::cpu_level::{self, CpuLevel};
+    if f.cpu_flags.is_empty() {
+        return None;
+    }
+    if let Some(model) = plan.and_then(|p| p.libvirt.cpu_model.as_deref()) {
+        let lacks = cpu_level::model_missing(model, CpuLevel::V3).unwrap_or_default();
+        let level = CpuLevel::ALL
+            .into_iter()
+            .rev()
+            .find(|l| cpu_level::model_missing(model, *l).is_some_and(|m| m.is_empty()))
+            .unwrap_or(CpuLevel::V1);
+        return Some(if lacks.is_empty() {
+            check(
+                "cpu-level",
+                Severity::Ok,
+                format!(
+                    "libvirt.cpu_model {model} offers x86-64-v3: every CoreOS stream runs on it"
+                ),
+            )
+        } else {
+            check(
+                "cpu-level",
+                Severity::Info,
+                format!(
+                    "libvirt.cpu_model {model} offers {level} (lacks {}): streams that need x86-64-v3 \
+                     (SCOS 10 c10s, RHEL 10 CoreOS) are refused on it",
+                    lacks.join(", ")
+                ),
+            )
+            .fix("a model with x86-64-v3, such as Haswell-noTSX-IBRS, for such a stream")
+        });
+    }
+    let flags: std::collections::BTreeSet<String> = f.cpu_flags.iter().cloned().collect();
+    let level = cpu_level::level_of(&flags);
+    if !f.kvm_usable {
+        return Some(check(
+            "cpu-level",
+            Severity::Info,
+            format!(
+                "the host's CPU offers {level}; without KVM the nodes run under TCG as the model \
+                 their stream needs (Nehalem for x86-64-v2, Haswell-noTSX-IBRS for x86-64-v3)"
+            ),
+        ));
+    }
+    let lacks = cpu_level::missing(CpuLevel::V3, &flags);
+    Some(if lacks.is_empty() {
+        check(
+            "cpu-level",
+            Severity::Ok,
+            format!("the host's CPU offers {level}: KVM nodes (host-passthrough) can run every CoreOS stream"),
+        )
+    } else {
+        check(
+            "cpu-level",
+            Severity::Warn,
+            format!(
+                "the host's CPU offers {level} and lacks {} (x86-64-v3): KVM nodes get the host's CPU, \
+                 so streams that need x86-64-v3 (SCOS 10 c10s, RHEL 10 CoreOS) are refused here",
+                lacks.join(", ")
+            ),
+        )
+        .fix("run such releases on a host with x86-64-v3 (Intel Haswell, AMD Excavator or newer); RHEL 9 and older streams run here")
+    })
 }
 
 fn nested(f: &HostFacts) -> Check {

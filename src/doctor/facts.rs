@@ -21,6 +21,10 @@ pub struct HostFacts {
     pub nested: Option<Nested>,
     /// This host is itself a VM (the CPU's `hypervisor` flag).
     pub in_vm: bool,
+    /// The host CPU's `/proc/cpuinfo` flags: what KVM nodes get
+    /// (host-passthrough). Empty when not read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpu_flags: Vec<String>,
     /// libvirt, as connected to.
     pub libvirt: Option<Libvirt>,
     /// Why libvirt could not be reached.
@@ -244,6 +248,13 @@ pub fn gather_on(
             c.lines()
                 .any(|l| l.starts_with("flags") && l.split_whitespace().any(|w| w == "hypervisor"))
         }),
+        cpu_flags: read("/proc/cpuinfo")
+            .map(|c| {
+                crate::release::cpu_level::cpuinfo_flags(&c)
+                    .into_iter()
+                    .collect()
+            })
+            .unwrap_or_default(),
         selinux: match crate::host::security::selinux() {
             crate::host::security::Selinux::Absent => "absent",
             crate::host::security::Selinux::Permissive => "permissive",

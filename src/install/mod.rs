@@ -11,6 +11,7 @@
 //! - [`installer`]: running `openshift-install` (a child tied to shiftlab's life,
 //!   [`crate::process`]); [`redact`]: its output without the secrets it prints.
 
+pub mod cpu;
 pub mod installer;
 pub mod ipi;
 pub mod redact;

@@ -81,6 +81,10 @@ pub struct Facts {
     /// The console URL `install-complete` printed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub console: Option<String>,
+    /// The release's CoreOS stream and the x86-64 level it needs: under TCG
+    /// the nodes get a CPU model with that level (src/release/cpu_level.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_level: Option<crate::release::StreamLevel>,
 }
 
 fn now() -> u64 {

@@ -64,11 +64,7 @@ impl Host {
 
     /// Is the hypervisor on this machine (so that /dev/kvm and routes are its own)?
     pub fn is_local(&self) -> bool {
-        let u = self.uri.as_str();
-        !u.contains("://") || {
-            let rest = u.split_once("://").map(|x| x.1).unwrap_or_default();
-            rest.starts_with('/') || rest.starts_with("localhost/")
-        }
+        uri_is_local(&self.uri)
     }
 
     pub fn network(&self, name: &str) -> Result<Option<Network>> {
@@ -207,6 +203,14 @@ fn with_owners<T>(
 
 /// The owner recorded in a domain's metadata, if shiftlab created it. Read through
 /// the metadata API: only the element, not the whole definition.
+/// A URI whose hypervisor runs on this machine (no remote host in it).
+pub fn uri_is_local(u: &str) -> bool {
+    !u.contains("://") || {
+        let rest = u.split_once("://").map(|x| x.1).unwrap_or_default();
+        rest.starts_with('/') || rest.starts_with("localhost/")
+    }
+}
+
 pub fn owner_of_domain(d: &Domain) -> Result<Option<Owner>> {
     let kind = virt::sys::VIR_DOMAIN_METADATA_ELEMENT as i32;
     match d.metadata(kind, Some(OWNER_NS), 0) {

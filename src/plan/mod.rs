@@ -234,6 +234,14 @@ pub struct LibvirtPlan {
     pub firmware: Firmware,
     /// The local base image to import, when the cluster file names one.
     pub image: Option<PathBuf>,
+    /// `libvirt.cpu_model`: the QEMU CPU model every node gets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    /// The x86-64 level the release's CoreOS stream needs, once the release
+    /// target read it (src/release/cpu_level.rs): under TCG without a
+    /// `cpu_model` it picks the model. Not in the cluster file: set by `create`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_level: Option<crate::release::CpuLevel>,
 }
 
 /// The plan of a cluster file's text: the unit tests' one fixture.

@@ -16,6 +16,7 @@
 
 mod cache;
 mod coreos;
+pub mod cpu_level;
 mod extract;
 mod fetch;
 mod parse;
@@ -31,6 +32,7 @@ use crate::spec::{Distribution, Version};
 
 pub use cache::{default_cache_root, Cache, CACHE_ENV};
 pub use coreos::{coreos_image, coreos_image_from_stream, coreos_stream_json};
+pub use cpu_level::{CpuLevel, StreamLevel};
 pub use extract::extract_binary;
 pub use fetch::{
     fetch, fetch_limited, fetch_optional, fetch_text, sha256_file, DigestMismatch, Freshness,

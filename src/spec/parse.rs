@@ -66,6 +66,7 @@ pub struct RawLibvirt {
     pub pool_path: Option<Src<String>>,
     pub domain_type: Option<Src<String>>,
     pub firmware: Option<Src<String>>,
+    pub cpu_model: Option<Src<String>>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -618,6 +619,7 @@ const LIBVIRT: &[Key<RawLibvirt>] = &[
     field!(pool_path: string),
     field!(domain_type: string),
     field!(firmware: string),
+    field!(cpu_model: string),
 ];
 
 const BMC: &[Key<RawBmc>] = &[

@@ -205,6 +205,10 @@ pub struct LibvirtSpec {
     pub pool_path: PathBuf,
     pub domain_type: DomainType,
     pub firmware: Firmware,
+    /// A QEMU CPU model every node gets instead of the default (KVM: the host's
+    /// CPU; TCG: the model for the stream's level, release::cpu_level).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

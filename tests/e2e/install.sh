@@ -29,7 +29,7 @@ e2e_sandbox "$@"
 e2e_workdir install
 export SHIFTLAB_CACHE=$work/cache
 on_exit 'pkill -f "$fake"; pkill -f "$work/cache"'
-destroy_on_exit inst1 inst2 inst3 inst4
+destroy_on_exit inst1 inst2 inst3 inst4 inst5
 serve=""
 on_exit 'stop_pid "$serve"'
 # On failure: what the installer and serve said (the work directory goes at exit).
@@ -182,5 +182,25 @@ if grep -q '^==> infra' "$work/resume.out"; then fail "the rerun repeated infra"
 # Three installs from one mirror: every artifact was downloaded once, then cached.
 [[ $(mirror_downloads "$V/openshift-install-linux") == 1 ]] || fail "the installer was downloaded again"
 [[ $(mirror_downloads coreos-qemu) == 1 ]] || fail "the CoreOS image was downloaded again"
+
+step "a c10s stream (SCOS 10, built for x86-64-v3): TCG nodes get Haswell-noTSX-IBRS, and an x86-64-v3 image comes up on them"
+"$bin" image standin --cpu-level x86-64-v3 --out "$work/standin-v3.qcow2" >/dev/null
+mirror_qcow2_stream "$work/standin-v3.qcow2" c10s 10.0.20250628-0
+f5=$(install_file inst5 192.168.184.0/24 "$V" 0)
+echo "libvirt: {domain_type: qemu}" >>"$f5"
+"$bin" create infra -f "$f5" >"$work/run5.out" 2>&1 || {
+	tail -5 "$work/run5.out"
+	fail "create infra of the c10s cluster failed"
+}
+contains -F "stream c10s (release 10.0.20250628-0, CentOS Stream 10) needs x86-64-v3: QEMU's TCG runs the nodes as Haswell-noTSX-IBRS" "$work/run5.out" ||
+	fail "the release target did not say the nodes' CPU: $(tail -5 "$work/run5.out")"
+for d in inst5-bootstrap inst5-ctlplane-0; do
+	model=$(virsh dumpxml "$d" | sed -n "s|.*<model fallback='forbid'>\(.*\)</model>.*|\1|p")
+	[[ $model == Haswell-noTSX-IBRS ]] || fail "$d has CPU model '$model', not Haswell-noTSX-IBRS"
+done
+# The image refuses a CPU without x86-64-v3 (tests/e2e/standin-boot.sh): up means the level is there.
+wait_for 300 "inst5-ctlplane-0 up on an x86-64-v3 CPU" \
+	grep -q "standin: cpu: x86-64-v3 as this image needs" /var/log/libvirt/qemu/inst5-ctlplane-0-console.log
+"$bin" destroy cluster inst5 >/dev/null
 
 echo "PASS $NAME"

@@ -131,6 +131,7 @@ bmc_venv() {
 #   release_mirror                  serve $work/mirror at $mirror_url, release $V in it
 #   mirror_release 4.17.0-okd-scos.1 corrupt     another release, its installer tarball damaged
 #   mirror_qcow2_stream "$IMAGE"    IMAGE as the stream's CoreOS qcow2 (the fake's stream)
+#   mirror_qcow2_stream "$IMAGE" c10s 10.0.20250628-0   the same as another stream and release
 #   mirror_downloads PATTERN        how many GETs of /PATTERN the mirror served
 V=4.17.0-okd-scos.0
 fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
@@ -166,16 +167,19 @@ mirror_release() {
 # of stream metadata the fake installer prints ($work/stream.json, exported as
 # SHIFTLAB_FAKE_STREAM_JSON), shaped as the real OKD installer before 4.19 prints
 # it (the mirror's releases are OKD): Fedora CoreOS 39 `stable`, whose qemu disk
-# is only qcow2.xz. Compressed by liblzma through Python's lzma module.
+# is only qcow2.xz; or the STREAM and RELEASE given (OKD's SCOS 10: c10s
+# 10.0.20250628-0). Compressed by liblzma through Python's lzma module.
 mirror_qcow2_stream() {
-	local xz=$work/mirror/coreos-qemu.x86_64.qcow2.xz
+	local stream=${2:-stable} release=${3:-39.20231101.3.0} name=coreos-qemu.x86_64.qcow2.xz
+	[[ $stream == stable ]] || name=coreos-qemu-$stream.x86_64.qcow2.xz
+	local xz=$work/mirror/$name
 	python3 -c 'import lzma, shutil, sys
 with open(sys.argv[1], "rb") as i, lzma.open(sys.argv[2], "wb", preset=1) as o:
     shutil.copyfileobj(i, o)' "$1" "$xz"
-	jq -n --arg loc "$mirror_url/coreos-qemu.x86_64.qcow2.xz" \
+	jq -n --arg loc "$mirror_url/$name" --arg stream "$stream" --arg release "$release" \
 		--arg xz "$(sha256sum <"$xz" | cut -d' ' -f1)" \
 		--arg raw "$(sha256sum <"$1" | cut -d' ' -f1)" \
-		'{stream:"stable",architectures:{x86_64:{artifacts:{qemu:{release:"39.20231101.3.0",formats:{"qcow2.xz":{disk:{location:$loc,sha256:$xz,"uncompressed-sha256":$raw}}}}}}}}' \
+		'{stream:$stream,architectures:{x86_64:{artifacts:{qemu:{release:$release,formats:{"qcow2.xz":{disk:{location:$loc,sha256:$xz,"uncompressed-sha256":$raw}}}}}}}}' \
 		>"$work/stream.json"
 	export SHIFTLAB_FAKE_STREAM_JSON=$work/stream.json
 }

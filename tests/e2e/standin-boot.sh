@@ -10,6 +10,9 @@
 #   lab1-worker-1    Ignition as shiftlab writes it: its files, and the installer's
 #                    pointer config merged as a data: URL, role worker
 #   lab1-spare-0     no Ignition at all: hostname from DHCP, no role services
+# and two from an image built for x86-64-v3 (`image standin --cpu-level`), as
+# SCOS 10 / RHEL 10 CoreOS are: on Nehalem (x86-64-v2) it refuses to come up,
+# on Haswell-noTSX-IBRS (shiftlab's TCG model for such a stream) it comes up.
 # Needs the sandbox (a private libvirtd); see docs/sandbox.md, docs/standin.md.
 NAME=standin-boot
 . "$(dirname "$0")/lib.sh"
@@ -203,6 +206,22 @@ for n in "${NODES[@]}"; do
 	START[$name]=$(date +%s.%N)
 	virsh -q start "$name" >/dev/null
 done
+# The image built for x86-64-v3, on a CPU model without it and on one with it
+# (check='none' as shiftlab writes it: TCG drops Haswell's few features it lacks).
+"$bin" image standin --cpu-level x86-64-v3 --out "$work/standin-v3.qcow2" >/dev/null
+upload standin-v3.qcow2 "$work/standin-v3.qcow2" qcow2
+LEVEL_NODES=(
+	"lab1-v3-nehalem 52:54:00:5a:00:40 Nehalem"
+	"lab1-v3-haswell 52:54:00:5a:00:41 Haswell-noTSX-IBRS"
+)
+for n in "${LEVEL_NODES[@]}"; do
+	read -r name mac model <<<"$n"
+	virsh -q vol-create-as "$POOL" "$name.qcow2" 64M --format qcow2 \
+		--backing-vol standin-v3.qcow2 --backing-vol-format qcow2 >/dev/null
+	CPU_MODEL=$model domain_xml "$name" "$mac" no | sed "s/check='partial'/check='none'/" >"$work/$name.xml"
+	virsh_domain "$name" "$work/$name.xml" "$(console "$name")"
+	virsh -q start "$name" >/dev/null
+done
 echo "  started ${#NODES[@]} nodes, waiting up to ${TIMEOUT}s for their reports"
 
 # ----------------------------------------------------------------- report
@@ -293,6 +312,29 @@ for n in "${NODES[@]}"; do
 	esac
 done
 
+# ------------------------------------------------- the level the image needs
+refusals() { # name -> the refusal payload in its console log
+	tr -d '\r' <"$(console "$1")" 2>/dev/null |
+		sed -n 's/.*SHIFTLAB-STANDIN-REFUSED \({.*}\)$/\1/p'
+}
+echo "-- lab1-v3-nehalem: an x86-64-v3 image on Nehalem"
+refused=
+for ((i = 0; i < TIMEOUT * 2; i++)); do
+	refused=$(refusals lab1-v3-nehalem)
+	[[ -n $refused ]] && break
+	sleep 0.5
+done
+check "refused, level" x86-64-v3 "$(field "$refused" cpu_level)"
+check "refused, missing" "avx avx2 bmi1 bmi2 f16c fma abm movbe xsave" "$(field "$refused" missing)"
+check "no report from the refusing node" "" "$(reports lab1-v3-nehalem)"
+echo "-- lab1-v3-haswell: an x86-64-v3 image on Haswell-noTSX-IBRS"
+if v3=$(wait_report lab1-v3-haswell 1); then
+	check "report, x86_64_v2" yes "$(field "$v3" x86_64_v2)"
+	check "the image's level met" 1 "$(grep -c 'standin: cpu: x86-64-v3 as this image needs' "$(console lab1-v3-haswell)")"
+else
+	check "report from lab1-v3-haswell" "a report" "none"
+fi
+
 # ------------------------------------------------- re-print, ACPI shutdown
 first=${NODES[0]%% *}
 echo "-- $first: waiting for the report to be printed again (every 30 s)"
@@ -314,7 +356,7 @@ done
 check "state after virsh shutdown" "shut off" "$state"
 
 if ((${#FAILURES[@]})); then
-	for n in "${NODES[@]}"; do
+	for n in "${NODES[@]}" "${LEVEL_NODES[@]}"; do
 		read -r name _ <<<"$n"
 		echo "---- $name console log (tail) ----"
 		tail -n 15 "$(console "$name")" || true

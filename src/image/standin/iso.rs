@@ -28,9 +28,11 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
+use crate::release::CpuLevel;
+
 use super::{
-    build_disk, cpio_newc, find_tool, run, write_atomically, CpioEntry, TempDir, Tools,
-    KERNEL_CMDLINE,
+    build_disk, cpio_newc, find_tool, kernel_cmdline, run, write_atomically, CpioEntry, TempDir,
+    Tools,
 };
 
 /// The ISO's volume label (CoreOS's live ISO passes its label as `coreos.liveiso=`).
@@ -46,12 +48,13 @@ pub const DISK_IN_LIVE_ROOT: &str = "standin/disk.img";
 /// The isolinux configuration: the stand-in kernel, its initramfs, the disk to
 /// install, and the Ignition embed area last, as CoreOS's
 /// `initrd=/images/pxeboot/initrd.img,/images/ignition.img`.
-pub fn isolinux_cfg() -> String {
+pub fn isolinux_cfg(level: Option<CpuLevel>) -> String {
     format!(
         "SERIAL 0 115200\nDEFAULT standin\nPROMPT 0\nTIMEOUT 0\nLABEL standin\n  \
          KERNEL /images/pxeboot/vmlinuz\n  \
          APPEND initrd=/images/pxeboot/initrd.img,/images/pxeboot/rootfs.img,/images/ignition.img \
-         {KERNEL_CMDLINE} coreos.liveiso={ISO_VOLUME_ID}\n"
+         {} coreos.liveiso={ISO_VOLUME_ID}\n",
+        kernel_cmdline(level)
     )
 }
 
@@ -69,6 +72,11 @@ const ISOLINUX_FILES: &[(&str, &str, &str)] = &[
 /// area is empty: embed a node's Ignition with `coreos-installer iso ignition
 /// embed`, as for a real CoreOS live ISO.
 pub fn build_iso(out: &Path) -> Result<()> {
+    build_iso_for(out, None)
+}
+
+/// [`build_iso`] for an image that needs the x86-64 `level` (`None`: any CPU).
+pub fn build_iso_for(out: &Path, level: Option<CpuLevel>) -> Result<()> {
     let tools = Tools::find()?;
     let genisoimage = find_tool("genisoimage", "genisoimage")?;
     let mut boot_files = Vec::new();
@@ -80,7 +88,7 @@ pub fn build_iso(out: &Path) -> Result<()> {
         boot_files.push((p.to_path_buf(), *name));
     }
     let work = TempDir::new("shiftlab-standin-iso")?;
-    let parts = build_disk(&tools, work.path())?;
+    let parts = build_disk(&tools, work.path(), level)?;
 
     let root = work.path().join("iso");
     let isolinux = root.join("isolinux");
@@ -91,7 +99,8 @@ pub fn build_iso(out: &Path) -> Result<()> {
         // genisoimage's -boot-info-table patches isolinux.bin: copies, never the host's.
         copy(src, &isolinux.join(name))?;
     }
-    fs::write(isolinux.join("isolinux.cfg"), isolinux_cfg()).context("writing isolinux.cfg")?;
+    fs::write(isolinux.join("isolinux.cfg"), isolinux_cfg(level))
+        .context("writing isolinux.cfg")?;
     copy(&parts.kernel, &pxeboot.join("vmlinuz"))?;
     copy(&parts.initrd, &pxeboot.join("initrd.img"))?;
     let disk = fs::read(&parts.disk).context("reading the stand-in disk")?;
@@ -146,7 +155,7 @@ mod tests {
 
     #[test]
     fn isolinux_loads_the_embed_area_last() {
-        let cfg = isolinux_cfg();
+        let cfg = isolinux_cfg(None);
         let append = cfg.lines().find(|l| l.contains("APPEND")).unwrap();
         let initrds = append
             .split_whitespace()

@@ -12,13 +12,15 @@ use std::process::Command;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use crate::release::CpuLevel;
+
 mod cpio;
 mod iso;
 mod kernel;
 mod modules;
 
 pub use cpio::{cpio_newc, elf_is_static, CpioEntry};
-pub use iso::{build_iso, isolinux_cfg, IGNITION_EMBED_AREA, ISO_VOLUME_ID};
+pub use iso::{build_iso, build_iso_for, isolinux_cfg, IGNITION_EMBED_AREA, ISO_VOLUME_ID};
 pub use kernel::{pick_newest_kernel, version_cmp, Kernel};
 pub use modules::{module_load_order, module_name, module_plan, Compression, Module};
 
@@ -73,6 +75,19 @@ pub const OPTIONAL_MODULES: &[&str] = &["button", "evdev"];
 /// the check proves nothing about a virtual machine's timer (cloud images set it).
 pub const KERNEL_CMDLINE: &str = "console=ttyS0,115200 quiet loglevel=3 no_timer_check";
 
+/// Kernel argument naming the x86-64 level the image stands in for (an image
+/// built with `--cpu-level`): the init refuses to come up on a CPU without it,
+/// as a CoreOS built for that level does not boot there (release::cpu_level).
+pub const CPU_LEVEL_ARG: &str = "shiftlab.cpu_level";
+
+/// The kernel command line of an image built for `level` (`None`: any CPU).
+pub fn kernel_cmdline(level: Option<CpuLevel>) -> String {
+    match level {
+        Some(l) => format!("{KERNEL_CMDLINE} {CPU_LEVEL_ARG}={l}"),
+        None => KERNEL_CMDLINE.to_string(),
+    }
+}
+
 /// Host tools the build runs, and the Debian package that ships each.
 const TOOLS: &[(&str, &str)] = &[
     ("mkfs.vfat", "dosfstools"),
@@ -84,9 +99,14 @@ const TOOLS: &[(&str, &str)] = &[
 /// Build the stand-in image into `out` (qcow2, about 10 MB), atomically:
 /// the file appears complete or not at all.
 pub fn build(out: &Path) -> Result<()> {
+    build_for(out, None)
+}
+
+/// [`build`] for an image that needs the x86-64 `level` (`None`: any CPU).
+pub fn build_for(out: &Path, level: Option<CpuLevel>) -> Result<()> {
     let tools = Tools::find()?;
     let work = TempDir::new("shiftlab-standin")?;
-    let parts = build_disk(&tools, work.path())?;
+    let parts = build_disk(&tools, work.path(), level)?;
     write_atomically(out, |tmp| {
         run(Command::new(&tools.qemu_img)
             .args(["convert", "-q", "-f", "raw", "-O", "qcow2"])
@@ -109,7 +129,7 @@ struct DiskParts {
 }
 
 /// The raw stand-in disk, built in `work`.
-fn build_disk(tools: &Tools, work: &Path) -> Result<DiskParts> {
+fn build_disk(tools: &Tools, work: &Path, level: Option<CpuLevel>) -> Result<DiskParts> {
     let kernel = newest_kernel(Path::new("/boot"))?;
     let busybox = find_busybox()?;
     let moddir = Path::new("/lib/modules").join(&kernel.version);
@@ -123,7 +143,7 @@ fn build_disk(tools: &Tools, work: &Path) -> Result<DiskParts> {
     let cpio = initramfs(&busybox, &modules)?;
     fs::write(&initrd, cpio).context("writing initramfs")?;
     let cfg = work.join("syslinux.cfg");
-    fs::write(&cfg, syslinux_cfg()).context("writing syslinux.cfg")?;
+    fs::write(&cfg, syslinux_cfg(level)).context("writing syslinux.cfg")?;
 
     let kernel_len = fs::metadata(&kernel.path)?.len();
     let initrd_len = fs::metadata(&initrd)?.len();
@@ -186,10 +206,11 @@ pub fn find_report(console: &str) -> Option<&str> {
 }
 
 /// The syslinux configuration: boot the kernel at once, console on ttyS0.
-pub fn syslinux_cfg() -> String {
+pub fn syslinux_cfg(level: Option<CpuLevel>) -> String {
     format!(
         "SERIAL 0 115200\nDEFAULT standin\nPROMPT 0\nTIMEOUT 0\nLABEL standin\n  \
-         KERNEL /vmlinuz\n  INITRD /initrd.img\n  APPEND {KERNEL_CMDLINE}\n"
+         KERNEL /vmlinuz\n  INITRD /initrd.img\n  APPEND {}\n",
+        kernel_cmdline(level)
     )
 }
 
@@ -325,9 +346,17 @@ mod tests {
         assert_eq!(fat_image_size(0), 2 << 20);
         assert_eq!(fat_image_size(8 << 20), 12 << 20);
         assert_eq!(fat_image_size(10_000_000) % (1 << 20), 0);
-        let cfg = syslinux_cfg();
+        let cfg = syslinux_cfg(None);
         assert!(cfg.contains("KERNEL /vmlinuz"));
         assert!(cfg.contains("console=ttyS0"));
+        assert!(!cfg.contains(CPU_LEVEL_ARG));
+        let v3 = syslinux_cfg(Some(CpuLevel::V3));
+        assert!(
+            v3.contains("no_timer_check shiftlab.cpu_level=x86-64-v3\n"),
+            "{v3}"
+        );
+        // The init reads the argument by this name (a sed pattern there).
+        assert!(INIT_SCRIPT.contains(&format!("{}=", CPU_LEVEL_ARG.replace('.', "\\."))));
     }
 
     #[test]

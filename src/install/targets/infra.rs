@@ -145,7 +145,18 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         publish_private: &publish,
         say: &say,
     };
-    let report = backend.apply(plan, &ctx.cluster, &inputs)?;
+    // The stream's level picks the TCG CPU model (libvirt::xml::write::cpu_model).
+    let with_level;
+    let applied = match &locked.facts().cpu_level {
+        Some(s) => {
+            let mut p = plan.clone();
+            p.libvirt.cpu_level = Some(s.level);
+            with_level = p;
+            &with_level
+        }
+        None => plan,
+    };
+    let report = backend.apply(applied, &ctx.cluster, &inputs)?;
     // The services (load balancer, HTTP, DNS) read the plan from here.
     ctx.cluster.write_plan(plan)?;
     // Tell a running `shiftlab serve` at once; it also rescans on its own.

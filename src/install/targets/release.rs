@@ -76,18 +76,39 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
             tools.openshift_install
         }
     };
-    match coreos_artifact(ctx.flow, spec.image.is_some()) {
+    // The stream's CPU level against the nodes' CPU before anything is
+    // downloaded or created (src/install/cpu.rs).
+    let artifact = coreos_artifact(ctx.flow, spec.image.is_some());
+    let stream = match release::coreos_stream_json(&installer) {
+        Ok(s) => s,
+        // Nothing to take from it: the level is not checked, and said so.
+        Err(e) if artifact.is_none() => {
+            notes.push(format!("the stream's CPU level was not checked ({e:#})"));
+            String::new()
+        }
+        Err(e) => return Err(e),
+    };
+    if !stream.is_empty() {
+        let level = release::cpu_level::stream_level(&stream)?;
+        notes.push(crate::install::cpu::check(
+            &level,
+            &crate::install::cpu::node_cpu_here(spec),
+        )?);
+        locked.update_facts(|f| f.cpu_level = Some(level))?;
+    }
+    match artifact {
         Some(CoreosKind::LiveIso) => {
             // The agent installer fetches the ISO itself (from the same stream
             // metadata); fetching it here too verifies the mirror holds it intact
             // before anything is created.
-            let iso = release::coreos_image(&installer, CoreosKind::LiveIso, &cache, &progress)
-                .context("the CoreOS live ISO (the nodes boot it)")?;
+            let iso =
+                release::coreos_image_from_stream(&stream, CoreosKind::LiveIso, &cache, &progress)
+                    .context("the CoreOS live ISO (the nodes boot it)")?;
             locked.update_facts(|f| f.coreos_iso = Some(iso.clone()))?;
             notes.push(format!("CoreOS live ISO {}", iso.display()));
         }
         Some(kind) => {
-            let image = release::coreos_image(&installer, kind, &cache, &progress)?;
+            let image = release::coreos_image_from_stream(&stream, kind, &cache, &progress)?;
             locked.update_facts(|f| f.coreos_image = Some(image.clone()))?;
             notes.push(format!("CoreOS image {}", image.display()));
         }

@@ -147,14 +147,28 @@ pub fn media_volume_xml(name: &str, capacity_bytes: u64) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accel {
     Kvm,
-    /// QEMU's TCG: a named CPU model that still provides x86-64-v2.
+    /// QEMU's TCG: a named CPU model with the level the stream needs.
     Tcg,
 }
 
-/// The CPU model used under TCG: the oldest QEMU model with every x86-64-v2
-/// feature (SSE3, SSSE3, SSE4.1/4.2, POPCNT, CX16, LAHF), which RHEL 9-based CoreOS
-/// needs.
+/// The CPU model used under TCG when the release's stream is not known: the
+/// oldest QEMU model with every x86-64-v2 feature (SSE3, SSSE3, SSE4.1/4.2,
+/// POPCNT, CX16, LAHF), which RHEL 9-based CoreOS needs.
 pub const TCG_CPU_MODEL: &str = "Nehalem";
+
+/// The named model a node gets, if any (`None`: the host's CPU, KVM only):
+/// `libvirt.cpu_model` when set, else under TCG the model for the stream's level.
+pub fn cpu_model(plan: &Plan, accel: Accel) -> Option<&str> {
+    match (&plan.libvirt.cpu_model, accel) {
+        (Some(m), _) => Some(m),
+        (None, Accel::Kvm) => None,
+        (None, Accel::Tcg) => Some(
+            plan.libvirt
+                .cpu_level
+                .map_or(TCG_CPU_MODEL, crate::release::cpu_level::tcg_model),
+        ),
+    }
+}
 
 /// Paths on the libvirt host that only exist once volumes are created.
 pub struct NodePaths<'a> {
@@ -196,14 +210,15 @@ pub fn domain_xml(plan: &Plan, node: &Node, accel: Accel, paths: &NodePaths<'_>)
     let _ = writeln!(x, "  </os>");
     // ACPI is also what makes QEMU expose fw_cfg to the guest kernel.
     let _ = writeln!(x, "  <features>\n    <acpi/>\n    <apic/>\n  </features>");
-    match accel {
-        Accel::Kvm => {
+    match cpu_model(plan, accel) {
+        None => {
             let _ = writeln!(x, "  <cpu mode='host-passthrough' check='none'/>");
         }
-        Accel::Tcg => {
+        Some(model) => {
             let _ = writeln!(
                 x,
-                "  <cpu mode='custom' match='exact' check='none'>\n    <model fallback='forbid'>{TCG_CPU_MODEL}</model>\n  </cpu>"
+                "  <cpu mode='custom' match='exact' check='none'>\n    <model fallback='forbid'>{}</model>\n  </cpu>",
+                esc(model)
             );
         }
     }
@@ -275,4 +290,47 @@ pub fn domain_xml(plan: &Plan, node: &Node, accel: Accel, paths: &NodePaths<'_>)
 /// Where a node's serial console is logged on the libvirt host.
 pub fn console_log_path(domain: &str) -> String {
     format!("/var/log/libvirt/qemu/{domain}-console.log")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::release::CpuLevel;
+
+    fn cpu_element(plan: &Plan, accel: Accel) -> String {
+        let paths = NodePaths {
+            ignition: None,
+            console_log: "/c.log",
+            cdrom: None,
+        };
+        let xml = domain_xml(plan, &plan.nodes[0], accel, &paths);
+        let start = xml.find("  <cpu").unwrap();
+        let end = start + xml[start..].find("<clock").unwrap();
+        xml[start..end].trim().to_string()
+    }
+
+    /// The stream's level picks the TCG model (Nehalem for x86-64-v2,
+    /// Haswell-noTSX-IBRS for x86-64-v3, which QEMU's TCG runs since 7.2);
+    /// KVM passes the host's CPU through; `libvirt.cpu_model` wins for both.
+    #[test]
+    fn the_cpu_model_follows_the_level_and_the_cluster_file() {
+        let mut plan = crate::plan::from_yaml(
+            "cluster: lab1\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\n",
+        );
+        let model = |m: &str| {
+            format!("<cpu mode='custom' match='exact' check='none'>\n    <model fallback='forbid'>{m}</model>\n  </cpu>")
+        };
+        assert_eq!(cpu_element(&plan, Accel::Tcg), model("Nehalem"));
+        plan.libvirt.cpu_level = Some(CpuLevel::V2);
+        assert_eq!(cpu_element(&plan, Accel::Tcg), model("Nehalem"));
+        plan.libvirt.cpu_level = Some(CpuLevel::V3);
+        assert_eq!(cpu_element(&plan, Accel::Tcg), model("Haswell-noTSX-IBRS"));
+        assert_eq!(
+            cpu_element(&plan, Accel::Kvm),
+            "<cpu mode='host-passthrough' check='none'/>"
+        );
+        plan.libvirt.cpu_model = Some("EPYC-Rome".into());
+        assert_eq!(cpu_element(&plan, Accel::Tcg), model("EPYC-Rome"));
+        assert_eq!(cpu_element(&plan, Accel::Kvm), model("EPYC-Rome"));
+    }
 }

@@ -56,6 +56,25 @@ pub fn resolve(raw: &RawSpec, env: &Env, d: &mut Diagnostics) -> LibvirtSpec {
             Firmware::Bios,
             d,
         ),
+        cpu_model: raw.libvirt.cpu_model.as_ref().map(|m| {
+            if crate::release::cpu_level::model_missing(&m.v, crate::release::CpuLevel::V1)
+                .is_none()
+            {
+                let names: Vec<&str> = crate::release::cpu_level::MODELS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect();
+                d.error(
+                    &m.field,
+                    format!(
+                        "{:?} is not a QEMU x86 CPU model shiftlab knows the features of; use one of {}",
+                        m.v,
+                        names.join(", ")
+                    ),
+                );
+            }
+            m.v.clone()
+        }),
     };
     if libvirt.uri.trim().is_empty() {
         d.error(
