@@ -28,6 +28,8 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     let cache = Cache::from_env()?;
     let progress = Progress::stderr();
     let mut notes = Vec::new();
+    // A local installer's agent `oc` is fetched once the CPU check passed.
+    let mut agent_oc_for = None;
     let installer = match &spec.openshift_install {
         Some(p) => {
             // The binary installs its own release: it must be the one asked for
@@ -45,9 +47,7 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
             })?;
             notes.push(note);
             if ctx.flow == Flow::Agent {
-                let oc = agent_oc(spec, &iv.version, &cache, &progress)?;
-                notes.push(format!("oc {}", oc.display()));
-                locked.update_facts(|f| f.oc = Some(oc))?;
+                agent_oc_for = Some(iv.version.clone());
             }
             p.clone()
         }
@@ -95,6 +95,11 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
             &crate::install::cpu::node_cpu_here(spec),
         )?);
         locked.update_facts(|f| f.cpu_level = Some(level))?;
+    }
+    if let Some(version) = agent_oc_for {
+        let oc = agent_oc(spec, &version, &cache, &progress)?;
+        notes.push(format!("oc {}", oc.display()));
+        locked.update_facts(|f| f.oc = Some(oc))?;
     }
     match artifact {
         Some(CoreosKind::LiveIso) => {
