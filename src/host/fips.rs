@@ -59,7 +59,7 @@ pub fn decide(fips: bool, host: &Result<bool, String>, rehearsal: bool, skip: bo
     );
     if rehearsal {
         Decision::Warn(format!(
-            "{why} (openshift-install's check; a rehearsal's installer does not check, a real install would stop here: {way_out})"
+            "{why} (openshift-install's check; a real install would stop here, and a rehearsal's installer refuses too unless {SKIP_ENV} is set: {way_out})"
         ))
     } else if skip {
         Decision::Warn(format!(
