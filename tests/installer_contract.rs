@@ -75,7 +75,7 @@ const VERBS_NOT_MODELLED: &[(&str, &str)] = &[
     ),
     (
         "agent create image",
-        "modelled by issue 26 item 2: the recorded run (files only) failed for want of `oc` on PATH (`exec: \"oc\": executable file not found in $PATH`); the verb's Ignition is held to the recorded layout here",
+        "recorded as a fact, not a run: without `oc` on PATH it fails with `exec: \"oc\": executable file not found in $PATH` (tests/fake_installer.rs holds the fake to that line); the verb's Ignition is held to the recorded layout here, with the stand-in `oc` on PATH",
     ),
 ];
 
@@ -836,6 +836,19 @@ fn agent_configuration_has_the_recorded_layout() {
         .to_string(),
     )
     .unwrap();
+    // `agent create image` runs `oc` (recorded: without it on PATH it fails):
+    // the stand-in client first on PATH.
+    let bin = work.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(
+        common::repo().join("tests/fixtures/fake-openshift-install/oc"),
+        bin.join("oc"),
+    )
+    .unwrap();
+    let system = std::env::var_os("PATH").unwrap_or_default();
+    let path =
+        std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(&system)))
+            .unwrap();
     let image = load("o-agent-compact.config-image");
     let recorded_files: BTreeSet<String> = strings(&image["files"]).into_iter().collect();
     skipped("config image files");
@@ -850,6 +863,7 @@ fn agent_configuration_has_the_recorded_layout() {
         std::fs::write(d.path().join("agent-config.yaml"), ac).unwrap();
         let out = fake_cmd(d.path(), "agent create image", &rec, false)
             .env("SHIFTLAB_FAKE_STREAM_JSON", &stream)
+            .env("PATH", &path)
             .output()
             .unwrap();
         assert!(
