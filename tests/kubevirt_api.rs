@@ -20,6 +20,10 @@ use shiftlab::kubevirt::render::{self, Inputs, Kind, Object};
 use shiftlab::kubevirt::OWNER_LABEL;
 use shiftlab::plan::Plan;
 
+/// How long the library's destroy waits in these tests (the fake finishes a
+/// deletion within a few requests).
+const WAIT: Duration = Duration::from_secs(30);
+
 fn all_types() -> Vec<fake_kube::Served> {
     let mut t = core_types();
     t.extend(kubevirt_types());
@@ -218,10 +222,11 @@ fn destroy_removes_exactly_what_carries_the_owner_label() {
     assert!(!led.owns_namespace);
     let ours = l.plan.kubevirt.as_ref().unwrap().objects.len() - 1;
     assert_eq!(fake.objects().len(), ours + 3);
-    let removed =
-        l.rt.block_on(apply::destroy(&l.client, "kv1", &led))
+    let done =
+        l.rt.block_on(apply::destroy(&l.client, "kv1", &led, WAIT))
             .unwrap();
-    assert_eq!(removed.len(), ours, "{removed:?}");
+    assert_eq!(done.removed.len(), ours, "{done:?}");
+    assert!(done.terminating.is_empty(), "{done:?}");
     let left: Vec<String> = fake.objects().into_keys().collect();
     assert_eq!(
         left,
@@ -232,11 +237,11 @@ fn destroy_removes_exactly_what_carries_the_owner_label() {
         ]
     );
     // Destroy again: nothing more.
-    assert!(l
-        .rt
-        .block_on(apply::destroy(&l.client, "kv1", &led))
-        .unwrap()
-        .is_empty());
+    assert_eq!(
+        l.rt.block_on(apply::destroy(&l.client, "kv1", &led, WAIT))
+            .unwrap(),
+        apply::Destroyed::default()
+    );
 }
 
 #[test]

@@ -217,10 +217,15 @@ pub fn destroy_recorded(cluster: &ClusterDir) -> Result<Option<Vec<String>>> {
         return Ok(None);
     };
     let rt = crate::runtime::current_thread()?;
-    let removed = rt.block_on(async {
+    let done = rt.block_on(async {
         let client = apply::client(&ledger.kubeconfig, ledger.context.as_deref()).await?;
-        apply::destroy(&client, cluster.name(), &ledger).await
+        apply::destroy(&client, cluster.name(), &ledger, apply::DELETION_WAIT).await
     })?;
+    // Deleted but not gone yet: said plainly, not reported as removed.
+    if let Some(note) = done.still_terminating(&ledger.namespace, apply::DELETION_WAIT) {
+        crate::progress::Sink::terminal().aside(note);
+    }
+    let removed = done.removed;
     std::fs::remove_file(apply::ledger_path(cluster))
         .with_context(|| format!("removing {}", apply::ledger_path(cluster).display()))?;
     Ok(Some(removed))
