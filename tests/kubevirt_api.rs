@@ -643,3 +643,119 @@ fn destroy_with_an_unreachable_api_removes_nothing_and_can_be_rerun() {
     assert!(fake.objects().is_empty());
     assert!(!ledger.exists());
 }
+
+// ------------------------------------------------- asynchronous deletion, SSA
+
+#[test]
+fn destroy_then_create_at_once_against_an_api_that_deletes_asynchronously() {
+    let fake = FakeKube::start(all_types());
+    // Deletions take a while: the namespace controller and the garbage
+    // collector finish them many requests later.
+    fake.deletion_lag(25);
+    let home = tempfile::tempdir().unwrap();
+    let file = cluster_file(home.path(), &fake, "multus", "");
+    let f = file.to_str().unwrap();
+    ok(&shiftlab(home.path(), &["create", "infra", "-f", f]));
+    let out = ok(&shiftlab(home.path(), &["destroy", "cluster", "kv1"]));
+    assert!(out.contains("removed Namespace/kv1-lab"), "{out}");
+    // destroy said removed: it is gone, not Terminating.
+    assert!(fake.objects().is_empty(), "{:?}", fake.objects().keys());
+    ok(&shiftlab(home.path(), &["create", "infra", "-f", f]));
+    // Nothing of the new cluster is being deleted, and time passing takes
+    // nothing away.
+    fake.settle();
+    let want = plan_of(&file).kubevirt.unwrap().objects;
+    let objs = fake.objects();
+    assert_eq!(objs.len(), want.len(), "{:?}", objs.keys());
+    for (k, o) in &objs {
+        assert!(o["metadata"]["deletionTimestamp"].is_null(), "{k}");
+    }
+}
+
+#[test]
+fn a_namespace_that_stays_terminating_is_said_by_destroy_and_create() {
+    let fake = FakeKube::start(all_types());
+    let l = lib(&fake, "pod");
+    let mut led = ledger(&l.plan);
+    l.apply(&mut led).unwrap();
+    // The controllers that finish deletions are down (a finalizer's owner gone).
+    fake.hold_deletions(true);
+    let short = Duration::from_secs(1);
+    let done =
+        l.rt.block_on(apply::destroy(&l.client, "kv1", &led, short))
+            .unwrap();
+    assert!(done.removed.is_empty(), "{done:?}");
+    assert!(
+        done.terminating.contains(&"Namespace/kv1-lab".to_string()),
+        "{done:?}"
+    );
+    let note = done.still_terminating("kv1-lab", short).unwrap();
+    assert!(note.contains("still terminating after 1s"), "{note}");
+    assert!(
+        note.contains("check with `kubectl get ns kv1-lab`"),
+        "{note}"
+    );
+    // create waits the same bounded way, then says so, writing nothing.
+    let writes = fake.writes();
+    let objs = objects(&l.plan);
+    let e =
+        l.rt.block_on(apply::apply_waiting(
+            &l.client,
+            "kv1",
+            &objs,
+            &mut ledger(&l.plan),
+            &|_l: &Ledger| Ok(()),
+            short,
+        ))
+        .unwrap_err();
+    let e = format!("{e:#}");
+    assert!(
+        e.contains("namespace kv1-lab is still terminating after 1s")
+            && e.contains("check with `kubectl get ns kv1-lab`"),
+        "{e}"
+    );
+    assert_eq!(fake.writes(), writes);
+    // The controllers back: the same create waits for the namespace to go,
+    // then makes everything anew.
+    fake.hold_deletions(false);
+    let r =
+        l.rt.block_on(apply::apply_waiting(
+            &l.client,
+            "kv1",
+            &objs,
+            &mut ledger(&l.plan),
+            &|_l: &Ledger| Ok(()),
+            WAIT,
+        ))
+        .unwrap();
+    assert_eq!(r.created.len(), objs.len());
+    fake.settle();
+    assert_eq!(fake.objects().len(), objs.len());
+}
+
+#[test]
+fn a_reapply_keeps_what_other_field_managers_added() {
+    use kube::api::{Patch, PatchParams};
+    let fake = FakeKube::start(all_types());
+    let l = lib(&fake, "pod");
+    let mut led = ledger(&l.plan);
+    l.apply(&mut led).unwrap();
+    // Someone else labels and annotates a Secret of ours and adds a key.
+    let secrets: kube::Api<kube::api::DynamicObject> =
+        kube::Api::namespaced_with(l.client.clone(), "kv1-lab", &apply::resource(Kind::Secret));
+    let theirs = json!({"metadata": {"labels": {"backup": "daily"}, "annotations": {"team": "infra"}},
+        "data": {"extra": "ZXh0cmE="}});
+    l.rt.block_on(secrets.patch(
+        "kv1-ctlplane-0-ignition",
+        &PatchParams::default(),
+        &Patch::Merge(&theirs),
+    ))
+    .unwrap();
+    l.apply(&mut led).unwrap();
+    let s = &fake.objects()["Secret/kv1-lab/kv1-ctlplane-0-ignition"];
+    assert_eq!(s["metadata"]["labels"]["backup"], "daily", "{s}");
+    assert_eq!(s["metadata"]["annotations"]["team"], "infra", "{s}");
+    assert_eq!(s["data"]["extra"], "ZXh0cmE=", "{s}");
+    assert_eq!(s["metadata"]["labels"][OWNER_LABEL], "kv1", "{s}");
+    assert!(s["data"]["userdata"].is_string(), "{s}");
+}
