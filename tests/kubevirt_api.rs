@@ -759,3 +759,75 @@ fn a_reapply_keeps_what_other_field_managers_added() {
     assert_eq!(s["metadata"]["labels"][OWNER_LABEL], "kv1", "{s}");
     assert!(s["data"]["userdata"].is_string(), "{s}");
 }
+
+#[test]
+fn a_registry_image_is_pulled_with_the_pull_secrets_credentials_for_its_registry() {
+    use base64::Engine;
+    let fake = FakeKube::start(all_types());
+    let home = tempfile::tempdir().unwrap();
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let ps = home.path().join("pull-secret.json");
+    std::fs::write(
+        &ps,
+        format!(
+            r#"{{"auths": {{"quay.io": {{"auth": "{}"}}, "registry.example.test": {{"auth": "{}"}}}}}}"#,
+            b64("robot:PLANTED-quay-pw"),
+            b64("other:PLANTED-other-pw")
+        ),
+    )
+    .unwrap();
+    let file = cluster_file(home.path(), &fake, "pod", "pull_secret: pull-secret.json\n");
+    let f = file.to_str().unwrap();
+    let o = shiftlab(home.path(), &["create", "infra", "-f", f]);
+    let out = ok(&o);
+    assert!(out.contains("created Secret/kv1-registry"), "{out}");
+    assert!(!out.contains("PLANTED"), "a credential was shown: {out}");
+    let objs = fake.objects();
+    let s = &objs["Secret/kv1-lab/kv1-registry"];
+    assert_eq!(s["data"]["accessKeyId"], b64("robot"));
+    assert_eq!(s["data"]["secretKey"], b64("PLANTED-quay-pw"));
+    assert_eq!(s["metadata"]["labels"][OWNER_LABEL], "kv1");
+    let vms: Vec<_> = objs
+        .iter()
+        .filter(|(k, _)| k.starts_with("VirtualMachine/"))
+        .collect();
+    assert_eq!(vms.len(), 6);
+    for (k, vm) in vms {
+        assert_eq!(
+            vm["spec"]["dataVolumeTemplates"][0]["spec"]["source"]["registry"]["secretRef"],
+            "kv1-registry",
+            "{k}"
+        );
+    }
+    // destroy takes it with the rest.
+    ok(&shiftlab(home.path(), &["destroy", "cluster", "kv1"]));
+    assert!(fake.objects().is_empty(), "{:?}", fake.objects().keys());
+
+    // An image whose registry the pull secret has no entry for is pulled
+    // anonymously: no Secret, no secretRef.
+    let fake = FakeKube::start(all_types());
+    let home2 = tempfile::tempdir().unwrap();
+    std::fs::copy(&ps, home2.path().join("pull-secret.json")).unwrap();
+    let file = cluster_file(
+        home2.path(),
+        &fake,
+        "pod",
+        "pull_secret: pull-secret.json\n",
+    );
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("docker://quay.io/", "docker://ghcr.io/");
+    std::fs::write(&file, text).unwrap();
+    ok(&shiftlab(
+        home2.path(),
+        &["create", "infra", "-f", file.to_str().unwrap()],
+    ));
+    let objs = fake.objects();
+    assert!(!objs.contains_key("Secret/kv1-lab/kv1-registry"));
+    let vm = &objs["VirtualMachine/kv1-lab/kv1-ctlplane-0"];
+    assert!(
+        vm["spec"]["dataVolumeTemplates"][0]["spec"]["source"]["registry"]
+            .get("secretRef")
+            .is_none()
+    );
+}

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{Backend, Inputs, Report};
 use crate::kubevirt::apply::{self, Ledger};
 use crate::kubevirt::render::{self, Kind};
-use crate::kubevirt::{dns, plan_of, KubevirtPlan};
+use crate::kubevirt::{dns, plan_of, registry, KubevirtPlan};
 use crate::plan::{Boot, Node, Plan};
 use crate::spec::Role;
 use crate::state::ClusterDir;
@@ -121,13 +121,18 @@ impl Backend for Kubevirt {
         ))?;
         let image = node_image(kp, inputs.installer)?;
         let userdata = userdata(inputs, kp)?;
-        let objects = render::render(
+        let mut objects = render::render(
             plan,
             &render::Inputs {
                 image: &image,
                 userdata: &userdata,
             },
         )?;
+        if let Some(ps) = inputs.pull_secret {
+            if let Some(auth) = registry::auth_for(ps, &image)? {
+                registry::use_secret(&mut objects, registry::secret(plan, &kp.namespace, &auth));
+            }
+        }
         let mut ledger = apply::load_ledger(cluster)?.unwrap_or_else(|| Ledger::of(kp));
         if ledger.namespace != kp.namespace {
             bail!(

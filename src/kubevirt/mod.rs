@@ -6,6 +6,7 @@
 //! - [`haproxy`]: `network: pod`'s in-cluster HAProxy in front of the nodes;
 //! - [`dns`]: `network: pod`'s DNS records for the Services, for the user;
 //! - [`apply`]: server-side apply through kube-rs, ownership, destroy, inspect;
+//! - [`registry`]: the pull secret's credentials for CDI's registry import;
 //!
 //! These are building blocks: `crate::backend::kubevirt` puts them together
 //! for the install pipeline, which they know nothing of, and the Redfish BMC's
@@ -17,6 +18,7 @@
 pub mod apply;
 pub mod dns;
 pub mod haproxy;
+pub mod registry;
 pub mod render;
 
 use crate::plan::Plan;
