@@ -831,3 +831,30 @@ fn a_registry_image_is_pulled_with_the_pull_secrets_credentials_for_its_registry
             .is_none()
     );
 }
+
+#[test]
+fn a_namespace_deleted_under_a_create_is_waited_for_and_the_create_made_anew() {
+    let fake = FakeKube::start(all_types());
+    let l = lib(&fake, "pod");
+    // Someone's destroy deletes the namespace right after shiftlab's third
+    // write: the next new object gets the NamespaceLifecycle 403.
+    fake.delete_namespace_after_writes(3, "kv1-lab");
+    let objs = objects(&l.plan);
+    let r =
+        l.rt.block_on(apply::apply_waiting(
+            &l.client,
+            "kv1",
+            &objs,
+            &mut ledger(&l.plan),
+            &|_l: &Ledger| Ok(()),
+            WAIT,
+        ))
+        .unwrap();
+    let refused: Vec<_> = fake.seen().into_iter().filter(|s| s.code == 403).collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(r.created.len(), objs.len(), "{r:?}");
+    fake.settle();
+    let left = fake.objects();
+    assert_eq!(left.len(), objs.len(), "{:?}", left.keys());
+    assert!(left["Namespace//kv1-lab"]["metadata"]["deletionTimestamp"].is_null());
+}

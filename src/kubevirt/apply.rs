@@ -211,10 +211,12 @@ pub struct Report {
 /// takes a minute or two on a real cluster.
 pub const DELETION_WAIT: Duration = Duration::from_secs(300);
 
-/// Whether a deletion of `obj` is under way (it has a deletionTimestamp: a
-/// finalizer holds it, Kubernetes docs "Finalizers").
+/// Whether a deletion of `obj` is under way: it has a deletionTimestamp (a
+/// finalizer holds it, Kubernetes docs "Finalizers"), or, for a Namespace,
+/// `status.phase: Terminating`.
 fn terminating(obj: &DynamicObject) -> bool {
     obj.metadata.deletion_timestamp.is_some()
+        || obj.data.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
 }
 
 /// The NamespaceLifecycle admission plugin's refusal of new content in a
@@ -394,9 +396,15 @@ async fn apply_once(
             break;
         }
         if pass == 1 {
+            // Gone once, being deleted again: someone else is at work.
             bail!(
-                "{} are being deleted again; nothing was changed",
-                going.len()
+                "{} in namespace {} are being deleted again after a wait for them; nothing was changed",
+                going
+                    .iter()
+                    .map(|(k, n)| format!("{}/{n}", k.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                ledger.namespace
             );
         }
         let left = wait_gone(client, &ledger.namespace, &going, bound).await?;

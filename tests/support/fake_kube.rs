@@ -234,6 +234,8 @@ struct State {
     pdb_refusals: usize,
     /// CSRs someone else writes just before shiftlab's next approval of them.
     stale_approvals: BTreeSet<String>,
+    /// Someone else deletes this namespace once this many writes succeeded.
+    doomed: Option<(usize, String)>,
 }
 
 impl Default for State {
@@ -254,6 +256,7 @@ impl Default for State {
             registers: Vec::new(),
             pdb_refusals: 0,
             stale_approvals: BTreeSet::new(),
+            doomed: None,
         }
     }
 }
@@ -415,6 +418,12 @@ impl FakeKube {
         }
     }
 
+    /// Someone else deletes namespace `ns` right after the `writes`th
+    /// successful write (a destroy racing a create).
+    pub fn delete_namespace_after_writes(&self, writes: usize, ns: &str) {
+        self.state.lock().unwrap().doomed = Some((writes, ns.to_string()));
+    }
+
     /// Someone else updates CSR `name` just before the next approval of it,
     /// so that approval carries a stale resourceVersion.
     pub fn stale_approval(&self, name: &str) {
@@ -573,7 +582,15 @@ impl FakeKube {
         let (code, v) = self.route(&path, &req);
         self.record(&method, &path, &query, &content_type, code.as_u16());
         if is_write && code.is_success() {
-            self.state.lock().unwrap().writes += 1;
+            let mut st = self.state.lock().unwrap();
+            st.writes += 1;
+            if let Some((n, ns)) = st.doomed.clone() {
+                if st.writes == n {
+                    st.doomed = None;
+                    let t = served("", "v1", "Namespace", "namespaces", false);
+                    st.delete(&t, "", &ns, "", b"");
+                }
+            }
         }
         Response::builder()
             .status(code)
