@@ -31,6 +31,17 @@
 //!
 //! For "killed mid-apply" tests, `hang_after_writes(n)` makes the (n+1)th
 //! write wait forever, so a test can `kill -9` the client at a known point.
+//!
+//! `run_virt_controller` adds what KubeVirt's virt-controller does with a
+//! VM's `spec.runStrategy` (kubevirt/kubevirt `pkg/virt-controller/watch/vm.go`):
+//! `Always` (or `RerunOnFailure`) creates the VM's VirtualMachineInstance,
+//! which goes Scheduling then Running; `Halted` deletes it, and it lingers
+//! with a `deletionTimestamp` while virt-launcher shuts the guest down through
+//! its ACPI power button; a VMI whose VM is gone is garbage-collected. The
+//! VM's `status.printableStatus` follows (Starting, Running, Stopping,
+//! Stopped). Its time is the requests the fake serves: a change takes `lag`
+//! of them.
+//!
 //! Nothing leaves 127.0.0.1.
 
 #![allow(dead_code)]
@@ -90,13 +101,26 @@ pub fn core_types() -> Vec<Served> {
 }
 
 pub fn kubevirt_types() -> Vec<Served> {
-    vec![served(
+    vec![
+        served(
+            "kubevirt.io",
+            "v1",
+            "VirtualMachine",
+            "virtualmachines",
+            true,
+        ),
+        vmi_type(),
+    ]
+}
+
+pub fn vmi_type() -> Served {
+    served(
         "kubevirt.io",
         "v1",
-        "VirtualMachine",
-        "virtualmachines",
+        "VirtualMachineInstance",
+        "virtualmachineinstances",
         true,
-    )]
+    )
 }
 
 pub fn multus_types() -> Vec<Served> {
@@ -236,6 +260,18 @@ struct State {
     stale_approvals: BTreeSet<String>,
     /// Someone else deletes this namespace once this many writes succeeded.
     doomed: Option<(usize, String)>,
+    /// virt-controller's behaviour, when on.
+    virt: Option<VirtController>,
+    /// Requests left until a VMI's pending change (start, shutdown) is done, by key.
+    vmi_due: BTreeMap<String, usize>,
+}
+
+#[derive(Clone, Copy)]
+struct VirtController {
+    lag: usize,
+    /// The guests ignore the ACPI power button: a VMI being deleted stays
+    /// until it is deleted without a grace period.
+    ignore_acpi: bool,
 }
 
 impl Default for State {
@@ -257,6 +293,8 @@ impl Default for State {
             pdb_refusals: 0,
             stale_approvals: BTreeSet::new(),
             doomed: None,
+            virt: None,
+            vmi_due: BTreeMap::new(),
         }
     }
 }
@@ -392,6 +430,13 @@ impl FakeKube {
             ),
         )
         .unwrap();
+    }
+
+    /// Act as virt-controller from now on (see the module doc): a VMI's start
+    /// or shutdown takes `lag` requests; with `ignore_acpi` its guest never
+    /// shuts down by itself.
+    pub fn run_virt_controller(&self, lag: usize, ignore_acpi: bool) {
+        self.state.lock().unwrap().virt = Some(VirtController { lag, ignore_acpi });
     }
 
     pub fn hang_after_writes(&self, n: Option<usize>) {
@@ -572,6 +617,9 @@ impl FakeKube {
             self.record(&method, &path, &query, &content_type, 0);
             std::future::pending::<()>().await;
         }
+        // virt-controller acts between requests: what a request changed is
+        // seen to from the next one on.
+        virt_controller(&mut self.state.lock().unwrap());
         let req = Req {
             method: &method,
             query: &query,
@@ -1482,4 +1530,105 @@ fn keep_service_allocations(svc: &mut Value, cur: &Value) {
             }
         }
     }
+}
+
+/// One step of virt-controller's loop (see the module doc), run before every
+/// request while it is on.
+fn virt_controller(st: &mut State) {
+    let Some(vc) = st.virt else {
+        return;
+    };
+    let vm_prefix = "kubevirt.io/virtualmachines/";
+    let vmi_prefix = "kubevirt.io/virtualmachineinstances/";
+    let vms: Vec<(String, Value)> = st
+        .objects
+        .iter()
+        .filter(|(k, _)| k.starts_with(vm_prefix))
+        .map(|(k, v)| (k[vm_prefix.len()..].to_string(), v.clone()))
+        .collect();
+    // A VMI whose VM is gone goes with it (its ownerReference).
+    let orphans: Vec<String> = st
+        .objects
+        .keys()
+        .filter(|k| k.starts_with(vmi_prefix))
+        .filter(|k| !vms.iter().any(|(id, _)| **k == format!("{vmi_prefix}{id}")))
+        .cloned()
+        .collect();
+    for k in orphans {
+        st.forget(&k);
+        st.vmi_due.remove(&k);
+    }
+    // Time passes: pending changes come nearer.
+    for left in st.vmi_due.values_mut() {
+        *left = left.saturating_sub(1);
+    }
+    for (n, (id, vm)) in vms.iter().enumerate() {
+        let k = format!("{vmi_prefix}{id}");
+        let run = matches!(
+            vm["spec"]["runStrategy"].as_str(),
+            Some("Always" | "RerunOnFailure")
+        );
+        let due = st.vmi_due.get(&k).is_some_and(|left| *left == 0);
+        let printable = match st.objects.get(&k).cloned() {
+            None if run => {
+                let mut vmi = json!({
+                    "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+                    "metadata": {"name": vm["metadata"]["name"], "namespace": vm["metadata"]["namespace"],
+                        "labels": vm["spec"]["template"]["metadata"]["labels"]},
+                    "status": {"phase": "Scheduling"},
+                });
+                let mut printable = "Starting";
+                if vc.lag == 0 {
+                    run_vmi(&mut vmi, vm, n);
+                    printable = "Running";
+                } else {
+                    st.vmi_due.insert(k.clone(), vc.lag);
+                }
+                st.objects.insert(k.clone(), vmi);
+                printable
+            }
+            None => "Stopped",
+            Some(mut vmi) => {
+                let deleting = !vmi["metadata"]["deletionTimestamp"].is_null();
+                if !run && !deleting {
+                    vmi["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+                    st.vmi_due.insert(k.clone(), vc.lag);
+                    st.objects.insert(k.clone(), vmi);
+                    "Stopping"
+                } else if deleting && (due || vc.lag == 0) && !vc.ignore_acpi {
+                    st.forget(&k);
+                    st.vmi_due.remove(&k);
+                    "Stopped"
+                } else if deleting {
+                    "Stopping"
+                } else if vmi["status"]["phase"] == "Running" {
+                    "Running"
+                } else if due {
+                    run_vmi(&mut vmi, vm, n);
+                    st.vmi_due.remove(&k);
+                    st.objects.insert(k.clone(), vmi);
+                    "Running"
+                } else {
+                    "Starting"
+                }
+            }
+        };
+        if let Some(vm) = st.objects.get_mut(&format!("{vm_prefix}{id}")) {
+            vm["status"]["printableStatus"] = json!(printable);
+            vm["status"]["ready"] = json!(printable == "Running");
+        }
+    }
+}
+
+/// A VMI that runs: phase Running, its interface with the VM's MAC and an
+/// address (documentation range; nothing is sent to it).
+fn run_vmi(vmi: &mut Value, vm: &Value, n: usize) {
+    vmi["status"] = json!({
+        "phase": "Running",
+        "interfaces": [{
+            "name": "default",
+            "mac": vm.pointer("/spec/template/spec/domain/devices/interfaces/0/macAddress"),
+            "ipAddress": format!("192.0.2.{}", n + 100),
+        }],
+    });
 }
