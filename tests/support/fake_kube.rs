@@ -1106,7 +1106,11 @@ impl State {
         let Some(cur) = self.objects.get(&k).cloned() else {
             return not_found(&format!("{} \"{name}\" not found", resource(t)));
         };
-        if !cur["metadata"]["deletionTimestamp"].is_null() {
+        // A deletion the controllers are finishing is under way: asked again,
+        // the object is answered as it is. One only marked (a VMI whose guest
+        // is shutting down) is removed by a deletion without grace, as the
+        // API server does with `gracePeriodSeconds: 0`.
+        if self.finishing.contains_key(&k) {
             return (StatusCode::OK, cur);
         }
         let options: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
