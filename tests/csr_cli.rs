@@ -3,11 +3,11 @@
 //! approvals. Nothing leaves 127.0.0.1.
 
 mod common;
-
-use std::path::Path;
-use std::sync::Mutex;
+#[path = "support/fake_kube.rs"]
+mod fake_kube;
 
 use serde_json::Value;
+use std::path::Path;
 
 const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
 const GOOD: [&str; 3] = [
@@ -16,7 +16,7 @@ const GOOD: [&str; 3] = [
     "csr-good-client-worker-1-fqdn",
 ];
 
-use common::kube_api::stand_in_api;
+use fake_kube::FakeKube;
 
 /// A state dir with lab1's plan.json and an admin kubeconfig for `server`.
 fn state(home: &Path, server: &str) {
@@ -52,8 +52,13 @@ fn state(home: &Path, server: &str) {
     .unwrap();
 }
 
-fn put_paths(puts: &Mutex<Vec<String>>) -> Vec<String> {
-    puts.lock().unwrap().clone()
+/// The approvals asked, in order: the paths of the PUTs.
+fn put_paths(fake: &FakeKube) -> Vec<String> {
+    fake.seen()
+        .into_iter()
+        .filter(|s| s.method == "PUT")
+        .map(|s| s.path)
+        .collect()
 }
 
 /// The first pass approves the client CSRs; worker-0's serving CSR waits for its Node.
@@ -67,8 +72,8 @@ fn expected_puts() -> Vec<String> {
 #[test]
 fn approves_the_good_csrs_and_reports_as_json() {
     let home = tempfile::tempdir().unwrap();
-    let (server, puts) = stand_in_api();
-    state(home.path(), &server);
+    let fake = FakeKube::cluster_api(Vec::new(), Vec::new(), 0);
+    state(home.path(), &fake.url());
     let out = common::shiftlab(&["approve-csrs", "lab1", "-o", "json"], home.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -86,7 +91,7 @@ fn approves_the_good_csrs_and_reports_as_json() {
     assert!(names("refused")
         .iter()
         .all(|n| n.starts_with("csr-hostile-") || n == GOOD[1]));
-    assert_eq!(put_paths(&puts), expected_puts());
+    assert_eq!(put_paths(&fake), expected_puts());
     // refusals are logged as warnings with their reason
     assert!(
         stderr.contains("refused: intruder is not a node of the plan"),
@@ -97,8 +102,8 @@ fn approves_the_good_csrs_and_reports_as_json() {
 #[test]
 fn prints_a_table_and_watches_one_node() {
     let home = tempfile::tempdir().unwrap();
-    let (server, puts) = stand_in_api();
-    state(home.path(), &server);
+    let fake = FakeKube::cluster_api(Vec::new(), Vec::new(), 0);
+    state(home.path(), &fake.url());
     let out = common::shiftlab(&["approve-csrs", "lab1"], home.path());
     assert!(
         out.status.success(),
@@ -132,7 +137,41 @@ fn prints_a_table_and_watches_one_node() {
         "{text}"
     );
     assert!(text.contains("every awaited node has its client and serving certificates approved"));
-    assert_eq!(put_paths(&puts).len(), 3);
+    assert_eq!(put_paths(&fake).len(), 3);
+}
+
+#[test]
+fn a_stale_approval_refused_409_is_read_again_and_approved() {
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeKube::cluster_api(Vec::new(), Vec::new(), 0);
+    state(home.path(), &fake.url());
+    // Someone else writes worker-0's client CSR between shiftlab's read and
+    // its approval: the API refuses the stale approval with 409.
+    fake.stale_approval(GOOD[0]);
+    let out = common::shiftlab(
+        &["approve-csrs", "lab1", "--watch", "--node", "lab1-worker-0"],
+        home.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let approval = format!("{CSRS}/{}/approval", GOOD[0]);
+    let codes: Vec<u16> = fake
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "PUT" && s.path == approval)
+        .map(|s| s.code)
+        .collect();
+    assert_eq!(codes, [409, 200]);
+    let csr = &fake.objects()[&format!("CertificateSigningRequest//{}", GOOD[0])];
+    assert_eq!(csr["status"]["conditions"][0]["type"], "Approved", "{csr}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("approved csr-good-serving-worker-0 (lab1-worker-0 serving)"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -20,6 +20,10 @@ use shiftlab::kubevirt::render::{self, Inputs, Kind, Object};
 use shiftlab::kubevirt::OWNER_LABEL;
 use shiftlab::plan::Plan;
 
+/// How long the library's destroy waits in these tests (the fake finishes a
+/// deletion within a few requests).
+const WAIT: Duration = Duration::from_secs(30);
+
 fn all_types() -> Vec<fake_kube::Served> {
     let mut t = core_types();
     t.extend(kubevirt_types());
@@ -218,10 +222,11 @@ fn destroy_removes_exactly_what_carries_the_owner_label() {
     assert!(!led.owns_namespace);
     let ours = l.plan.kubevirt.as_ref().unwrap().objects.len() - 1;
     assert_eq!(fake.objects().len(), ours + 3);
-    let removed =
-        l.rt.block_on(apply::destroy(&l.client, "kv1", &led))
+    let done =
+        l.rt.block_on(apply::destroy(&l.client, "kv1", &led, WAIT))
             .unwrap();
-    assert_eq!(removed.len(), ours, "{removed:?}");
+    assert_eq!(done.removed.len(), ours, "{done:?}");
+    assert!(done.terminating.is_empty(), "{done:?}");
     let left: Vec<String> = fake.objects().into_keys().collect();
     assert_eq!(
         left,
@@ -232,11 +237,11 @@ fn destroy_removes_exactly_what_carries_the_owner_label() {
         ]
     );
     // Destroy again: nothing more.
-    assert!(l
-        .rt
-        .block_on(apply::destroy(&l.client, "kv1", &led))
-        .unwrap()
-        .is_empty());
+    assert_eq!(
+        l.rt.block_on(apply::destroy(&l.client, "kv1", &led, WAIT))
+            .unwrap(),
+        apply::Destroyed::default()
+    );
 }
 
 #[test]
@@ -859,4 +864,219 @@ fn destroy_with_an_unreachable_api_removes_nothing_and_can_be_rerun() {
     ok(&shiftlab(home.path(), &["destroy", "cluster", "kv1"]));
     assert!(fake.objects().is_empty());
     assert!(!ledger.exists());
+}
+
+// ------------------------------------------------- asynchronous deletion, SSA
+
+#[test]
+fn destroy_then_create_at_once_against_an_api_that_deletes_asynchronously() {
+    let fake = FakeKube::start(all_types());
+    // Deletions take a while: the namespace controller and the garbage
+    // collector finish them many requests later.
+    fake.deletion_lag(25);
+    let home = tempfile::tempdir().unwrap();
+    let file = cluster_file(home.path(), &fake, "multus", "");
+    let f = file.to_str().unwrap();
+    ok(&shiftlab(home.path(), &["create", "infra", "-f", f]));
+    let out = ok(&shiftlab(home.path(), &["destroy", "cluster", "kv1"]));
+    assert!(out.contains("removed Namespace/kv1-lab"), "{out}");
+    // destroy said removed: it is gone, not Terminating.
+    assert!(fake.objects().is_empty(), "{:?}", fake.objects().keys());
+    ok(&shiftlab(home.path(), &["create", "infra", "-f", f]));
+    // Nothing of the new cluster is being deleted, and time passing takes
+    // nothing away.
+    fake.settle();
+    let want = plan_of(&file).kubevirt.unwrap().objects;
+    let objs = fake.objects();
+    assert_eq!(objs.len(), want.len(), "{:?}", objs.keys());
+    for (k, o) in &objs {
+        assert!(o["metadata"]["deletionTimestamp"].is_null(), "{k}");
+    }
+}
+
+#[test]
+fn a_namespace_that_stays_terminating_is_said_by_destroy_and_create() {
+    let fake = FakeKube::start(all_types());
+    let l = lib(&fake, "pod");
+    let mut led = ledger(&l.plan);
+    l.apply(&mut led).unwrap();
+    // The controllers that finish deletions are down (a finalizer's owner gone).
+    fake.hold_deletions(true);
+    let short = Duration::from_secs(1);
+    let done =
+        l.rt.block_on(apply::destroy(&l.client, "kv1", &led, short))
+            .unwrap();
+    assert!(done.removed.is_empty(), "{done:?}");
+    assert!(
+        done.terminating.contains(&"Namespace/kv1-lab".to_string()),
+        "{done:?}"
+    );
+    let note = done.still_terminating("kv1-lab", short).unwrap();
+    assert!(note.contains("still terminating after 1s"), "{note}");
+    assert!(
+        note.contains("check with `kubectl get ns kv1-lab`"),
+        "{note}"
+    );
+    // create waits the same bounded way, then says so, writing nothing.
+    let writes = fake.writes();
+    let objs = objects(&l.plan);
+    let e =
+        l.rt.block_on(apply::apply_waiting(
+            &l.client,
+            "kv1",
+            &objs,
+            &mut ledger(&l.plan),
+            &|_l: &Ledger| Ok(()),
+            short,
+        ))
+        .unwrap_err();
+    let e = format!("{e:#}");
+    assert!(
+        e.contains("namespace kv1-lab is still terminating after 1s")
+            && e.contains("check with `kubectl get ns kv1-lab`"),
+        "{e}"
+    );
+    assert_eq!(fake.writes(), writes);
+    // The controllers back: the same create waits for the namespace to go,
+    // then makes everything anew.
+    fake.hold_deletions(false);
+    let r =
+        l.rt.block_on(apply::apply_waiting(
+            &l.client,
+            "kv1",
+            &objs,
+            &mut ledger(&l.plan),
+            &|_l: &Ledger| Ok(()),
+            WAIT,
+        ))
+        .unwrap();
+    assert_eq!(r.created.len(), objs.len());
+    fake.settle();
+    assert_eq!(fake.objects().len(), objs.len());
+}
+
+#[test]
+fn a_reapply_keeps_what_other_field_managers_added() {
+    use kube::api::{Patch, PatchParams};
+    let fake = FakeKube::start(all_types());
+    let l = lib(&fake, "pod");
+    let mut led = ledger(&l.plan);
+    l.apply(&mut led).unwrap();
+    // Someone else labels and annotates a Secret of ours and adds a key.
+    let secrets: kube::Api<kube::api::DynamicObject> =
+        kube::Api::namespaced_with(l.client.clone(), "kv1-lab", &apply::resource(Kind::Secret));
+    let theirs = json!({"metadata": {"labels": {"backup": "daily"}, "annotations": {"team": "infra"}},
+        "data": {"extra": "ZXh0cmE="}});
+    l.rt.block_on(secrets.patch(
+        "kv1-ctlplane-0-ignition",
+        &PatchParams::default(),
+        &Patch::Merge(&theirs),
+    ))
+    .unwrap();
+    l.apply(&mut led).unwrap();
+    let s = &fake.objects()["Secret/kv1-lab/kv1-ctlplane-0-ignition"];
+    assert_eq!(s["metadata"]["labels"]["backup"], "daily", "{s}");
+    assert_eq!(s["metadata"]["annotations"]["team"], "infra", "{s}");
+    assert_eq!(s["data"]["extra"], "ZXh0cmE=", "{s}");
+    assert_eq!(s["metadata"]["labels"][OWNER_LABEL], "kv1", "{s}");
+    assert!(s["data"]["userdata"].is_string(), "{s}");
+}
+
+#[test]
+fn a_registry_image_is_pulled_with_the_pull_secrets_credentials_for_its_registry() {
+    use base64::Engine;
+    let fake = FakeKube::start(all_types());
+    let home = tempfile::tempdir().unwrap();
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let ps = home.path().join("pull-secret.json");
+    std::fs::write(
+        &ps,
+        format!(
+            r#"{{"auths": {{"quay.io": {{"auth": "{}"}}, "registry.example.test": {{"auth": "{}"}}}}}}"#,
+            b64("robot:PLANTED-quay-pw"),
+            b64("other:PLANTED-other-pw")
+        ),
+    )
+    .unwrap();
+    let file = cluster_file(home.path(), &fake, "pod", "pull_secret: pull-secret.json\n");
+    let f = file.to_str().unwrap();
+    let o = shiftlab(home.path(), &["create", "infra", "-f", f]);
+    let out = ok(&o);
+    assert!(out.contains("created Secret/kv1-registry"), "{out}");
+    assert!(!out.contains("PLANTED"), "a credential was shown: {out}");
+    let objs = fake.objects();
+    let s = &objs["Secret/kv1-lab/kv1-registry"];
+    assert_eq!(s["data"]["accessKeyId"], b64("robot"));
+    assert_eq!(s["data"]["secretKey"], b64("PLANTED-quay-pw"));
+    assert_eq!(s["metadata"]["labels"][OWNER_LABEL], "kv1");
+    let vms: Vec<_> = objs
+        .iter()
+        .filter(|(k, _)| k.starts_with("VirtualMachine/"))
+        .collect();
+    assert_eq!(vms.len(), 6);
+    for (k, vm) in vms {
+        assert_eq!(
+            vm["spec"]["dataVolumeTemplates"][0]["spec"]["source"]["registry"]["secretRef"],
+            "kv1-registry",
+            "{k}"
+        );
+    }
+    // destroy takes it with the rest.
+    ok(&shiftlab(home.path(), &["destroy", "cluster", "kv1"]));
+    assert!(fake.objects().is_empty(), "{:?}", fake.objects().keys());
+
+    // An image whose registry the pull secret has no entry for is pulled
+    // anonymously: no Secret, no secretRef.
+    let fake = FakeKube::start(all_types());
+    let home2 = tempfile::tempdir().unwrap();
+    std::fs::copy(&ps, home2.path().join("pull-secret.json")).unwrap();
+    let file = cluster_file(
+        home2.path(),
+        &fake,
+        "pod",
+        "pull_secret: pull-secret.json\n",
+    );
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("docker://quay.io/", "docker://ghcr.io/");
+    std::fs::write(&file, text).unwrap();
+    ok(&shiftlab(
+        home2.path(),
+        &["create", "infra", "-f", file.to_str().unwrap()],
+    ));
+    let objs = fake.objects();
+    assert!(!objs.contains_key("Secret/kv1-lab/kv1-registry"));
+    let vm = &objs["VirtualMachine/kv1-lab/kv1-ctlplane-0"];
+    assert!(
+        vm["spec"]["dataVolumeTemplates"][0]["spec"]["source"]["registry"]
+            .get("secretRef")
+            .is_none()
+    );
+}
+
+#[test]
+fn a_namespace_deleted_under_a_create_is_waited_for_and_the_create_made_anew() {
+    let fake = FakeKube::start(all_types());
+    let l = lib(&fake, "pod");
+    // Someone's destroy deletes the namespace right after shiftlab's third
+    // write: the next new object gets the NamespaceLifecycle 403.
+    fake.delete_namespace_after_writes(3, "kv1-lab");
+    let objs = objects(&l.plan);
+    let r =
+        l.rt.block_on(apply::apply_waiting(
+            &l.client,
+            "kv1",
+            &objs,
+            &mut ledger(&l.plan),
+            &|_l: &Ledger| Ok(()),
+            WAIT,
+        ))
+        .unwrap();
+    let refused: Vec<_> = fake.seen().into_iter().filter(|s| s.code == 403).collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(r.created.len(), objs.len(), "{r:?}");
+    fake.settle();
+    let left = fake.objects();
+    assert_eq!(left.len(), objs.len(), "{:?}", left.keys());
+    assert!(left["Namespace//kv1-lab"]["metadata"]["deletionTimestamp"].is_null());
 }

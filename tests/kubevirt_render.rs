@@ -74,6 +74,60 @@ fn golden_renders() {
     }
 }
 
+/// The pull secret's credentials for the image's registry: the Secret CDI
+/// reads (`accessKeyId`, `secretKey`), owned and labelled like the rest, before
+/// the VMs, and every registry DataVolume naming it.
+#[test]
+fn golden_registry_secret_for_a_registry_image() {
+    use shiftlab::kubevirt::registry;
+    let plan = load("pod.yaml");
+    let auth = base64::engine::general_purpose::STANDARD.encode("robot:PLANTED-registry-pw");
+    let pull_secret = format!(r#"{{"auths": {{"quay.io": {{"auth": "{auth}"}}}}}}"#);
+    let image = plan.kubevirt.as_ref().unwrap().image.clone().unwrap();
+    let auth = registry::auth_for(&pull_secret, &image).unwrap().unwrap();
+    let mut objs = objects(&plan);
+    let ns = plan.kubevirt.as_ref().unwrap().namespace.clone();
+    registry::use_secret(&mut objs, registry::secret(&plan, &ns, &auth));
+    let secret = objs
+        .iter()
+        .position(|o| o.reference() == "Secret/kv1-registry")
+        .expect("the registry Secret");
+    let first_vm = objs
+        .iter()
+        .position(|o| o.kind == Kind::VirtualMachine)
+        .unwrap();
+    assert_eq!(
+        secret + 1,
+        first_vm,
+        "the Secret comes right before the VMs"
+    );
+    let s = &objs[secret].body;
+    assert_eq!(s["metadata"]["labels"][OWNER_LABEL], "kv1");
+    assert_eq!(s["metadata"]["namespace"], ns.as_str());
+    let key = |k: &str| {
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(s["data"][k].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(key("accessKeyId"), "robot");
+    assert_eq!(key("secretKey"), "PLANTED-registry-pw");
+    for vm in objs.iter().filter(|o| o.kind == Kind::VirtualMachine) {
+        for dv in vm.body["spec"]["dataVolumeTemplates"].as_array().unwrap() {
+            if let Some(reg) = dv["spec"]["source"].get("registry") {
+                assert_eq!(reg["secretRef"], "kv1-registry", "{}", vm.reference());
+            }
+        }
+    }
+    let text = render::to_yaml(&objs[secret..=first_vm]).unwrap();
+    common::golden(
+        &common::repo().join("tests/golden/kubevirt-registry.yaml"),
+        &text,
+    );
+}
+
 #[test]
 fn every_object_is_owned_and_in_the_namespace() {
     for file in ["pod.yaml", "multus.yaml", "ipi.yaml"] {

@@ -111,6 +111,49 @@ fn rendered_objects_validate_against_the_schemas() {
     assert_eq!(seen.len(), Kind::ALL.len(), "every kind is checked");
 }
 
+/// With the pull secret's registry credentials: the Secret round-trips through
+/// k8s-openapi's type and the VMs naming it in `source.registry.secretRef`
+/// (CDI's DataVolumeSourceRegistry) pass the extract.
+#[test]
+fn the_registry_secret_and_its_references_validate() {
+    use shiftlab::kubevirt::registry::{self, RegistryAuth};
+    let doc = extract();
+    let v = validator(&doc, "$defs", "v1.VirtualMachine");
+    let dir = common::repo().join("tests/fixtures/kubevirt");
+    let text = std::fs::read_to_string(dir.join("pod.yaml")).unwrap();
+    let env = Env {
+        home: None,
+        base_dir: dir,
+        libvirt_default_uri: None,
+    };
+    let plan = plan::derive(&spec::from_str(&text, "pod.yaml", &env).unwrap().spec);
+    let mut objs = objects("pod.yaml");
+    let auth = RegistryAuth {
+        username: "robot".into(),
+        password: "pw".into(),
+    };
+    let ns = plan.kubevirt.as_ref().unwrap().namespace.clone();
+    registry::use_secret(&mut objs, registry::secret(&plan, &ns, &auth));
+    let mut refs = 0;
+    for o in &objs {
+        match o.kind {
+            Kind::Secret => round_trip::<Secret>(o),
+            Kind::VirtualMachine => {
+                let bad = violations(&v, &o.body);
+                assert!(bad.is_empty(), "{}:\n{}", o.reference(), bad.join("\n"));
+                refs += o.body["spec"]["dataVolumeTemplates"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|d| d["spec"]["source"]["registry"]["secretRef"] == "kv1-registry")
+                    .count();
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(refs, plan.nodes.len(), "one registry disk per node");
+}
+
 fn first_vm(file: &str) -> Value {
     objects(file)
         .into_iter()

@@ -108,7 +108,8 @@ fn stop_then_start_brings_the_nodes_back_with_their_csrs_approved() {
 
     // The API side: the workers' client CSRs are Pending in the recording; once
     // approved their kubelets register and report Ready.
-    let (server, puts) = common::kube_api::stand_in_api();
+    let api = fake_kube::FakeKube::cluster_api(Vec::new(), Vec::new(), 0);
+    let server = api.url();
     let home = tempfile::tempdir().unwrap();
     let kubeconfig = home.path().join("kubeconfig");
     std::fs::write(
@@ -146,11 +147,13 @@ fn stop_then_start_brings_the_nodes_back_with_their_csrs_approved() {
         "{r:?}"
     );
     // Only the plan's nodes' CSRs were approved: the hostile ones never.
-    assert!(
-        puts.lock().unwrap().iter().all(|p| p.contains("csr-good-")),
-        "{:?}",
-        puts.lock().unwrap()
-    );
+    let puts: Vec<String> = api
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "PUT")
+        .map(|s| s.path)
+        .collect();
+    assert!(puts.iter().all(|p| p.contains("csr-good-")), "{puts:?}");
 }
 
 #[test]

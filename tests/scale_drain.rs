@@ -1,10 +1,11 @@
 //! Draining a worker for `scale` down against the stand-in Kubernetes API on
-//! loopback (`tests/common/kube_api.rs`): the Node cordoned, an application pod
+//! loopback (`tests/support/fake_kube.rs`): the Node cordoned, an application pod
 //! whose PodDisruptionBudget refuses the first evictions (429) retried until
 //! evicted, a DaemonSet pod left alone, the Node deleted; a drain that cannot
 //! finish in time says which pods are left; the ingress replicas read.
 
-mod common;
+#[path = "support/fake_kube.rs"]
+mod fake_kube;
 
 use std::time::Duration;
 
@@ -26,6 +27,14 @@ fn pods() -> Vec<Value> {
     ]
 }
 
+fn log(fake: &fake_kube::FakeKube) -> Vec<String> {
+    fake.seen()
+        .into_iter()
+        .filter(|s| s.method != "GET")
+        .map(|s| format!("{} {} {}", s.method, s.path, s.code))
+        .collect()
+}
+
 fn kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
     let p = dir.join("kubeconfig");
     std::fs::write(
@@ -42,8 +51,8 @@ fn kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
 
 #[test]
 fn a_drain_waits_out_the_budget_leaves_daemonsets_and_deletes_the_node() {
-    let (server, seen) =
-        common::kube_api::stand_in_api_with(vec![worker("lab1-worker-2")], pods(), 2);
+    let fake = fake_kube::FakeKube::cluster_api(vec![worker("lab1-worker-2")], pods(), 2);
+    let server = fake.url();
     let dir = tempfile::tempdir().unwrap();
     let kc = kubeconfig(dir.path(), &server);
     assert_eq!(
@@ -62,7 +71,8 @@ fn a_drain_waits_out_the_budget_leaves_daemonsets_and_deletes_the_node() {
     assert_eq!(d.evicted, ["app/web-1"]);
     assert_eq!(d.held_by_budget, ["app/web-1"]);
     assert!(d.node_deleted);
-    let seen = seen.lock().unwrap().clone();
+    // What was written, as `METHOD path code`.
+    let seen = log(&fake);
     let evictions: Vec<&String> = seen.iter().filter(|s| s.contains("/eviction")).collect();
     assert_eq!(evictions.len(), 3, "{seen:?}");
     assert!(
@@ -76,11 +86,11 @@ fn a_drain_waits_out_the_budget_leaves_daemonsets_and_deletes_the_node() {
     );
     let cordon = seen
         .iter()
-        .position(|s| s == "PATCH /api/v1/nodes/lab1-worker-2")
+        .position(|s| s == "PATCH /api/v1/nodes/lab1-worker-2 200")
         .unwrap();
     let delete = seen
         .iter()
-        .position(|s| s == "DELETE /api/v1/nodes/lab1-worker-2")
+        .position(|s| s == "DELETE /api/v1/nodes/lab1-worker-2 200")
         .unwrap();
     assert!(cordon < delete);
     // Again: the Node is gone, nothing to drain.
@@ -99,8 +109,8 @@ fn a_drain_waits_out_the_budget_leaves_daemonsets_and_deletes_the_node() {
 
 #[test]
 fn a_budget_that_never_allows_it_ends_the_drain_with_the_pods_left() {
-    let (server, seen) =
-        common::kube_api::stand_in_api_with(vec![worker("lab1-worker-2")], pods(), usize::MAX);
+    let fake = fake_kube::FakeKube::cluster_api(vec![worker("lab1-worker-2")], pods(), usize::MAX);
+    let server = fake.url();
     let dir = tempfile::tempdir().unwrap();
     let kc = kubeconfig(dir.path(), &server);
     let e = shiftlab::kube::drain::drain_blocking(
@@ -118,7 +128,7 @@ fn a_budget_that_never_allows_it_ends_the_drain_with_the_pods_left() {
         "{e}"
     );
     assert!(
-        !seen.lock().unwrap().iter().any(|s| s.starts_with("DELETE")),
+        !log(&fake).iter().any(|s| s.starts_with("DELETE")),
         "the Node was deleted anyway"
     );
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::{Backend, Inputs, NodeOutcome, NodeStatus, Place, Report, Status, Wait};
 use crate::kubevirt::apply::{self, Ledger};
 use crate::kubevirt::render::{self, Kind};
-use crate::kubevirt::{dns, plan_of, KubevirtPlan};
+use crate::kubevirt::{dns, plan_of, registry, KubevirtPlan};
 use crate::plan::{Boot, Node, Plan};
 use crate::state::ClusterDir;
 
@@ -154,13 +154,18 @@ impl Backend for Kubevirt {
         ))?;
         let image = node_image(kp, inputs.installer)?;
         let userdata = userdata(inputs, kp)?;
-        let objects = render::render(
+        let mut objects = render::render(
             plan,
             &render::Inputs {
                 image: &image,
                 userdata: &userdata,
             },
         )?;
+        if let Some(ps) = inputs.pull_secret {
+            if let Some(auth) = registry::auth_for(ps, &image)? {
+                registry::use_secret(&mut objects, registry::secret(plan, &kp.namespace, &auth));
+            }
+        }
         let mut ledger = apply::load_ledger(cluster)?.unwrap_or_else(|| Ledger::of(kp));
         if ledger.namespace != kp.namespace {
             bail!(
@@ -412,10 +417,15 @@ pub fn destroy_recorded(cluster: &ClusterDir) -> Result<Option<Vec<String>>> {
         return Ok(None);
     };
     let rt = crate::runtime::current_thread()?;
-    let removed = rt.block_on(async {
+    let done = rt.block_on(async {
         let client = apply::client(&ledger.kubeconfig, ledger.context.as_deref()).await?;
-        apply::destroy(&client, cluster.name(), &ledger).await
+        apply::destroy(&client, cluster.name(), &ledger, apply::DELETION_WAIT).await
     })?;
+    // Deleted but not gone yet: said plainly, not reported as removed.
+    if let Some(note) = done.still_terminating(&ledger.namespace, apply::DELETION_WAIT) {
+        crate::progress::Sink::terminal().aside(note);
+    }
+    let removed = done.removed;
     std::fs::remove_file(apply::ledger_path(cluster))
         .with_context(|| format!("removing {}", apply::ledger_path(cluster).display()))?;
     Ok(Some(removed))

@@ -45,6 +45,9 @@ pub struct Inputs<'a> {
     pub installer: Option<&'a Path>,
     /// The live ISO the ISO-booting nodes get in their CD-ROM drive.
     pub iso: Option<&'a Path>,
+    /// The cluster file's pull secret (a secret), when it names one: KubeVirt's
+    /// registry import takes its credentials for the node image's registry.
+    pub pull_secret: Option<&'a str>,
     /// Per node: its full Ignition config (disk-booted nodes only).
     pub ignition: &'a BTreeMap<String, Vec<u8>>,
     /// Where shiftlab's HTTP server listens for the nodes, when the host has

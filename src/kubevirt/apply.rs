@@ -10,9 +10,17 @@
 //! Ownership: an object of the same name that exists without the owner label
 //! is someone else's: apply refuses to take it over, destroy never deletes it.
 //! A namespace that already exists without the label is used as it is and left.
+//!
+//! Deletion is asynchronous on a real API server: a deleted Namespace stays
+//! `Terminating` until the namespace controller has emptied it, and a
+//! foreground deletion until the garbage collector has removed the
+//! dependents. destroy waits (bounded) until what it deleted is gone, and
+//! apply waits for what an earlier destroy left terminating, instead of
+//! failing on the API's 403 for new content in a Terminating namespace.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -198,14 +206,113 @@ pub struct Report {
     pub used_as_is: Vec<String>,
 }
 
+/// How long create and destroy wait for Kubernetes to finish deletions: a
+/// namespace holding VMs (their launcher pods' grace period, their volumes)
+/// takes a minute or two on a real cluster.
+pub const DELETION_WAIT: Duration = Duration::from_secs(300);
+
+/// Whether a deletion of `obj` is under way: it has a deletionTimestamp (a
+/// finalizer holds it, Kubernetes docs "Finalizers"), or, for a Namespace,
+/// `status.phase: Terminating`.
+fn terminating(obj: &DynamicObject) -> bool {
+    obj.metadata.deletion_timestamp.is_some()
+        || obj.data.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+}
+
+/// The NamespaceLifecycle admission plugin's refusal of new content in a
+/// namespace being deleted: 403 with "unable to create new content in
+/// namespace NS because it is being terminated" (kubernetes
+/// `staging/src/k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go`).
+pub fn is_terminating_refusal(code: u16, message: &str) -> bool {
+    code == 403 && message.contains("is being terminated")
+}
+
+fn refused_as_terminating(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(c.downcast_ref::<kube::Error>(),
+            Some(kube::Error::Api(r)) if is_terminating_refusal(r.code, &r.message))
+    })
+}
+
+/// The pause before the `n`th look at a deletion: short at first (a few
+/// objects go in a second), then every 2 s.
+pub fn poll_pause(n: u32) -> Duration {
+    Duration::from_millis(100u64.saturating_mul(1 << n.min(5))).min(Duration::from_secs(2))
+}
+
+/// Wait until each of `targets` (kind and name in `ns`) is gone from the API,
+/// at most `bound`, with a spinner on a terminal. Returns those still there.
+pub async fn wait_gone(
+    client: &Client,
+    ns: &str,
+    targets: &[(Kind, String)],
+    bound: Duration,
+) -> Result<Vec<(Kind, String)>> {
+    let mut left: Vec<(Kind, String)> = targets.to_vec();
+    if left.is_empty() {
+        return Ok(left);
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    let deadline = Instant::now() + bound;
+    let mut n = 0;
+    loop {
+        let mut still = Vec::new();
+        for (kind, name) in left {
+            let found = api(client, kind, ns)
+                .get_opt(&name)
+                .await
+                .with_context(|| format!("reading {}/{name}", kind.as_str()))?;
+            if found.is_some() {
+                still.push((kind, name));
+            }
+        }
+        left = still;
+        if left.is_empty() || Instant::now() >= deadline {
+            break;
+        }
+        bar.set_message(format!(
+            "waiting for Kubernetes to finish deleting {} ({} left)",
+            left.iter()
+                .map(|(k, n)| format!("{}/{n}", k.as_str()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            left.len()
+        ));
+        let pause = poll_pause(n).min(deadline.saturating_duration_since(Instant::now()));
+        tokio::time::sleep(pause).await;
+        n += 1;
+    }
+    bar.finish_and_clear();
+    Ok(left)
+}
+
 /// Apply `objects` in order. `ledger` is saved (via `save`) before the first
 /// write and again once it is known whether the namespace is shiftlab's.
+/// What an earlier destroy left terminating is waited for, at most
+/// [`DELETION_WAIT`].
 pub async fn apply(
     client: &Client,
     cluster: &str,
     objects: &[Object],
     ledger: &mut Ledger,
     save: &dyn Fn(&Ledger) -> Result<()>,
+) -> Result<Report> {
+    apply_waiting(client, cluster, objects, ledger, save, DELETION_WAIT).await
+}
+
+/// [`apply`], waiting at most `bound` for deletions under way.
+pub async fn apply_waiting(
+    client: &Client,
+    cluster: &str,
+    objects: &[Object],
+    ledger: &mut Ledger,
+    save: &dyn Fn(&Ledger) -> Result<()>,
+    bound: Duration,
 ) -> Result<Report> {
     let needs_multus = objects
         .iter()
@@ -220,26 +327,99 @@ pub async fn apply(
                 .and_then(Value::as_str)
         });
     preflight(client, needs_multus, storage_class).await?;
+    match apply_once(client, cluster, objects, ledger, save, bound).await {
+        // The namespace went Terminating between the look and the write
+        // (someone's destroy): once it is gone, the whole apply again.
+        Err(e) if refused_as_terminating(&e) => {
+            let ns = ledger.namespace.clone();
+            wait_namespace_gone(client, &ns, bound).await?;
+            apply_once(client, cluster, objects, ledger, save, bound).await
+        }
+        r => r,
+    }
+}
+
+async fn wait_namespace_gone(client: &Client, ns: &str, bound: Duration) -> Result<()> {
+    let left = wait_gone(client, ns, &[(Kind::Namespace, ns.to_string())], bound).await?;
+    if !left.is_empty() {
+        bail!(still_terminating_error(ns, bound));
+    }
+    Ok(())
+}
+
+fn still_terminating_error(ns: &str, bound: Duration) -> String {
+    format!(
+        "namespace {ns} is still terminating after {}s (Kubernetes is finishing an earlier deletion; check with `kubectl get ns {ns}`); nothing more was created: run create again once it is gone",
+        bound.as_secs()
+    )
+}
+
+async fn apply_once(
+    client: &Client,
+    cluster: &str,
+    objects: &[Object],
+    ledger: &mut Ledger,
+    save: &dyn Fn(&Ledger) -> Result<()>,
+    bound: Duration,
+) -> Result<Report> {
     let mut report = Report::default();
     let pp = PatchParams::apply(FIELD_MANAGER).force();
     // Check every existing object first: one that is someone else's stops the
-    // run before anything is written.
+    // run before anything is written. What a deletion is still removing is
+    // waited for first: applied now, it would be updated, then vanish.
     let mut existing: BTreeMap<String, DynamicObject> = BTreeMap::new();
-    for o in objects {
-        let a = api(client, o.kind, &ledger.namespace);
-        if let Some(cur) = a
-            .get_opt(&o.name)
-            .await
-            .with_context(|| format!("reading {}", o.reference()))?
-        {
-            if !has_owner(&cur, cluster) && o.kind != Kind::Namespace {
-                bail!(
-                    "{} exists in namespace {} and is not shiftlab's (no {OWNER_LABEL}={cluster} label); nothing was changed",
-                    o.reference(),
-                    ledger.namespace
-                );
+    for pass in 0..2 {
+        existing.clear();
+        let mut going: Vec<(Kind, String)> = Vec::new();
+        for o in objects {
+            let a = api(client, o.kind, &ledger.namespace);
+            if let Some(cur) = a
+                .get_opt(&o.name)
+                .await
+                .with_context(|| format!("reading {}", o.reference()))?
+            {
+                if terminating(&cur) {
+                    going.push((o.kind, o.name.clone()));
+                    continue;
+                }
+                if !has_owner(&cur, cluster) && o.kind != Kind::Namespace {
+                    bail!(
+                        "{} exists in namespace {} and is not shiftlab's (no {OWNER_LABEL}={cluster} label); nothing was changed",
+                        o.reference(),
+                        ledger.namespace
+                    );
+                }
+                existing.insert(o.reference(), cur);
             }
-            existing.insert(o.reference(), cur);
+        }
+        if going.is_empty() {
+            break;
+        }
+        if pass == 1 {
+            // Gone once, being deleted again: someone else is at work.
+            bail!(
+                "{} in namespace {} are being deleted again after a wait for them; nothing was changed",
+                going
+                    .iter()
+                    .map(|(k, n)| format!("{}/{n}", k.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                ledger.namespace
+            );
+        }
+        let left = wait_gone(client, &ledger.namespace, &going, bound).await?;
+        if left.iter().any(|(k, _)| *k == Kind::Namespace) {
+            bail!(still_terminating_error(&ledger.namespace, bound));
+        }
+        if let Some((k, n)) = left.first() {
+            bail!(
+                "{}/{n} in namespace {} is still being deleted after {}s (check with `kubectl get {} {n} -n {}`); nothing was created: run create again once it is gone",
+                k.as_str(),
+                ledger.namespace,
+                bound.as_secs(),
+                k.plural(),
+                ledger.namespace
+            );
         }
     }
     save(ledger)?;
@@ -403,7 +583,9 @@ pub async fn run_strategy(client: &Client, ns: &str, vm: &str) -> Result<Option<
     }))
 }
 
-/// Delete one object if it carries the owner label; returns whether it did.
+/// Delete one object if it carries the owner label, and wait (at most
+/// [`DELETION_WAIT`]) until it is gone; returns whether it deleted it. An
+/// object already being deleted is waited for, not deleted again.
 pub async fn delete_owned(
     client: &Client,
     cluster: &str,
@@ -413,32 +595,76 @@ pub async fn delete_owned(
 ) -> Result<bool> {
     let a = api(client, kind, ns);
     let reference = format!("{}/{name}", kind.as_str());
-    match a
+    let deleted = match a
         .get_opt(name)
         .await
         .with_context(|| format!("reading {reference}"))?
     {
-        Some(o) if has_owner(&o, cluster) => {
+        Some(o) if has_owner(&o, cluster) && !terminating(&o) => {
             a.delete(name, &DeleteParams::foreground())
                 .await
                 .with_context(|| format!("deleting {reference}"))?;
-            Ok(true)
+            true
         }
-        _ => Ok(false),
+        Some(o) if has_owner(&o, cluster) => false,
+        _ => return Ok(false),
+    };
+    let left = wait_gone(client, ns, &[(kind, name.to_string())], DELETION_WAIT).await?;
+    if !left.is_empty() {
+        bail!(
+            "{reference} is still being deleted after {}s (check with `kubectl get {} {name} -n {ns}`)",
+            DELETION_WAIT.as_secs(),
+            kind.plural()
+        );
+    }
+    Ok(deleted)
+}
+
+/// What [`destroy`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Destroyed {
+    /// Deleted and gone from the API.
+    pub removed: Vec<String>,
+    /// Deleted, but still there when the wait ended (`Kind/name`).
+    pub terminating: Vec<String>,
+}
+
+impl Destroyed {
+    /// What to tell the user about what is still terminating: how to check.
+    pub fn still_terminating(&self, ns: &str, bound: Duration) -> Option<String> {
+        if self.terminating.is_empty() {
+            return None;
+        }
+        let check = if self.terminating.iter().any(|t| t.starts_with("Namespace/")) {
+            format!("kubectl get ns {ns}")
+        } else {
+            format!("kubectl get all -n {ns}")
+        };
+        Some(format!(
+            "still terminating after {}s: {} (Kubernetes finishes the deletion; check with `{check}`; a create waits for it)",
+            bound.as_secs(),
+            self.terminating.join(", ")
+        ))
     }
 }
 
 /// Remove everything of `cluster` that carries the owner label: VMs (their
 /// DataVolumes go with them, owned by the VM), Services, the in-cluster
 /// HAProxy's Deployment and ConfigMap, Secrets, the network
-/// attachment, then the namespace if shiftlab created it. Returns what went.
-pub async fn destroy(client: &Client, cluster: &str, ledger: &Ledger) -> Result<Vec<String>> {
+/// attachment, then the namespace if shiftlab created it; then wait, at most
+/// `bound`, until they are gone.
+pub async fn destroy(
+    client: &Client,
+    cluster: &str,
+    ledger: &Ledger,
+    bound: Duration,
+) -> Result<Destroyed> {
     client
         .apiserver_version()
         .await
         .context("the Kubernetes API is unreachable (nothing was removed)")?;
     let ns = &ledger.namespace;
-    let mut removed = Vec::new();
+    let mut deleted: Vec<(Kind, String)> = Vec::new();
     let lp = ListParams::default().labels(&owner_selector(cluster));
     for kind in [
         Kind::VirtualMachine,
@@ -464,16 +690,43 @@ pub async fn destroy(client: &Client, cluster: &str, ledger: &Ledger) -> Result<
             if !has_owner(&o, cluster) {
                 continue;
             }
-            a.delete(&name, &DeleteParams::foreground())
-                .await
-                .with_context(|| format!("deleting {}/{name}", kind.as_str()))?;
-            removed.push(format!("{}/{name}", kind.as_str()));
+            // One already going (an earlier destroy) is waited for, not deleted again.
+            if !terminating(&o) {
+                a.delete(&name, &DeleteParams::foreground())
+                    .await
+                    .with_context(|| format!("deleting {}/{name}", kind.as_str()))?;
+            }
+            deleted.push((kind, name));
         }
     }
-    if ledger.owns_namespace && delete_owned(client, cluster, Kind::Namespace, ns, ns).await? {
-        removed.push(format!("Namespace/{ns}"));
+    if ledger.owns_namespace {
+        let a = api(client, Kind::Namespace, ns);
+        match a
+            .get_opt(ns)
+            .await
+            .with_context(|| format!("reading Namespace/{ns}"))?
+        {
+            Some(o) if has_owner(&o, cluster) => {
+                if !terminating(&o) {
+                    a.delete(ns, &DeleteParams::foreground())
+                        .await
+                        .with_context(|| format!("deleting Namespace/{ns}"))?;
+                }
+                deleted.push((Kind::Namespace, ns.clone()));
+            }
+            _ => {}
+        }
     }
-    Ok(removed)
+    let left = wait_gone(client, ns, &deleted, bound).await?;
+    let name = |(k, n): &(Kind, String)| format!("{}/{n}", k.as_str());
+    Ok(Destroyed {
+        removed: deleted
+            .iter()
+            .filter(|d| !left.contains(d))
+            .map(name)
+            .collect(),
+        terminating: left.iter().map(name).collect(),
+    })
 }
 
 /// One VM as `status` shows it.
@@ -533,4 +786,52 @@ pub async fn inspect(client: &Client, cluster: &str, ns: &str) -> Result<Vec<VmS
         v.vmi = vmi(client, ns, &v.name).await?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_namespace_lifecycle_refusal_counts_as_terminating() {
+        // The real apiserver's words (NamespaceLifecycle admission).
+        let real = "configmaps \"late\" is forbidden: unable to create new content in namespace doomed because it is being terminated";
+        assert!(is_terminating_refusal(403, real));
+        assert!(!is_terminating_refusal(
+            403,
+            "secrets is forbidden: User \"lab\" cannot patch resource \"secrets\""
+        ));
+        assert!(!is_terminating_refusal(409, real));
+    }
+
+    #[test]
+    fn polls_start_short_and_settle_at_two_seconds() {
+        let p: Vec<u64> = (0..8).map(|n| poll_pause(n).as_millis() as u64).collect();
+        assert_eq!(p, [100, 200, 400, 800, 1600, 2000, 2000, 2000]);
+    }
+
+    #[test]
+    fn what_is_still_terminating_is_named_with_how_to_check() {
+        let d = Destroyed {
+            removed: vec!["VirtualMachine/a".into()],
+            terminating: vec![],
+        };
+        assert_eq!(d.still_terminating("ns1", DELETION_WAIT), None);
+        let d = Destroyed {
+            removed: vec![],
+            terminating: vec!["Secret/s".into(), "Namespace/ns1".into()],
+        };
+        assert_eq!(
+            d.still_terminating("ns1", Duration::from_secs(300)).unwrap(),
+            "still terminating after 300s: Secret/s, Namespace/ns1 (Kubernetes finishes the deletion; check with `kubectl get ns ns1`; a create waits for it)"
+        );
+        let d = Destroyed {
+            removed: vec![],
+            terminating: vec!["VirtualMachine/v".into()],
+        };
+        assert!(d
+            .still_terminating("ns1", DELETION_WAIT)
+            .unwrap()
+            .contains("`kubectl get all -n ns1`"));
+    }
 }

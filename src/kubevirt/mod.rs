@@ -7,6 +7,7 @@
 //! - [`dns`]: `network: pod`'s DNS records for the Services, for the user;
 //! - [`apply`]: server-side apply through kube-rs, ownership, destroy, inspect,
 //!   power (`runStrategy`, the VMs' VirtualMachineInstances);
+//! - [`registry`]: the pull secret's credentials for CDI's registry import;
 //!
 //! These are building blocks: `crate::backend::kubevirt` puts them together
 //! for the install pipeline, which they know nothing of, and the Redfish BMC's
@@ -18,6 +19,7 @@
 pub mod apply;
 pub mod dns;
 pub mod haproxy;
+pub mod registry;
 pub mod render;
 
 use crate::plan::Plan;

@@ -1,8 +1,6 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-pub mod kube_api;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -134,11 +134,17 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         crate::serve::http::publish_private(&ctx.cluster, name, bytes)
     };
     let say = |line: &str| ctx.progress.say(line);
+    // CDI pulls a registry node image with the pull secret's credentials.
+    let pull_secret = match (&spec.pull_secret, kubevirt) {
+        (Some(_), true) => Some(super::install_config::read_pull_secret(spec)?),
+        _ => None,
+    };
     let inputs = Inputs {
         state: ctx.state,
         base_image: image.as_deref(),
         installer: locked.facts().openshift_install.as_deref(),
         iso: iso.as_deref(),
+        pull_secret: pull_secret.as_deref(),
         ignition: &ignition,
         http,
         start_all: ctx.options.start_workers,
