@@ -45,7 +45,8 @@ impl Kubevirt {
 /// The node disk from CoreOS stream metadata: the `kubevirt` containerDisk
 /// image (`architectures.x86_64.images.kubevirt`, by digest when given:
 /// coreos/stream-metadata-go `stream/stream.go`, `Images.Kubevirt`), else the
-/// `qemu` `qcow2.gz` disk, which CDI imports over HTTP and decompresses.
+/// `qemu` `qcow2.gz` (else `qcow2.xz`) disk, which CDI imports over HTTP and
+/// decompresses.
 pub fn image_from_stream(json: &str) -> Result<String> {
     let root: Value = serde_json::from_str(json).context("stream metadata is not JSON")?;
     let arch = root
@@ -59,12 +60,25 @@ pub fn image_from_stream(json: &str) -> Result<String> {
             }
         }
     }
-    arch.pointer("/artifacts/qemu/formats/qcow2.gz/disk/location")
+    // The same choice as the libvirt import (gzip before xz): CDI's HTTP
+    // importer decompresses both (CDI's supported operations: QCOW2 with GZ or
+    // XZ), and Fedora CoreOS streams (OKD before 4.19) have only qcow2.xz.
+    let formats = arch
+        .pointer("/artifacts/qemu/formats")
+        .and_then(Value::as_object);
+    let offered: Vec<&str> = formats
+        .map(|f| f.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    crate::release::choose_qemu_format(&offered)
+        .and_then(|(name, _)| formats?.get(name)?.pointer("/disk/location"))
         .and_then(Value::as_str)
         .filter(|s| s.starts_with("https://") || s.starts_with("http://"))
         .map(String::from)
         .ok_or_else(|| {
-            anyhow!("stream metadata has neither images.kubevirt nor a qemu qcow2.gz disk")
+            anyhow!(
+                "stream metadata has neither images.kubevirt nor a qemu {} disk",
+                crate::release::QEMU_FORMATS.map(|(n, _)| n).join(" or ")
+            )
         })
 }
 
@@ -444,4 +458,51 @@ fn names(nodes: &[&Node]) -> String {
 fn order(nodes: &[&Node], mut out: Vec<NodeOutcome>) -> Vec<NodeOutcome> {
     out.sort_by_key(|o| nodes.iter().position(|n| n.name == o.node));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::image_from_stream;
+
+    fn stream(formats: &[&str], kubevirt: Option<&str>) -> String {
+        let mut f = serde_json::Map::new();
+        for name in formats {
+            f.insert(
+                name.to_string(),
+                serde_json::json!({"disk": {"location": format!("https://mirror.example/fcos-qemu.x86_64.{name}"), "sha256": "00"}}),
+            );
+        }
+        let mut arch = serde_json::json!({"artifacts": {"qemu": {"formats": f}}});
+        if let Some(image) = kubevirt {
+            arch["images"] = serde_json::json!({"kubevirt": {"image": image}});
+        }
+        serde_json::json!({"architectures": {"x86_64": arch}}).to_string()
+    }
+
+    #[test]
+    fn the_kubevirt_container_disk_comes_first() {
+        let json = stream(&["qcow2.gz"], Some("quay.io/openshift/rhcos:418"));
+        assert_eq!(
+            image_from_stream(&json).unwrap(),
+            "docker://quay.io/openshift/rhcos:418"
+        );
+    }
+
+    #[test]
+    fn gzip_is_taken_before_xz_and_xz_alone_is_taken() {
+        let both = stream(&["qcow2.xz", "qcow2.gz"], None);
+        assert!(image_from_stream(&both).unwrap().ends_with(".qcow2.gz"));
+        // Fedora CoreOS 39, the stream of OKD 4.18's installer.
+        let xz = stream(&["qcow2.xz"], None);
+        assert!(image_from_stream(&xz).unwrap().ends_with(".qcow2.xz"));
+    }
+
+    #[test]
+    fn a_stream_without_a_disk_names_what_would_do() {
+        let e = image_from_stream(&stream(&["raw.xz"], None)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "stream metadata has neither images.kubevirt nor a qemu qcow2.gz or qcow2.xz disk"
+        );
+    }
 }

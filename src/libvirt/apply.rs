@@ -83,7 +83,7 @@ pub fn qcow2_virtual_size(path: &Path) -> Result<u64> {
         .with_context(|| format!("reading {}", path.display()))?;
     if &h[0..4] != b"QFI\xfb" {
         bail!(
-            "{} is not a qcow2 image (decompress a .qcow2.gz first)",
+            "{} is not a qcow2 image (decompress a .qcow2.gz or .qcow2.xz first)",
             path.display()
         );
     }
