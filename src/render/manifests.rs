@@ -47,30 +47,13 @@ pub const INGRESS: &str = "openshift/99-shiftlab-ingress-controller.yaml";
 /// cluster has workers (src/render/haproxy.rs: the workers, else the control planes).
 pub const WORKER_ROLE: &str = "node-role.kubernetes.io/worker";
 
-/// Is the `ImageRegistry` capability enabled? Without a `capabilities` section
-/// the baseline is `vCurrent` (every capability). A baseline set `v4.N` holds it
-/// from 4.14 on (openshift/api config/v1 types_cluster_version.go,
-/// `ClusterVersionCapabilitySets`); `None` and the older sets hold it only
-/// through `additionalEnabledCapabilities`.
+/// Is the `ImageRegistry` capability enabled? The one capability table
+/// (`spec::capability_enabled`) says, for the cluster's release: before 4.14 the
+/// registry is no capability and always there.
 pub fn image_registry_enabled(spec: &ClusterSpec) -> bool {
-    let Some(caps) = &spec.capabilities else {
-        return true;
-    };
-    if caps
-        .additional_enabled_capabilities
-        .iter()
-        .any(|c| c == "ImageRegistry")
-    {
-        return true;
-    }
-    match caps.baseline_capability_set.as_deref() {
-        None | Some("vCurrent") => true,
-        Some("None") => false,
-        Some(set) => set
-            .strip_prefix("v4.")
-            .and_then(|m| m.parse::<u32>().ok())
-            .is_some_and(|m| m >= 14),
-    }
+    // A channel (`stable`) is held to the newest rules.
+    let minor = crate::spec::version_minor(&spec.version).unwrap_or(u32::MAX);
+    crate::spec::capability_enabled(spec.capabilities.as_ref(), "ImageRegistry", minor)
 }
 
 /// Are the control planes schedulable in the cluster shiftlab makes? Only when

@@ -11,8 +11,8 @@ use std::path::Path;
 
 pub use diag::{Diagnostic, Diagnostics, InvalidSpec};
 pub use resolve::{
-    documented_minimum, is_cluster_name, is_dns_label, is_dns_subdomain, parse_version, Env,
-    CLUSTER_NAME_RULE,
+    capability_enabled, documented_minimum, is_cluster_name, is_dns_label, is_dns_subdomain,
+    parse_version, version_minor, Env, CLUSTER_NAME_RULE,
 };
 pub use types::*;
 

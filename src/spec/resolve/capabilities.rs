@@ -99,6 +99,34 @@ pub fn set_members(set: &str, minor: u32) -> Option<Vec<&'static str>> {
     )
 }
 
+/// Is capability `name` enabled on release `4.minor` with `caps`? Without a
+/// `capabilities` section the baseline is `vCurrent`. A component that is not
+/// a capability yet on that release (ImageRegistry before 4.14) is always
+/// installed, hence enabled; a name no release knows is not.
+pub fn enabled(caps: Option<&Capabilities>, name: &str, minor: u32) -> bool {
+    let Some(&(_, from, _)) = KNOWN.iter().find(|(n, _, _)| *n == name) else {
+        return false;
+    };
+    if minor < FIRST_MINOR.max(from) {
+        return true;
+    }
+    let Some(caps) = caps else {
+        return true;
+    };
+    if caps
+        .additional_enabled_capabilities
+        .iter()
+        .any(|c| c == name)
+    {
+        return true;
+    }
+    let set = caps
+        .baseline_capability_set
+        .as_deref()
+        .unwrap_or("vCurrent");
+    set_members(set, minor).is_some_and(|m| m.contains(&name))
+}
+
 /// Every rule `caps` breaks on release `4.minor` (`platform_baremetal`: the
 /// install-config's platform is baremetal, i.e. method ipi). Pure.
 pub fn check(caps: &Capabilities, minor: u32, platform_baremetal: bool) -> Vec<Problem> {
@@ -301,5 +329,28 @@ mod tests {
         assert!(messages(&caps(Some("None"), &["SomethingNew"]), 20, false).contains("Ingress"));
         // No section: vCurrent, always fine.
         assert_eq!(messages(&caps(None, &[]), 18, true), "");
+    }
+
+    #[test]
+    fn image_registry_is_enabled_as_each_release_says() {
+        let caps = |set: &str, extra: &[&str]| Capabilities {
+            baseline_capability_set: Some(set.into()),
+            additional_enabled_capabilities: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        // No section, vCurrent, a set from 4.14 on: enabled.
+        assert!(enabled(None, "ImageRegistry", 16));
+        assert!(enabled(Some(&caps("vCurrent", &[])), "ImageRegistry", 16));
+        assert!(enabled(Some(&caps("v4.14", &[])), "ImageRegistry", 16));
+        // None and the older sets: only when added.
+        assert!(!enabled(Some(&caps("None", &[])), "ImageRegistry", 16));
+        assert!(!enabled(Some(&caps("v4.13", &[])), "ImageRegistry", 16));
+        assert!(enabled(
+            Some(&caps("None", &["ImageRegistry"])),
+            "ImageRegistry",
+            16
+        ));
+        // Before 4.14 the registry is no capability: always installed.
+        assert!(enabled(Some(&caps("None", &[])), "ImageRegistry", 13));
+        assert!(!enabled(None, "NoSuchThing", 16));
     }
 }

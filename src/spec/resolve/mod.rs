@@ -21,7 +21,9 @@ mod libvirt;
 mod network;
 mod release;
 mod sizes;
+pub use capabilities::enabled as capability_enabled;
 pub use sizes::documented_minimum;
+pub use versions::minor as version_minor;
 mod topology;
 mod versions;
 
