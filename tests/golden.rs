@@ -155,6 +155,14 @@ fn libvirt_xml() {
     let dom = domain_xml(&plan, node, Accel::Tcg, &paths);
     roxmltree::Document::parse(&dom).expect("domain XML parses");
     golden("upi.ctlplane-0.domain.xml", &dom);
+    // Headless (a rehearsal's default, `libvirt.graphics: none`): the domain of
+    // before the screen existed, byte for byte.
+    let mut headless = plan.clone();
+    headless.libvirt.graphics = shiftlab::spec::Graphics::None;
+    golden(
+        "upi-headless.ctlplane-0.domain.xml",
+        &domain_xml(&headless, node, Accel::Tcg, &paths),
+    );
     let sno = load("sno.cluster.yaml");
     let sno_plan = plan::derive(&sno);
     let paths = NodePaths {

@@ -219,10 +219,54 @@ fn destroy_takes_only_ledger_volumes() {
         .unwrap();
 }
 
+/// `libvirt.graphics: vnc`: the domain defines and starts, and what libvirt
+/// reports back is the plan's (loopback, no difference to redefine for).
+fn a_screen_defines_and_starts() {
+    use shiftlab::libvirt::apply::domain_differences;
+    let host = Host::open("test:///default").unwrap();
+    let p = plan_of("  graphics: vnc\n");
+    let node = p.node("lab1-ctlplane-0").unwrap();
+    let xml = domain_xml(
+        &p,
+        node,
+        Accel::Tcg,
+        &NodePaths {
+            ignition: None,
+            console_log: "/tmp/x.log",
+            cdrom: None,
+        },
+    );
+    let d = host.conn.define_domain_xml(&xml).unwrap();
+    d.create().unwrap();
+    let back = d.xml_desc(0).unwrap();
+    let doc = roxmltree::Document::parse(&back).unwrap();
+    let g = doc
+        .descendants()
+        .find(|n| n.has_tag_name("graphics"))
+        .unwrap_or_else(|| panic!("no graphics in {back}"));
+    assert_eq!(g.attribute("type"), Some("vnc"), "{back}");
+    assert_eq!(g.attribute("listen"), Some("127.0.0.1"), "{back}");
+    assert!(
+        doc.descendants().any(|n| n.has_tag_name("video")),
+        "no video device in {back}"
+    );
+    assert_eq!(
+        domain_differences(&back, node, shiftlab::spec::Graphics::Vnc),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        domain_differences(&back, node, shiftlab::spec::Graphics::None),
+        ["graphics is vnc, the plan says none"]
+    );
+    d.destroy().unwrap();
+    d.undefine().unwrap();
+}
+
 #[test]
 fn test_driver_scenarios() {
     preflight_names_every_conflict_and_creates_nothing();
     preflight_counts_the_ipi_bootstrap_vm();
     destroy_and_list_ignore_what_is_not_ours();
     destroy_takes_only_ledger_volumes();
+    a_screen_defines_and_starts();
 }

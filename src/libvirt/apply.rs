@@ -19,7 +19,7 @@ use super::xml::parse::network_subnets;
 use super::xml::write::{self as xml, Accel, NodePaths};
 use super::{owner_of_domain, parallel, Host};
 use crate::plan::{Node, Plan, Start};
-use crate::spec::DomainType;
+use crate::spec::{DomainType, Graphics};
 use crate::state::{ClusterDir, StateDir};
 
 #[derive(Debug, Default)]
@@ -656,7 +656,7 @@ fn ensure_domain(
                     plan.cluster
                 ),
             }
-            let diffs = domain_differences(&d.xml_desc(0)?, node);
+            let diffs = domain_differences(&d.xml_desc(0)?, node, plan.libvirt.graphics);
             if !diffs.is_empty() {
                 if d.is_active()? {
                     drift.push(format!(
@@ -681,7 +681,7 @@ fn ensure_domain(
 }
 
 /// What of the plan's node an existing domain does not match.
-pub fn domain_differences(domain_xml: &str, node: &Node) -> Vec<String> {
+pub fn domain_differences(domain_xml: &str, node: &Node, graphics: Graphics) -> Vec<String> {
     let mut out = Vec::new();
     let Ok(doc) = roxmltree::Document::parse(domain_xml) else {
         return vec!["unreadable domain XML".into()];
@@ -717,6 +717,28 @@ pub fn domain_differences(domain_xml: &str, node: &Node) -> Vec<String> {
             "MAC is {}, the plan says {}",
             macs.join(","),
             node.mac
+        ));
+    }
+    // A screen turned on (or off) in the cluster file reaches existing nodes too.
+    let screens: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "graphics")
+        .filter_map(|n| n.attribute("type"))
+        .collect();
+    let want = match graphics {
+        Graphics::None => None,
+        Graphics::Vnc => Some("vnc"),
+        Graphics::Spice => Some("spice"),
+    };
+    if screens.as_slice() != want.as_slice() {
+        let is = if screens.is_empty() {
+            "none".to_string()
+        } else {
+            screens.join(",")
+        };
+        out.push(format!(
+            "graphics is {is}, the plan says {}",
+            want.unwrap_or("none")
         ));
     }
     out
@@ -896,5 +918,47 @@ mod tests {
         ] {
             assert!(!is_base_name(other), "{other}");
         }
+    }
+
+    /// A screen turned on in the cluster file is a difference of a headless
+    /// domain (so `create infra` redefines it while off), and the other way round;
+    /// the domain written for the plan has none.
+    #[test]
+    fn graphics_are_compared_with_the_plan() {
+        let plan = crate::plan::from_yaml(
+            "cluster: lab1\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\n",
+        );
+        let node = &plan.nodes[0];
+        let paths = NodePaths {
+            ignition: None,
+            console_log: "/c.log",
+            cdrom: None,
+        };
+        let headless = xml::domain_xml(&plan, node, Accel::Tcg, &paths);
+        let mut vnc_plan = plan.clone();
+        vnc_plan.libvirt.graphics = Graphics::Vnc;
+        let vnc = xml::domain_xml(&vnc_plan, node, Accel::Tcg, &paths);
+        // The written XML gives memory in MiB where libvirt reports KiB: only
+        // the graphics line is looked at here.
+        let graphics = |xml: &str, g: Graphics| -> Vec<String> {
+            domain_differences(xml, node, g)
+                .into_iter()
+                .filter(|d| d.starts_with("graphics"))
+                .collect()
+        };
+        assert!(graphics(&headless, Graphics::None).is_empty());
+        assert!(graphics(&vnc, Graphics::Vnc).is_empty());
+        assert_eq!(
+            graphics(&headless, Graphics::Vnc),
+            ["graphics is none, the plan says vnc"]
+        );
+        assert_eq!(
+            graphics(&vnc, Graphics::Spice),
+            ["graphics is vnc, the plan says spice"]
+        );
+        assert_eq!(
+            graphics(&vnc, Graphics::None),
+            ["graphics is vnc, the plan says none"]
+        );
     }
 }

@@ -77,6 +77,7 @@ pub fn derive(spec: &ClusterSpec) -> Plan {
             pool_path: spec.libvirt.pool_path.clone(),
             domain_type: spec.libvirt.domain_type,
             firmware: spec.libvirt.firmware,
+            graphics: spec.libvirt.graphics,
             cpu_model: spec.libvirt.cpu_model.clone(),
             cpu_level: None,
             image: spec.image.clone(),

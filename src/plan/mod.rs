@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use ipnet::Ipv4Net;
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{DomainType, Firmware, Method, NetworkMode, Role};
+use crate::spec::{DomainType, Firmware, Graphics, Method, NetworkMode, Role};
 
 pub use derive::{derive, node_name, uuid_for};
 pub use table::{render_table, render_table_rows};
@@ -232,6 +232,11 @@ pub struct LibvirtPlan {
     pub pool_path: PathBuf,
     pub domain_type: DomainType,
     pub firmware: Firmware,
+    /// `libvirt.graphics`. Plans recorded before it existed read as headless,
+    /// which is what their domains are; headless is left out of the JSON so
+    /// their fingerprints stay as they were.
+    #[serde(default, skip_serializing_if = "Graphics::is_none")]
+    pub graphics: Graphics,
     /// The local base image to import, when the cluster file names one.
     pub image: Option<PathBuf>,
     /// `libvirt.cpu_model`: the QEMU CPU model every node gets.

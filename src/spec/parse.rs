@@ -67,6 +67,7 @@ pub struct RawLibvirt {
     pub domain_type: Option<Src<String>>,
     pub firmware: Option<Src<String>>,
     pub cpu_model: Option<Src<String>>,
+    pub graphics: Option<Src<String>>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -620,6 +621,7 @@ const LIBVIRT: &[Key<RawLibvirt>] = &[
     field!(domain_type: string),
     field!(firmware: string),
     field!(cpu_model: string),
+    field!(graphics: string),
 ];
 
 const BMC: &[Key<RawBmc>] = &[

@@ -198,6 +198,25 @@ pub enum Firmware {
     Uefi,
 }
 
+/// `libvirt.graphics`: a screen for virt-manager besides the serial console.
+/// Always on 127.0.0.1 (see libvirt::xml::write::domain_xml).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Graphics {
+    /// Headless: the serial console only (a rehearsal's default, and what
+    /// plans recorded before the field existed describe).
+    #[default]
+    None,
+    Vnc,
+    Spice,
+}
+
+impl Graphics {
+    pub fn is_none(&self) -> bool {
+        *self == Graphics::None
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LibvirtSpec {
     pub uri: String,
@@ -205,6 +224,7 @@ pub struct LibvirtSpec {
     pub pool_path: PathBuf,
     pub domain_type: DomainType,
     pub firmware: Firmware,
+    pub graphics: Graphics,
     /// A QEMU CPU model every node gets instead of the default (KVM: the host's
     /// CPU; TCG: the model for the stream's level, release::cpu_level).
     #[serde(skip_serializing_if = "Option::is_none")]

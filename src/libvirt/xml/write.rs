@@ -7,7 +7,7 @@ use std::fmt::Write;
 use super::esc;
 use super::owner::{network_owner, node_owner};
 use crate::plan::{Boot, DiskKind, Node, Plan, RecordType};
-use crate::spec::{Firmware, NetworkMode};
+use crate::spec::{Firmware, Graphics, NetworkMode};
 
 /// The cluster's libvirt network: NAT with DHCP reservations and every DNS record,
 /// or an existing host bridge.
@@ -278,6 +278,7 @@ pub fn domain_xml(plan: &Plan, node: &Node, accel: Accel, paths: &NodePaths<'_>)
         "    <serial type='pty'>\n      <log file='{}' append='on'/>\n      <target port='0'/>\n    </serial>\n    <console type='pty'>\n      <target type='serial' port='0'/>\n    </console>",
         esc(paths.console_log)
     );
+    x.push_str(&graphics_xml(plan.libvirt.graphics));
     let _ = writeln!(
         x,
         "    <rng model='virtio'>\n      <backend model='random'>/dev/urandom</backend>\n    </rng>"
@@ -285,6 +286,22 @@ pub fn domain_xml(plan: &Plan, node: &Node, accel: Accel, paths: &NodePaths<'_>)
     let _ = writeln!(x, "  </devices>");
     x.push_str("</domain>\n");
     x
+}
+
+/// The screen and its display server, or nothing (headless: the serial console
+/// alone). Loopback only, so no password: a screen is reached from the libvirt
+/// host itself, or through the ssh tunnel virt-manager opens for qemu+ssh.
+/// A virtio GPU: the VGA-compatible kind for the firmware's screen, which
+/// CoreOS drives with virtio_gpu.
+pub fn graphics_xml(graphics: Graphics) -> String {
+    let kind = match graphics {
+        Graphics::None => return String::new(),
+        Graphics::Vnc => "vnc",
+        Graphics::Spice => "spice",
+    };
+    format!(
+        "    <graphics type='{kind}' autoport='yes' listen='127.0.0.1'>\n      <listen type='address' address='127.0.0.1'/>\n    </graphics>\n    <video>\n      <model type='virtio'/>\n    </video>\n"
+    )
 }
 
 /// Where a node's serial console is logged on the libvirt host.
@@ -332,5 +349,57 @@ mod tests {
         plan.libvirt.cpu_model = Some("EPYC-Rome".into());
         assert_eq!(cpu_element(&plan, Accel::Tcg), model("EPYC-Rome"));
         assert_eq!(cpu_element(&plan, Accel::Kvm), model("EPYC-Rome"));
+    }
+
+    /// `libvirt.graphics`: a screen on loopback with a video device, or the
+    /// headless domain of before (a rehearsal's default); a real cluster's
+    /// default is VNC.
+    #[test]
+    fn the_screen_follows_libvirt_graphics() {
+        let paths = NodePaths {
+            ignition: None,
+            console_log: "/c.log",
+            cdrom: None,
+        };
+        let base = "cluster: lab1\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\n";
+        let xml_of = |extra: &str| {
+            let plan = crate::plan::from_yaml(&format!("{base}{extra}"));
+            domain_xml(&plan, &plan.nodes[0], Accel::Kvm, &paths)
+        };
+        let screen = |xml: &str| {
+            let doc = roxmltree::Document::parse(xml).unwrap();
+            let g = doc.descendants().find(|n| n.has_tag_name("graphics"));
+            let video = doc.descendants().find(|n| n.has_tag_name("video"));
+            g.map(|g| {
+                let listen = g.children().find(|n| n.has_tag_name("listen")).unwrap();
+                (
+                    g.attribute("type").unwrap().to_string(),
+                    g.attribute("autoport").unwrap().to_string(),
+                    g.attribute("listen").unwrap().to_string(),
+                    listen.attribute("address").unwrap().to_string(),
+                    g.attribute("passwd").is_some(),
+                    video.is_some(),
+                )
+            })
+            .or_else(|| video.map(|_| panic!("a video device without a screen")))
+        };
+        let on = |kind: &str| {
+            Some((
+                kind.to_string(),
+                "yes".to_string(),
+                "127.0.0.1".to_string(),
+                "127.0.0.1".to_string(),
+                false,
+                true,
+            ))
+        };
+        assert_eq!(screen(&xml_of("")), on("vnc"));
+        assert_eq!(screen(&xml_of("rehearsal: true\n")), None);
+        assert_eq!(screen(&xml_of("libvirt: {graphics: spice}\n")), on("spice"));
+        assert_eq!(screen(&xml_of("libvirt: {graphics: none}\n")), None);
+        assert_eq!(
+            screen(&xml_of("rehearsal: true\nlibvirt: {graphics: vnc}\n")),
+            on("vnc")
+        );
     }
 }

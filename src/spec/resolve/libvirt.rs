@@ -1,4 +1,5 @@
-//! `libvirt:`: the connection, the storage pool, domain type and firmware.
+//! `libvirt:`: the connection, the storage pool, domain type, firmware and the
+//! graphical console.
 
 use std::path::PathBuf;
 
@@ -7,7 +8,7 @@ use crate::spec::diag::Diagnostics;
 use crate::spec::parse::RawSpec;
 use crate::spec::types::*;
 
-pub fn resolve(raw: &RawSpec, env: &Env, d: &mut Diagnostics) -> LibvirtSpec {
+pub fn resolve(raw: &RawSpec, env: &Env, rehearsal: bool, d: &mut Diagnostics) -> LibvirtSpec {
     let libvirt = LibvirtSpec {
         uri: crate::spec::uri::choose_uri(
             raw.libvirt.uri.as_ref().map(|s| s.v.as_str()),
@@ -56,6 +57,16 @@ pub fn resolve(raw: &RawSpec, env: &Env, d: &mut Diagnostics) -> LibvirtSpec {
             Firmware::Bios,
             d,
         ),
+        graphics: pick(
+            &[
+                ("none", Graphics::None),
+                ("vnc", Graphics::Vnc),
+                ("spice", Graphics::Spice),
+            ],
+            &raw.libvirt.graphics,
+            default_graphics(rehearsal),
+            d,
+        ),
         cpu_model: raw.libvirt.cpu_model.as_ref().map(|m| {
             if crate::release::cpu_level::model_missing(&m.v, crate::release::CpuLevel::V1)
                 .is_none()
@@ -83,4 +94,42 @@ pub fn resolve(raw: &RawSpec, env: &Env, d: &mut Diagnostics) -> LibvirtSpec {
         );
     }
     libvirt
+}
+
+/// A real cluster gets a VNC screen, as kcli's VMs do (its `vnc` default) and
+/// virt-manager shows; a rehearsal's stand-in nodes have nothing to show, so
+/// they stay headless (and QEMU under TCG does not draw a screen for nothing).
+fn default_graphics(rehearsal: bool) -> Graphics {
+    if rehearsal {
+        Graphics::None
+    } else {
+        Graphics::Vnc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::{from_str, Env, Graphics};
+
+    fn graphics(extra: &str) -> Graphics {
+        let text =
+            format!("cluster: lab1\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\n{extra}");
+        from_str(&text, "t.yaml", &Env::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .spec
+            .libvirt
+            .graphics
+    }
+
+    #[test]
+    fn a_real_cluster_has_a_screen_and_a_rehearsal_none_unless_asked() {
+        assert_eq!(graphics(""), Graphics::Vnc);
+        assert_eq!(graphics("rehearsal: true\n"), Graphics::None);
+        assert_eq!(graphics("libvirt: {graphics: none}\n"), Graphics::None);
+        assert_eq!(graphics("libvirt: {graphics: spice}\n"), Graphics::Spice);
+        assert_eq!(
+            graphics("rehearsal: true\nlibvirt: {graphics: vnc}\n"),
+            Graphics::Vnc
+        );
+    }
 }

@@ -88,7 +88,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let sizes = sizes::resolve(&raw, &topo, &id.cluster, d);
     let nets = network::cluster_networks(&raw, &id.version, d);
     let network = network::machine_network(&raw, &id.cluster, &topo, &nets, d);
-    let libvirt = libvirt::resolve(&raw, env, d);
+    let libvirt = libvirt::resolve(&raw, env, topo.rehearsal, d);
     let install = install::resolve(&raw, env, d);
     if let Some(caps) = &install.capabilities {
         let minor = versions::minor(&id.version).unwrap_or(capabilities::NEWEST_MINOR);
