@@ -8,8 +8,8 @@
 # plan's hostname and address, resolve api/api-int/*.apps/PTR to the plan's
 # addresses, and have received exactly its own Ignition. Then: re-running
 # changes nothing; an added worker is added alone; a memory change of a running
-# node is reported, not applied; a second cluster in another subnet runs beside
-# the first; destroy leaves libvirt's object lists and the pool directory
+# node is reported, not applied; a second cluster in another subnet, with a VNC
+# screen on 127.0.0.1, runs beside the first; destroy leaves libvirt's object lists and the pool directory
 # exactly as before; a second destroy is a no-op.
 set -euo pipefail
 
@@ -21,9 +21,9 @@ e2e_workdir infra
 # Whatever happened, leave the sandbox as we found it.
 destroy_on_exit e2ea e2eb e2es
 
-infra_file() { # name cidr workers ctlplane-memory
+infra_file() { # name cidr workers ctlplane-memory [yaml-line]...
 	cluster_file "$1" "$2" "method: upi" "image: $IMAGE" "ctlplanes: 3" "workers: $3" \
-		"bootstrap: {memory: 256}" "ctlplane: {memory: $4}" "worker: {memory: 256}"
+		"bootstrap: {memory: 256}" "ctlplane: {memory: $4}" "worker: {memory: 256}" "${@:5}"
 }
 
 snapshot() {
@@ -153,11 +153,14 @@ grep -q 'overlaps 192.168.170.0/24 of libvirt network squatter' "$work/preflight
 if [[ $(virsh list --all --name) == *e2es-* ]]; then fail "a domain was created despite the failed check"; fi
 virsh net-undefine squatter >/dev/null
 
-step "a second cluster in another subnet runs beside the first"
-fb=$(infra_file e2eb 192.168.161.0/24 0 256)
+step "a second cluster in another subnet runs beside the first, with a VNC screen on loopback"
+fb=$(infra_file e2eb 192.168.161.0/24 0 256 "libvirt: {graphics: vnc}")
 "$bin" create infra -f "$fb" | tee "$work/createb.out"
 "$bin" plan -f "$fb" -o json >"$work/e2eb.plan.json"
 check_reports "$work/e2eb.plan.json"
+display=$(virsh domdisplay e2eb-ctlplane-0)
+[[ $display =~ ^vnc://127\.0\.0\.1:[0-9]+ ]] || fail "e2eb-ctlplane-0's screen is at '$display', not VNC on 127.0.0.1"
+[[ $(virsh domdisplay e2ea-ctlplane-0 2>&1 || true) != vnc://* ]] || fail "a rehearsal node got a screen it did not ask for"
 "$bin" list | tee "$work/list.out"
 grep -q '^e2ea ' "$work/list.out" && grep -q '^e2eb ' "$work/list.out" || fail "list does not show both clusters"
 
