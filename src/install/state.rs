@@ -277,6 +277,10 @@ impl Locked {
         let recorded_path = self.cluster.install_plan();
         let recorded = crate::state::read_plan_file(&recorded_path).ok();
         if let Some(old) = &recorded {
+            // Only presentation changed (libvirt.graphics): nothing is pinned.
+            if crate::plan::diff::pinned_diff(old, plan).is_empty() {
+                return Ok(());
+            }
             let beyond = crate::plan::diff::beyond_workers(old, plan);
             if beyond.is_empty() && workers_may_change {
                 return Ok(());
@@ -295,7 +299,7 @@ impl Locked {
             }
         }
         let changes = recorded
-            .map(|old| crate::plan::diff::diff(&old, plan))
+            .map(|old| crate::plan::diff::pinned_diff(&old, plan))
             .unwrap_or_else(|| {
                 vec![format!(
                     "(the recorded plan {} is unreadable)",
@@ -544,6 +548,26 @@ mod tests {
         let mut l = lock(&c).unwrap();
         assert!(l.check_plan(Flow::Upi, &plan(3)).is_err());
         l.check_plan(Flow::Upi, &plan(2)).unwrap();
+    }
+
+    /// A cluster recorded before `libvirt.graphics` existed (headless) meets a
+    /// cluster file whose default is now a screen: not refused, as nothing the
+    /// installer made depends on it; a pinned change beside it still is.
+    #[test]
+    fn the_screen_does_not_pin_the_plan() {
+        let (_d, c) = dir();
+        let mut l = upi(&c);
+        l.check_plan(Flow::Upi, &plan(2)).unwrap();
+        l.start(Flow::Upi, Target::InstallConfig, None).unwrap();
+        l.done(Target::InstallConfig, None).unwrap();
+        let mut screen = plan(2);
+        screen.libvirt.graphics = crate::spec::Graphics::Vnc;
+        l.check_plan(Flow::Upi, &screen).unwrap();
+        let mut both = plan(3);
+        both.libvirt.graphics = crate::spec::Graphics::Spice;
+        let e = format!("{:#}", l.check_plan(Flow::Upi, &both).unwrap_err());
+        assert!(e.contains("nodes[lab1-worker-2]: added"), "{e}");
+        assert!(!e.contains("graphics"), "{e}");
     }
 
     #[test]

@@ -7,6 +7,25 @@ use sha2::{Digest, Sha256};
 
 use super::Plan;
 
+/// Plan fields that shape only how a node's VM is presented, not the installer's
+/// assets or the cluster: a change never pins (an installed cluster takes it, and
+/// a cluster recorded before the field existed is not refused), and applies at
+/// the next `create infra` (a stopped domain redefined, a running one reported
+/// as drift).
+pub const NOT_PINNED: &[&str] = &["libvirt.graphics"];
+
+fn pinned(line: &str) -> bool {
+    !NOT_PINNED.iter().any(|p| {
+        line.strip_prefix(p)
+            .is_some_and(|rest| rest.starts_with(':'))
+    })
+}
+
+/// [`diff`] without the [`NOT_PINNED`] fields: what a done target pins.
+pub fn pinned_diff(old: &Plan, new: &Plan) -> Vec<String> {
+    diff(old, new).into_iter().filter(|l| pinned(l)).collect()
+}
+
 /// sha256 of the plan's JSON: equal plans, equal fingerprints.
 pub fn fingerprint(plan: &Plan) -> String {
     let json = serde_json::to_vec(plan).expect("a plan serialises");
@@ -115,6 +134,7 @@ pub fn beyond_workers(old: &Plan, new: &Plan) -> Vec<String> {
     };
     let mut out = Vec::new();
     walk("", &strip(old), &strip(new), &mut out);
+    out.retain(|l| pinned(l));
     out
 }
 
