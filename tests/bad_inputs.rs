@@ -164,3 +164,62 @@ fn bad_flags_exit_2() {
     let out = common::shiftlab(&["plan", "--nope"], home.path());
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A malformed or misplaced `-P` is bad usage on every command that reads a
+/// cluster file: exit 2, the argument named with what is valid, its value (which
+/// may be a password) never repeated, nothing written.
+#[test]
+fn bad_params_exit_2_on_every_command_naming_the_argument() {
+    let home = tempfile::tempdir().unwrap();
+    let kcli = common::repo().join("examples/kcli-params.yml");
+    let kcli = kcli.to_str().unwrap();
+    let bad: [(&str, &str); 4] = [
+        ("workers", "- -P workers: no `=`: write -P KEY=VALUE"),
+        ("=s3cr3tpw", "- -P =VALUE: the KEY before `=` is empty"),
+        ("ctlplane..memory=s3cr3tpw", "- -P ctlplane..memory: `ctlplane..memory` is not a KEY: a KEY is a dotted path of names"),
+        // kcli's `network: NAME` is a string: nothing goes under it.
+        ("network.cidr=192.168.7.0/24", "- -P network.cidr: `network` is a string in the cluster file, not a mapping"),
+    ];
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["plan"],
+        vec!["plan", "-o", "json"],
+        vec!["create", "install-config"],
+        vec!["create", "infra"],
+        vec!["create", "cluster"],
+        vec!["create", "manifests"],
+        vec!["scale", "kcli", "--workers", "1"],
+        vec!["doctor"],
+        vec!["render", "--backend", "kubevirt", "--dir", "out"],
+        vec!["destroy", "cluster"],
+    ];
+    for command in &commands {
+        for (param, wanted) in bad {
+            let mut args = command.clone();
+            args.extend(["-f", kcli, "-P", "workers=1", "-P", param]);
+            let out = common::shiftlab(&args, home.path());
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(
+                stderr.contains(wanted),
+                "{args:?}: {wanted:?} not in:\n{stderr}"
+            );
+            assert!(stderr.contains("has 1 error:"), "{args:?}: {stderr}");
+            assert!(!stderr.contains("s3cr3tpw"), "{args:?}: {stderr}");
+            assert!(out.stdout.is_empty(), "{args:?} printed something");
+        }
+    }
+    // An unknown key from -P gets the file's diagnostic, saying where it came from.
+    let out = common::shiftlab(&["plan", "-f", kcli, "-P", "wrokers=3"], home.path());
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("- wrokers (from -P): unknown key; did you mean `workers`?"),
+        "{stderr}"
+    );
+    // -P overrides a file: without one it is bad usage.
+    let out = common::shiftlab(&["doctor", "-P", "workers=3"], home.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--file <FILE>"));
+    let left = common::tree(home.path());
+    assert!(left.is_empty(), "wrote {left:?}");
+}

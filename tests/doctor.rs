@@ -324,7 +324,10 @@ fn an_ipi_install_counts_the_installers_bootstrap_vm() {
             "cluster: lab1\ndomain: example.com\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\nworkers: 2\nmethod: ipi\nmemory: 4096\n",
             "lab1.yaml",
             &shiftlab::spec::Env::default(),
-            shiftlab::spec::Overrides { force: true },
+            shiftlab::spec::Overrides {
+                force: true,
+                ..Default::default()
+            },
         )
         .unwrap()
         .spec,

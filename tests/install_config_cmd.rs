@@ -86,3 +86,51 @@ fn writes_configs_with_backups_and_private_modes() {
     assert_eq!(fs::read_to_string(&pw).unwrap(), first);
     assert!(!String::from_utf8_lossy(&out.stderr).contains(&first));
 }
+
+/// `create` records the plan with `-P`'s values; the same target without them
+/// is a changed cluster file, refused by the recorded-plan rules.
+#[test]
+fn params_shape_the_recorded_plan() {
+    let home = tempfile::tempdir().unwrap();
+    let file = common::rehearsal_file(home.path(), "workers: 2\n");
+    let create = |extra: &[&str]| {
+        let mut args = vec!["create", "install-config", "-f", file.as_str()];
+        args.extend(extra);
+        common::shiftlab(&args, home.path())
+    };
+    let out = create(&["-P", "workers=3", "-P", "worker.memory=10240"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cluster = home.path().join("state/clusters/lab1");
+    let plan: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(cluster.join("install-plan.json")).unwrap())
+            .unwrap();
+    let workers: Vec<&serde_json::Value> = plan["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["role"] == "worker")
+        .collect();
+    assert_eq!(workers.len(), 3, "{plan}");
+    assert!(workers.iter().all(|n| n["memory_mib"] == 10240), "{plan}");
+    let config = fs::read_to_string(cluster.join("assets/install-config.yaml")).unwrap();
+    assert!(config.contains("replicas: 3"), "{config}");
+    let out = create(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("the cluster file of lab1 changed")
+            && stderr.contains("nodes[lab1-worker-2]: removed"),
+        "{stderr}"
+    );
+    // The same -P again is the same plan.
+    let out = create(&["-P", "workers=3", "-P", "worker.memory=10240"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -74,6 +74,9 @@ pub struct TargetArgs {
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
 
+    #[command(flatten)]
+    pub params: super::params::ParamArgs,
+
     /// Go on with a control plane or bootstrap under 8 GiB of memory (refused otherwise)
     #[arg(long)]
     pub force: bool,
@@ -84,6 +87,9 @@ pub struct InstallConfigArgs {
     /// The cluster file
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
+
+    #[command(flatten)]
+    pub params: super::params::ParamArgs,
 
     /// Also copy the configs and their backups into DIR (0600)
     #[arg(long, value_name = "DIR")]
@@ -99,6 +105,9 @@ pub struct InfraArgs {
     /// The cluster file
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
+
+    #[command(flatten)]
+    pub params: super::params::ParamArgs,
 
     /// Also start the nodes planned to start after bootstrap (UPI workers)
     #[arg(long)]

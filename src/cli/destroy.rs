@@ -20,6 +20,9 @@ pub struct DestroyArgs {
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: Option<PathBuf>,
 
+    #[command(flatten)]
+    pub params: super::params::ParamArgs,
+
     /// Also remove the base images no other cluster uses (and the pool, if shiftlab made it and it is empty)
     #[arg(long)]
     pub purge_images: bool,

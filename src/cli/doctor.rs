@@ -12,6 +12,9 @@ pub struct DoctorArgs {
     pub file: Option<PathBuf>,
 
     #[command(flatten)]
+    pub params: super::params::ParamArgs,
+
+    #[command(flatten)]
     pub connect: super::connect::ConnectArgs,
 
     /// Decide over these recorded host facts (doctor -o json's "facts") instead of reading the host

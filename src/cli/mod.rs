@@ -12,6 +12,7 @@ pub mod doctor;
 pub mod gather;
 pub mod image;
 pub mod list;
+pub mod params;
 pub mod plan;
 pub mod power;
 pub mod render;

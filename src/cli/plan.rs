@@ -10,6 +10,9 @@ pub struct PlanArgs {
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
 
+    #[command(flatten)]
+    pub params: super::params::ParamArgs,
+
     /// Output format
     #[arg(short, long, value_enum, default_value_t)]
     pub output: OutputFormat,

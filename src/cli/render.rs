@@ -16,6 +16,9 @@ pub struct RenderArgs {
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
 
+    #[command(flatten)]
+    pub params: super::params::ParamArgs,
+
     /// The backend whose objects to write
     #[arg(long, value_enum)]
     pub backend: RenderBackend,

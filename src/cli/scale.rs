@@ -18,6 +18,9 @@ pub struct ScaleArgs {
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
 
+    #[command(flatten)]
+    pub params: super::params::ParamArgs,
+
     /// Seconds a worker's drain (its pods' evictions) may take before scale gives up
     #[arg(long, value_name = "SECONDS", default_value_t = 600,
           value_parser = clap::value_parser!(u64).range(1..=86400))]

@@ -11,22 +11,23 @@ use crate::install::{self, Ctx, Options};
 use crate::state::StateDir;
 
 pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
-    let (file, options) = match cmd {
-        CreateCommand::InstallConfig(a) => (&a.file, Options::default()),
+    let (file, params, options) = match cmd {
+        CreateCommand::InstallConfig(a) => (&a.file, &a.params, Options::default()),
         CreateCommand::Infra(a) => (
             &a.file,
+            &a.params,
             Options {
                 start_workers: a.start_workers,
                 ..Options::default()
             },
         ),
-        CreateCommand::Cluster(a) => (&a.file, Options::default()),
-        other => (
-            &other.target().expect("a target").1.file,
-            Options::default(),
-        ),
+        CreateCommand::Cluster(a) => (&a.file, &a.params, Options::default()),
+        other => {
+            let a = other.target().expect("a target").1;
+            (&a.file, &a.params, Options::default())
+        }
     };
-    let loaded = super::load_spec_with(file, cmd.force())?;
+    let loaded = super::load_spec_with(file, cmd.force(), params)?;
     let plan = crate::plan::derive(&loaded.spec);
     let ctx = Ctx::new(&loaded.spec, &plan, state, options);
     let goal = match cmd {

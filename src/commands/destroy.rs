@@ -9,7 +9,7 @@ pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
     let (name, spec_uri) = match (&args.name, &args.file) {
         (Some(n), _) => (n.clone(), None),
         (None, Some(f)) => {
-            let loaded = super::load_spec_with(f, true)?; // sizes never stop a removal
+            let loaded = super::load_spec_with(f, true, &args.params)?; // sizes never stop a removal
             kubevirt_file = loaded.spec.kubevirt.is_some();
             let uri = loaded.spec.libvirt.uri.clone();
             (ClusterName::parse(&loaded.spec.cluster)?, Some(uri))

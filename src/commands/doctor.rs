@@ -23,7 +23,7 @@ pub fn run(args: &DoctorArgs, state: &StateDir, out: &mut dyn Write) -> Result<u
     let loaded = args
         .file
         .as_deref()
-        .map(|f| super::load_spec_with(f, true))
+        .map(|f| super::load_spec_with(f, true, &args.params))
         .transpose()?;
     let plan = loaded.as_ref().map(|l| crate::plan::derive(&l.spec));
     let uri = crate::libvirt::uri(

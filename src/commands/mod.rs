@@ -20,13 +20,18 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use crate::cli::params::ParamArgs;
 use crate::spec::{self, Loaded};
 
-/// Load and validate a cluster file, printing its warnings to stderr; with
-/// `force` (a command's `--force`, or one that makes nothing) the refusals
-/// `--force` may override are warnings.
-pub fn load_spec_with(file: &Path, force: bool) -> Result<Loaded> {
-    let loaded = spec::load_with(file, spec::Overrides { force })?;
+/// Load and validate a cluster file with the command's `-P` overrides applied,
+/// printing its warnings to stderr; with `force` (a command's `--force`, or one
+/// that makes nothing) the refusals `--force` may override are warnings.
+pub fn load_spec_with(file: &Path, force: bool, params: &ParamArgs) -> Result<Loaded> {
+    let overrides = spec::Overrides {
+        force,
+        params: params.params.clone(),
+    };
+    let loaded = spec::load_with(file, overrides)?;
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }

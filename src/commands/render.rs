@@ -16,7 +16,7 @@ use crate::state::StateDir;
 pub fn run(args: &RenderArgs, state: &StateDir) -> Result<()> {
     let RenderBackend::Kubevirt = args.backend;
     // Rendering installs nothing: a size `create --force` may go on with warns.
-    let loaded = super::load_spec_with(&args.file, true)?;
+    let loaded = super::load_spec_with(&args.file, true, &args.params)?;
     let spec = &loaded.spec;
     if spec.backend != BackendKind::Kubevirt {
         bail!(

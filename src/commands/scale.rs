@@ -10,7 +10,7 @@ use crate::spec::ClusterSpec;
 use crate::state::StateDir;
 
 pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
-    let loaded = super::load_spec_with(&args.file, args.force)?;
+    let loaded = super::load_spec_with(&args.file, args.force, &args.params)?;
     if loaded.spec.cluster != args.name.as_str() {
         bail!(
             "{} is the file of cluster {}, not {}",

@@ -2,6 +2,7 @@
 
 mod diag;
 pub mod kcli;
+pub mod params;
 mod parse;
 mod resolve;
 mod types;
@@ -23,11 +24,13 @@ pub struct Loaded {
     pub warnings: Vec<Diagnostic>,
 }
 
-/// What the command line relaxes in validation.
-#[derive(Debug, Clone, Copy, Default)]
+/// What the command line changes in validation.
+#[derive(Debug, Clone, Default)]
 pub struct Overrides {
     /// `--force`: refusals that say "--force goes on anyway" become warnings.
     pub force: bool,
+    /// `-P KEY=VALUE` arguments, as given, applied in order over the file ([`params`]).
+    pub params: Vec<String>,
 }
 
 /// Parse and validate cluster-file text. Reads (never writes) the files it names.
@@ -46,7 +49,18 @@ pub fn from_str_with(
         force: overrides.force,
         ..Diagnostics::default()
     };
-    let spec = parse::parse(text, &mut d).map(|raw| resolve::resolve(raw, env, &mut d));
+    let params: Vec<params::Param> = overrides
+        .params
+        .iter()
+        .filter_map(|a| params::parse(a).map_err(|e| d.errors.push(e)).ok())
+        .collect();
+    let mut from_p = Vec::new();
+    let spec = parse::parse_with(text, &mut d, |root, d| {
+        from_p = params::apply(root, &params, d);
+    })
+    .map(|raw| resolve::resolve(raw, env, &mut d));
+    params::mark(&mut d.errors, &from_p);
+    params::mark(&mut d.warnings, &from_p);
     let Some(spec) = spec.filter(|_| !d.has_errors()) else {
         return Err(InvalidSpec {
             file: file.to_string(),

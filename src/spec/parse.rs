@@ -902,7 +902,18 @@ fn digest_sources(obj: &mut Obj, key: &'static str, into: &mut RawSpec, d: &mut 
 
 /// Parse the YAML text of a cluster file. Errors and warnings go to `d`; `None` when
 /// the text is not a YAML mapping at all, so nothing else can be said about it.
+#[cfg(test)]
 pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
+    parse_with(text, d, |_, _| {})
+}
+
+/// [`parse`], with `edit` given the file's top-level mapping before any field is
+/// read: `-P`'s overrides (params.rs).
+pub fn parse_with(
+    text: &str,
+    d: &mut Diagnostics,
+    edit: impl FnOnce(&mut Mapping, &mut Diagnostics),
+) -> Option<RawSpec> {
     // `<<: *anchor` merges as in YAML 1.1 and PyYAML: the mapping's own keys win.
     let parsed = yaml_serde::from_str::<Value>(text).and_then(|mut v| {
         v.apply_merge()?;
@@ -933,6 +944,8 @@ pub fn parse(text: &str, d: &mut Diagnostics) -> Option<RawSpec> {
             return None;
         }
     };
+    let mut map = map;
+    edit(&mut map, d);
     let mut top = Obj::new("", map);
     let mut raw = RawSpec::default();
     for k in TOP {

@@ -351,7 +351,10 @@ mod tests {
             "cluster: lab1\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\nmethod: agent\nctlplanes: 1\nworkers: 0\nnumcpus: 4\n",
             "t.yaml",
             &Env::default(),
-            crate::spec::Overrides { force: true },
+            crate::spec::Overrides {
+                force: true,
+                ..Default::default()
+            },
         );
         assert!(forced.is_err());
         load("method: agent\nrehearsal: true\nctlplanes: 1\nworkers: 0\nnumcpus: 1\n").unwrap();
