@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod commands;
 pub mod daemon;
 pub mod doctor;
+pub mod exit_status;
 pub mod fdlimit;
 pub mod files;
 pub mod gather;

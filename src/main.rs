@@ -4,7 +4,6 @@ use clap::Parser;
 
 use shiftlab::cli::{completion, Cli, Command};
 use shiftlab::commands;
-use shiftlab::spec::InvalidSpec;
 use shiftlab::state::StateDir;
 
 fn init_logging(verbose: u8) {
@@ -96,9 +95,5 @@ fn main() -> ExitCode {
 fn fail(e: anyhow::Error) -> ExitCode {
     // One chain, outermost context first.
     eprintln!("error: {e:#}");
-    if e.chain().any(|c| c.downcast_ref::<InvalidSpec>().is_some()) {
-        ExitCode::from(2)
-    } else {
-        ExitCode::from(1)
-    }
+    ExitCode::from(shiftlab::exit_status::code(&e))
 }

@@ -605,8 +605,36 @@ fn render_command_writes_yaml_and_keeps_secrets_private() {
         ],
         home.path(),
     );
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("set `backend: kubevirt`"));
+    // A cluster-file error: exit 2, as for any invalid cluster file.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "backend: libvirt: render writes a KubeVirt cluster's objects; set `backend: kubevirt`"
+        ),
+        "{err}"
+    );
+    assert!(!home.path().join("x").exists());
+    // So is a file that does not load at all.
+    std::fs::write(&lib, format!("{BASE}workers: many\n")).unwrap();
+    let o = common::shiftlab(
+        &[
+            "render",
+            "--backend",
+            "kubevirt",
+            "-f",
+            lib.to_str().unwrap(),
+            "--dir",
+            "x",
+        ],
+        home.path(),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(!home.path().join("x").exists());
 }
 

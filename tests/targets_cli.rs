@@ -515,3 +515,85 @@ fn create_refuses_a_c10s_stream_on_a_v2_model_at_the_release_target() {
     assert_eq!(s["facts"]["cpu_level"]["level"], "x86-64-v3", "{s}");
     assert_eq!(s["facts"]["cpu_level"]["stream"], "c10s", "{s}");
 }
+
+/// The fake installer baked for `v` into `h`, and a rehearsal cluster file using
+/// it with `extra` lines; returns the file.
+fn baked_installer_file(h: &Path, v: &str, extra: &str) -> String {
+    let fixture = common::repo().join("tests/fixtures/fake-openshift-install");
+    std::fs::write(h.join("stream.json"), "{}").unwrap();
+    let installer = h.join("openshift-install");
+    let st = std::process::Command::new(fixture.join("generate.sh"))
+        .arg(&installer)
+        .arg(v)
+        .arg(format!("quay.io/okd/scos-release:{v}"))
+        .arg(h.join("stream.json"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::write(h.join("image.qcow2"), "").unwrap();
+    let file = h.join("lab1.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "cluster: lab1\ndomain: lab.test\ndistribution: okd\nversion: {v}\nrehearsal: true\n\
+             openshift_install: {}\nimage: {}\n\
+             ssh_keys: ['ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYfake k']\n\
+             libvirt:\n  uri: test:///default\n{extra}",
+            installer.display(),
+            h.join("image.qcow2").display()
+        ),
+    )
+    .unwrap();
+    file.display().to_string()
+}
+
+/// Exit codes by phase, as openshift-install's (src/exit_status.rs): the
+/// installer refusing the install-config passes its 3 through; a cluster file
+/// that cannot be used is 2 before anything runs.
+#[test]
+fn the_installers_install_config_refusal_exits_3_and_a_bad_cluster_file_2() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    // fips: true from a host the installer does not take for a FIPS one (the fake
+    // is never the FIPS binary): shiftlab's rehearsal only warns, the installer
+    // refuses the install-config with its exit 3 (recorded with the real 4.18).
+    let file = baked_installer_file(h, "4.17.0-okd-scos.0", "fips: true\n");
+    let (code, err) = run(h, &["create", "manifests", "-f", &file]);
+    assert_eq!(code, Some(3), "{err}");
+    let log = std::fs::read_to_string(h.join("state/clusters/lab1/openshift-install.log")).unwrap();
+    assert!(
+        log.contains("fips: Forbidden: target cluster is in FIPS mode"),
+        "{log}"
+    );
+    assert!(
+        err.contains(
+            "target manifests: openshift-install create manifests failed (exit status: 3)"
+        ),
+        "{err}"
+    );
+    let s = install_state(h, "lab1");
+    assert_ne!(s["targets"]["manifests"]["status"], "done", "{s}");
+    // A cluster file shiftlab cannot use: 2, and nothing is touched.
+    let bad = baked_installer_file(h, "4.17.0-okd-scos.0", "workers: many\n");
+    let before = tree(h);
+    let (code, err) = run(h, &["create", "manifests", "-f", &bad]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("workers"), "{err}");
+    assert_eq!(tree(h), before);
+}
+
+/// The infra target failing is openshift-install's infrastructure code, 4, and
+/// leaves infra not done.
+#[test]
+fn a_failed_infra_target_exits_4() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    // Not a qcow2: the libvirt test driver takes the pool, the upload fails.
+    std::fs::write(h.join("img.qcow2"), "not an image\n").unwrap();
+    let file = rehearsal_file(h, &format!("image: {}\n", h.join("img.qcow2").display()));
+    let (code, err) = run(h, &["create", "infra", "-f", &file]);
+    assert_eq!(code, Some(4), "{err}");
+    assert!(err.contains("error: target infra: "), "{err}");
+    let s = install_state(h, "lab1");
+    assert_ne!(s["targets"]["infra"]["status"], "done", "{s}");
+}

@@ -36,14 +36,27 @@ pub fn man_pages() -> Result<Vec<(String, Vec<u8>)>> {
 fn collect(cmd: &clap::Command, name: &str, pages: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
     let cmd = cmd.clone().name(name.to_string());
     let mut buf = Vec::new();
-    clap_mangen::Man::new(cmd.clone())
+    // clap_mangen would put the top level's after-help under "EXTRA": its two
+    // sections get their own headings instead, before VERSION.
+    let sections = cmd.get_after_long_help().is_some();
+    clap_mangen::Man::new(cmd.clone().after_long_help(None::<&str>))
         .render(&mut buf)
         .context("rendering man page")?;
+    if sections {
+        buf = with_sections(buf, &crate::exit_status::man_sections());
+    }
     pages.push((format!("{name}.1"), buf));
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         collect(sub, &format!("{name}-{}", sub.get_name()), pages)?;
     }
     Ok(())
+}
+
+/// `page` with `sections` (roff) inserted before its VERSION section, else at its end.
+fn with_sections(page: Vec<u8>, sections: &str) -> Vec<u8> {
+    let page = String::from_utf8_lossy(&page);
+    let at = page.find(".SH VERSION\n").unwrap_or(page.len());
+    format!("{}{sections}{}", &page[..at], &page[at..]).into_bytes()
 }
 
 pub fn write_man_pages(dir: &Path) -> Result<Vec<PathBuf>> {

@@ -31,8 +31,8 @@ use clap::{Parser, Subcommand};
     about = "OpenShift and OKD labs on one libvirt/KVM host, in one command",
     long_about = "shiftlab deploys OpenShift and OKD onto a libvirt/KVM host: the cluster's network \
 with DHCP and DNS, CoreOS VMs, a load balancer, an HTTP server for Ignition and ISOs, a Redfish BMC \
-per VM, and the install itself.\n\nExit codes: 0 success, 1 runtime failure, 2 bad usage or invalid \
-cluster file."
+per VM, and the install itself.",
+    after_long_help = crate::exit_status::help_text()
 )]
 pub struct Cli {
     /// Where shiftlab keeps cluster state [default: $SHIFTLAB_HOME, /var/lib/shiftlab for root,

@@ -4,8 +4,9 @@
 //! token), so they are written 0600. Nothing is applied.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use crate::cli::render::{RenderArgs, RenderBackend};
 use crate::kubevirt::render::{self, Inputs, Kind};
@@ -19,18 +20,27 @@ pub fn run(args: &RenderArgs, state: &StateDir) -> Result<()> {
     let loaded = super::load_spec_with(&args.file, true, &args.params)?;
     let spec = &loaded.spec;
     if spec.backend != BackendKind::Kubevirt {
-        bail!(
-            "{} has backend: libvirt; set `backend: kubevirt` and a `kubevirt:` section (docs/kubevirt.md)",
-            args.file.display()
-        );
+        return Err(unusable(
+            &args.file,
+            "backend",
+            "libvirt: render writes a KubeVirt cluster's objects; set `backend: kubevirt` and a `kubevirt:` section (docs/kubevirt.md)",
+        ));
     }
     let plan = plan::derive(spec);
     let kp = crate::kubevirt::plan_of(&plan)?;
     let Some(image) = &kp.image else {
-        bail!("kubevirt.image: render needs the node image named (create takes it from the release's stream metadata)");
+        return Err(unusable(
+            &args.file,
+            "kubevirt.image",
+            "render needs the node image named (create takes it from the release's stream metadata)",
+        ));
     };
     let Some(base) = &kp.http_url else {
-        bail!("kubevirt.http_url: no URL at which the VMs reach shiftlab's HTTP server");
+        return Err(unusable(
+            &args.file,
+            "kubevirt.http_url",
+            "no URL at which the VMs reach shiftlab's HTTP server",
+        ));
     };
     let cluster = state.cluster(&spec.cluster);
     let token = crate::serve::http::cluster_token(&cluster)?;
@@ -64,4 +74,17 @@ pub fn run(args: &RenderArgs, state: &StateDir) -> Result<()> {
         println!("{}", file.display());
     }
     Ok(())
+}
+
+/// A cluster file render cannot use: refused as any invalid cluster file is
+/// (the CLI's exit 2), before anything is written.
+fn unusable(file: &Path, field: &str, message: &str) -> anyhow::Error {
+    crate::spec::InvalidSpec {
+        file: file.display().to_string(),
+        errors: vec![crate::spec::Diagnostic {
+            field: field.into(),
+            message: message.into(),
+        }],
+    }
+    .into()
 }

@@ -123,11 +123,14 @@ pub fn run_with_env(
     super::redact::protect_assets(assets.path())?;
     let status = status?;
     if !status.success() {
-        bail!(
-            "openshift-install {} failed ({status}); its log is {}",
-            args.join(" "),
-            log_path.display()
-        );
+        // Its code says which phase failed (src/exit_status.rs): kept for main.
+        return Err(crate::exit_status::InstallerExit {
+            args: args.join(" "),
+            status: status.to_string(),
+            code: status.code(),
+            log: log_path.display().to_string(),
+        }
+        .into());
     }
     Ok(())
 }

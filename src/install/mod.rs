@@ -116,8 +116,9 @@ fn reach_locked(ctx: &Ctx, goal: Target) -> Result<Locked> {
         }
         ctx.progress.aside(format_args!("==> {target}"));
         locked.start(ctx.flow, target, None)?;
-        let note =
-            targets::run(step, ctx, &mut locked).with_context(|| format!("target {target}"))?;
+        // The target names the phase of the exit status (src/exit_status.rs).
+        let note = targets::run(step, ctx, &mut locked)
+            .context(crate::exit_status::TargetFailed(target))?;
         if let Some(n) = &note {
             ctx.progress.aside(format_args!("    {n}"));
         }

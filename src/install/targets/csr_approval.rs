@@ -44,10 +44,15 @@ pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
         );
     }
     if done.interrupted || !done.missing.is_empty() {
-        bail!(
+        let why = format!(
             "stopped before every worker's certificates were approved ({} missing); run again to continue",
             done.missing.len()
         );
+        // Ctrl-C: the installer's interrupt exit code (src/exit_status.rs).
+        if done.interrupted {
+            return Err(crate::exit_status::Interrupted(why).into());
+        }
+        bail!("{why}");
     }
     Ok(Some(format!(
         "{} CSRs approved",
