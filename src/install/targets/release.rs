@@ -11,7 +11,7 @@ use crate::install::target::{without_release, Flow};
 use crate::install::Ctx;
 
 pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
-    use crate::release::{self, Cache, CoreosKind, Progress, Source};
+    use crate::release::{self, Cache, CoreosKind, Progress};
     let spec = ctx.spec;
     if without_release(spec) {
         return Ok(Some(
@@ -52,11 +52,7 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
             p.clone()
         }
         None => {
-            let source = spec
-                .mirror
-                .as_deref()
-                .map(Source::parse)
-                .unwrap_or_else(|| Source::default_for(spec.distribution));
+            let source = mirror(spec);
             let rel = release::resolve_verified(
                 spec.distribution,
                 &spec.version,
@@ -128,7 +124,7 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
 /// The verified `oc` the release target recorded, fetched again (verified the
 /// same way) when the cache lost it or an earlier shiftlab did not record it.
 pub fn oc(ctx: &Ctx, locked: &mut Locked) -> Result<std::path::PathBuf> {
-    use crate::release::{self, Cache, Progress, Source};
+    use crate::release::{self, Cache, Progress};
     if let Some(p) = locked.facts().oc.clone().filter(|p| p.is_file()) {
         return Ok(p);
     }
@@ -143,11 +139,7 @@ pub fn oc(ctx: &Ctx, locked: &mut Locked) -> Result<std::path::PathBuf> {
             agent_oc(spec, &version, &cache, &progress)?
         }
         None => {
-            let source = spec
-                .mirror
-                .as_deref()
-                .map(Source::parse)
-                .unwrap_or_else(|| Source::default_for(spec.distribution));
+            let source = mirror(spec);
             let version = match locked.facts().release_version.clone() {
                 Some(version) => crate::spec::Version::Exact { version },
                 None => spec.version.clone(),
@@ -168,6 +160,16 @@ pub fn oc(ctx: &Ctx, locked: &mut Locked) -> Result<std::path::PathBuf> {
     Ok(oc)
 }
 
+/// Where the release's files come from: the cluster file's `mirror:`, else the
+/// distribution's public mirror.
+fn mirror(spec: &crate::spec::ClusterSpec) -> crate::release::Source {
+    use crate::release::Source;
+    spec.mirror
+        .as_deref()
+        .map(Source::parse)
+        .unwrap_or_else(|| Source::default_for(spec.distribution))
+}
+
 /// `oc` for an agent install whose installer the cluster file names:
 /// `agent create image` runs `oc adm release info` and `oc image extract`
 /// (openshift/installer pkg/asset/agent/image/oc.go), so the release's own
@@ -181,11 +183,7 @@ fn agent_oc(
     progress: &crate::release::Progress,
 ) -> Result<std::path::PathBuf> {
     use crate::release::{self, Source};
-    let source = spec
-        .mirror
-        .as_deref()
-        .map(Source::parse)
-        .unwrap_or_else(|| Source::default_for(spec.distribution));
+    let source = mirror(spec);
     let exact = crate::spec::Version::Exact {
         version: version.to_string(),
     };
