@@ -104,6 +104,36 @@ fn all_errors_are_reported_at_once() {
     assert!(stderr.contains("has 6 errors"), "{stderr}");
 }
 
+/// A mistyped `backend:` hides nothing of the `kubevirt:` section: its own
+/// errors are reported with the backend's, and no "backend is not kubevirt".
+#[test]
+fn a_mistyped_backend_hides_no_kubevirt_error() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("typo.yaml");
+    let fixtures = common::repo().join("tests/fixtures");
+    fs::write(
+        &file,
+        format!(
+            "cluster: lab1\npull_secret: {}\nbackend: kubevrit\nkubevirt:\n  kubeconfig: {}\n  http_url: http://192.0.2.10:8080\n  namespace: Bad_NS\n  vlan: 5000\n",
+            fixtures.join("pull-secret.json").display(),
+            fixtures.join("kubevirt/kubeconfig").display(),
+        ),
+    )
+    .unwrap();
+    let out = common::shiftlab(&["plan", "-f", file.to_str().unwrap()], home.path());
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for line in [
+        "- backend: \"kubevrit\" is not one of libvirt, kubevirt",
+        "- kubevirt.namespace: \"Bad_NS\" is not a namespace name",
+        "- kubevirt.vlan: 5000 is not a VLAN id (1-4094)",
+    ] {
+        assert!(stderr.contains(line), "{line:?} missing from:\n{stderr}");
+    }
+    assert!(!stderr.contains("backend is not kubevirt"), "{stderr}");
+    assert!(stderr.contains("has 3 errors"), "{stderr}");
+}
+
 /// `--force` lets a control plane under 8 GiB through with a warning, on plan and
 /// create; never assisted-service's gate (that agent install would not finish).
 #[test]

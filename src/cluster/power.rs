@@ -44,7 +44,8 @@ use crate::progress::Sink;
 use crate::spec::{Method, Role};
 use crate::state::{ClusterDir, StateDir};
 
-/// The install's certificates' lifetime (openshift.md "Ignition": 24 h).
+/// The install's certificates' lifetime (24 h: OpenShift's installation docs on the Ignition
+/// config files' certificates).
 pub const FIRST_ROTATION: Duration = Duration::from_secs(24 * 3600);
 
 /// `power.json`: the last stop or start.

@@ -198,7 +198,7 @@ fn run(argv: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The names of a cluster the host itself must resolve (openshift.md "DNS"):
+/// The names of a cluster the host itself must resolve (OpenShift's "User-provisioned DNS requirements"):
 /// the API and a route under `*.apps`.
 pub fn host_names(plan: &Plan) -> Vec<String> {
     vec![

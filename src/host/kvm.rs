@@ -104,7 +104,7 @@ pub fn check() -> KvmCheck {
 /// TCG? A rehearsal (stand-in nodes) may; a real cluster may not unless the user
 /// asked for `qemu` by name: under TCG, etcd and the API server are an order of
 /// magnitude slower and miss the installer's timeouts (etcd wants fsync and
-/// heartbeats within its 100 ms interval, openshift.md "Machine sizes"), so the
+/// heartbeats within its 100 ms interval: etcd's "Hardware recommendations"), so the
 /// install would run for hours and fail. Returns the note for the user, or the
 /// refusal with how to get KVM (nested virtualisation: the kernel's
 /// Documentation/virt/kvm/x86/running-nested-guests.rst; libvirt's

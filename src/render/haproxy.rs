@@ -1,7 +1,8 @@
 //! The HAProxy configuration of a cluster's load balancer, from its plan.
 //!
-//! Layer 4 (TCP passthrough) as `openshift.md` asks: 6443 and 22623 to the
-//! bootstrap and the control planes, 443 and 80 to the nodes running routers.
+//! Layer 4 (TCP passthrough) as OpenShift's "Load balancing requirements for
+//! user-provisioned infrastructure" ask: 6443 and 22623 to the bootstrap and
+//! the control planes, 443 and 80 to the nodes running routers.
 //! Every frontend binds the cluster's load-balancer address only, never a
 //! wildcard. Health checks: `GET /readyz` on 6443 (HTTPS without verification
 //! for a real cluster, plain HTTP for a rehearsal's stand-in nodes), TCP

@@ -2,7 +2,7 @@
 //!
 //! `openshift-install wait-for bootstrap-complete` reaches the API through
 //! `api.<cluster domain>:6443`, and the nodes fetch their configs through
-//! `api-int:22623` (openshift.md, "Load balancer"): both are the load balancer
+//! `api-int:22623` (OpenShift's "Load balancing requirements for user-provisioned infrastructure"): both are the load balancer
 //! `shiftlab serve` runs. Without serve the wait runs its full 20 + 30 minutes and
 //! fails. So the install checks first: serve answers on its control socket, has
 //! picked the cluster up, and HAProxy accepts connections on every frontend. The

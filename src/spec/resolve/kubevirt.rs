@@ -61,7 +61,13 @@ pub fn resolve(
         }
         return (backend, None);
     };
-    if backend != BackendKind::Kubevirt {
+    // A `backend:` that names no backend already drew its error; the section is
+    // then checked as written, so that a typo there hides none of its problems.
+    let backend_unknown = raw
+        .backend
+        .as_ref()
+        .is_some_and(|b| !matches!(b.v.as_str(), "libvirt" | "kubevirt"));
+    if backend != BackendKind::Kubevirt && !backend_unknown {
         d.error(
             "kubevirt",
             "set, but backend is not kubevirt; add `backend: kubevirt`",

@@ -117,7 +117,7 @@ fn gates(
     }
 }
 
-/// Documented minimums (openshift.md) as (vCPUs, MiB, GB): below them we warn.
+/// Documented minimums (OpenShift's "Minimum resource requirements for cluster installation") as (vCPUs, MiB, GB): below them we warn.
 pub fn documented_minimum(role: Role, method: Method) -> (u64, u64, u64) {
     match (role, method) {
         (Role::Ctlplane, Method::Sno) => (8, 16384, 120),
