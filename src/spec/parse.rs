@@ -705,12 +705,13 @@ const TOP: &[Key<RawSpec>] = &[
             for (f, v) in own.chain(kcli_aliases(obj, key)) {
                 set_once(&mut into.ssh_keys, list_of_strings(&f, v, d), d);
             }
-            // kcli's `keys` adds to whichever list is there.
+            // kcli's `keys` adds to whichever list is there; empty (kcli's
+            // default), it adds nothing and leaves the keys found in ~/.ssh.
             for add in kcli::additions(key) {
                 let Some((f, v)) = obj.take(add) else {
                     continue;
                 };
-                if let Some(list) = list_of_strings(&f, v, d) {
+                if let Some(list) = list_of_strings(&f, v, d).filter(|l| !l.v.is_empty()) {
                     match &mut into.ssh_keys {
                         Some(prev) => prev.v.extend(list.v),
                         None => into.ssh_keys = Some(list),
@@ -1183,6 +1184,18 @@ mod tests {
         check("kubevirt", KUBEVIRT);
         check("proxy", PROXY);
         check("capabilities", CAPABILITIES);
+    }
+
+    /// kcli's default `keys: []` adds no key, and so does not stop shiftlab from
+    /// finding the user's keys in ~/.ssh.
+    #[test]
+    fn empty_kcli_keys_say_nothing() {
+        let mut d = Diagnostics::default();
+        let raw = parse("keys: []\n", &mut d).unwrap();
+        assert!(raw.ssh_keys.is_none(), "{:?}", raw.ssh_keys);
+        let raw = parse("keys: [a.pub]\n", &mut d).unwrap();
+        assert_eq!(raw.ssh_keys.map(|k| k.v), Some(vec!["a.pub".to_string()]));
+        assert!(d.errors.is_empty(), "{:?}", d.errors);
     }
 
     /// A key no table names is unknown, and the message lists the section's table.
