@@ -32,6 +32,10 @@ const SECRET_KEYS: &[&str] = &[
     "password",
     "passwd",
     "bmc_password",
+    // kcli parameter files' passwords (src/spec/kcli.rs).
+    "disconnected_password",
+    "baremetal_password",
+    "kubeadmin_password",
     "auth",
     "token",
     "client-key-data",

@@ -134,3 +134,96 @@ fn params_shape_the_recorded_plan() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A kcli parameter file's proxy, inline `ca`, `disconnected_url`,
+/// `imagecontentsources` and `machine_cidr` reach install-config as kcli's own
+/// install-config template puts them.
+#[test]
+fn kcli_keys_reach_install_config() {
+    let home = tempfile::tempdir().unwrap();
+    let fixtures = common::repo().join("tests/fixtures");
+    let pem = fs::read_to_string(fixtures.join("trust-bundle.pem")).unwrap();
+    let indented: String = pem.lines().map(|l| format!("  {l}\n")).collect();
+    let file = home.path().join("kcli.yml");
+    fs::write(
+        &file,
+        format!(
+            "cluster: kcli\ndomain: karmalabs.corp\nversion: stable\ntag: '4.18'\n\
+             pull_secret: {}\nmachine_cidr: 192.168.140.0/24\n\
+             api_ip: 192.168.140.253\ningress_ip: 192.168.140.252\n\
+             http_proxy: proxy.lab.test:3128\nno_proxy: .lab.test,10.0.0.0/8\n\
+             disconnected_url: https://registry.lab.test:5000\n\
+             imagecontentsources:\n- source: quay.io/acme/app\n  mirror: registry.lab.test:5000/acme/app\n\
+             ca: |\n{indented}ntp_server:\nautostart: false\nextra_networks: []\n",
+            fixtures.join("pull-secret.json").display()
+        ),
+    )
+    .unwrap();
+    let dir = home.path().join("out");
+    let out = common::shiftlab(
+        &[
+            "create",
+            "install-config",
+            "-f",
+            file.to_str().unwrap(),
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+        home.path(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("unknown key"), "{stderr}");
+    let text = fs::read_to_string(dir.join("install-config.yaml")).unwrap();
+    let v: yaml_serde::Value = yaml_serde::from_str(&text).unwrap();
+    assert_eq!(v["proxy"]["httpProxy"], "http://proxy.lab.test:3128");
+    assert_eq!(v["proxy"]["httpsProxy"], "http://proxy.lab.test:3128");
+    assert_eq!(v["proxy"]["noProxy"], ".lab.test,10.0.0.0/8");
+    assert_eq!(
+        v["additionalTrustBundle"].as_str().map(str::trim),
+        Some(pem.trim())
+    );
+    assert_eq!(
+        v["networking"]["machineNetwork"][0]["cidr"],
+        "192.168.140.0/24"
+    );
+    let sources: Vec<(String, Vec<String>)> = v["imageDigestSources"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["source"].as_str().unwrap().to_string(),
+                s["mirrors"]
+                    .as_sequence()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m.as_str().unwrap().to_string())
+                    .collect(),
+            )
+        })
+        .collect();
+    let r = "registry.lab.test:5000";
+    let s = |src: &str, m: &[String]| (src.to_string(), m.to_vec());
+    assert_eq!(
+        sources,
+        [
+            s(
+                "quay.io/openshift-release-dev/ocp-v4.0-art-dev",
+                &[
+                    format!("{r}/openshift-release-dev/ocp-v4.0-art-dev"),
+                    format!("{r}/openshift/release")
+                ]
+            ),
+            s(
+                "quay.io/openshift-release-dev",
+                &[format!("{r}/openshift-release-dev")]
+            ),
+            s(
+                "registry.ci.openshift.org/ocp/release",
+                &[format!("{r}/openshift-release-dev")]
+            ),
+            s("quay.io/acme/app", &[format!("{r}/acme/app")]),
+        ]
+    );
+}

@@ -138,6 +138,8 @@ pub struct RawSpec {
     pub proxy: Option<RawProxy>,
     pub image_digest_sources: Vec<(String, Vec<String>)>,
     pub additional_trust_bundle: Option<Src<String>>,
+    /// kcli's `ca`: the trust bundle's PEM text, in the file itself.
+    pub trust_bundle_pem: Option<Src<String>>,
     pub capabilities: Option<RawCapabilities>,
     pub manifests: Option<Src<String>>,
     pub openshift_install: Option<Src<String>>,
@@ -703,12 +705,13 @@ const TOP: &[Key<RawSpec>] = &[
             for (f, v) in own.chain(kcli_aliases(obj, key)) {
                 set_once(&mut into.ssh_keys, list_of_strings(&f, v, d), d);
             }
-            // kcli's `keys` adds to whichever list is there.
+            // kcli's `keys` adds to whichever list is there; empty (kcli's
+            // default), it adds nothing and leaves the keys found in ~/.ssh.
             for add in kcli::additions(key) {
                 let Some((f, v)) = obj.take(add) else {
                     continue;
                 };
-                if let Some(list) = list_of_strings(&f, v, d) {
+                if let Some(list) = list_of_strings(&f, v, d).filter(|l| !l.v.is_empty()) {
                     match &mut into.ssh_keys {
                         Some(prev) => prev.v.extend(list.v),
                         None => into.ssh_keys = Some(list),
@@ -772,6 +775,9 @@ const TOP: &[Key<RawSpec>] = &[
                     set_once(slot, ipv4(&f, v, d), d);
                 }
             }
+            for (f, v) in kcli_aliases(obj, "network.cidr") {
+                set_once(&mut into.network.cidr, cidr(&f, v, d), d);
+            }
         },
     },
     Key {
@@ -792,7 +798,7 @@ const TOP: &[Key<RawSpec>] = &[
     },
     field!(image: string),
     field!(rehearsal: boolean),
-    field!(installation_disk: string),
+    field_or_alias!(installation_disk: string),
     field!(network_type: string),
     field_or_alias!(cluster_network: cidr),
     field!(cluster_network_host_prefix: uint),
@@ -800,13 +806,38 @@ const TOP: &[Key<RawSpec>] = &[
     field!(fips: boolean),
     Key {
         name: "proxy",
-        read: |obj, key, into, d| into.proxy = nested(obj, key, PROXY, d),
+        read: kcli_proxy,
     },
     Key {
         name: "image_digest_sources",
-        read: digest_sources,
+        read: |obj, key, into, d| {
+            digest_sources(obj, key, into, d);
+            kcli_mirrors(obj, into, d);
+        },
     },
-    field!(additional_trust_bundle: string),
+    Key {
+        name: "additional_trust_bundle",
+        read: |obj, key, into, d| {
+            if let Some((f, v)) = obj.take(key) {
+                into.additional_trust_bundle = string(&f, v, d);
+            }
+            // kcli's `ca`: the bundle's PEM text itself.
+            if let Some((f, v)) = obj.take("ca") {
+                let pem = string(&f, v, d);
+                if let (Some(path), Some(pem)) = (&into.additional_trust_bundle, &pem) {
+                    d.error(
+                        &pem.field,
+                        format!(
+                            "sets the same thing as `{}`; keep only one of them",
+                            path.field
+                        ),
+                    );
+                } else {
+                    into.trust_bundle_pem = pem;
+                }
+            }
+        },
+    },
     Key {
         name: "capabilities",
         read: |obj, key, into, d| into.capabilities = nested(obj, key, CAPABILITIES, d),
@@ -862,6 +893,133 @@ fn role_size(obj: &mut Obj, role: &'static str, into: &mut RawSpec, d: &mut Diag
     }
     for (f, v) in kcli_aliases(obj, &format!("{role}.extra_disks")) {
         set_once(&mut slot.extra_disks, list_of_uints(&f, v, d), d);
+    }
+}
+
+/// `proxy:`, then kcli's flat `http_proxy`, `https_proxy` and `no_proxy`. As kcli's
+/// install-config template has it (kcli kvirt/cluster/openshift/install-config.yaml),
+/// a kcli proxy without a scheme is `http://` and `http_proxy` is the HTTPS proxy too
+/// unless `https_proxy` says otherwise.
+fn kcli_proxy(obj: &mut Obj, key: &'static str, into: &mut RawSpec, d: &mut Diagnostics) {
+    let own = nested(obj, key, PROXY, d);
+    let had = own.is_some();
+    let mut p = own.unwrap_or_default();
+    let mut any = false;
+    for (field, slot) in [
+        ("proxy.http_proxy", &mut p.http_proxy),
+        ("proxy.https_proxy", &mut p.https_proxy),
+        ("proxy.no_proxy", &mut p.no_proxy),
+    ] {
+        for (f, v) in kcli_aliases(obj, field) {
+            let mut s = string(&f, v, d);
+            if let Some(s) = s.as_mut().filter(|_| field != "proxy.no_proxy") {
+                if !s.v.contains("://") {
+                    s.v.insert_str(0, "http://");
+                }
+            }
+            any |= s.is_some();
+            set_once(slot, s, d);
+        }
+    }
+    if any && p.https_proxy.is_none() {
+        p.https_proxy = p
+            .http_proxy
+            .clone()
+            .filter(|h| kcli::aliases("proxy.http_proxy").any(|k| k == h.field));
+    }
+    if had || any {
+        into.proxy = Some(p);
+    }
+}
+
+/// kcli's mirrors: `disconnected_url`, a registry holding the release under
+/// kcli's layout (the `imageContentSources` of kcli's install-config template), and
+/// `imagecontentsources`, a list of `{source, mirror}` (kcli's hypershift form) or
+/// `{source, mirrors}`. Both add to `image_digest_sources`.
+fn kcli_mirrors(obj: &mut Obj, into: &mut RawSpec, d: &mut Diagnostics) {
+    if let Some(url) = obj
+        .take("disconnected_url")
+        .and_then(|(f, v)| string(&f, v, d))
+    {
+        // kcli drops a scheme the same way.
+        let reg = url
+            .v
+            .trim()
+            .trim_start_matches("http://")
+            .trim_start_matches("https://")
+            .trim_end_matches('/')
+            .to_string();
+        if reg.is_empty() || reg.contains(char::is_whitespace) {
+            d.error(
+                &url.field,
+                format!(
+                    "{:?} is not a registry address; expected e.g. registry.lab.test:5000",
+                    url.v
+                ),
+            );
+        } else {
+            let okd = into.distribution.as_ref().is_some_and(|s| s.v == "okd");
+            into.image_digest_sources.extend([
+                (
+                    "quay.io/openshift-release-dev/ocp-v4.0-art-dev".to_string(),
+                    vec![
+                        format!("{reg}/openshift-release-dev/ocp-v4.0-art-dev"),
+                        format!("{reg}/openshift/release"),
+                    ],
+                ),
+                (
+                    "quay.io/openshift-release-dev".to_string(),
+                    vec![format!("{reg}/openshift-release-dev")],
+                ),
+                if okd {
+                    (
+                        "registry.ci.openshift.org/origin".to_string(),
+                        vec![format!("{reg}/origin")],
+                    )
+                } else {
+                    (
+                        "registry.ci.openshift.org/ocp/release".to_string(),
+                        vec![format!("{reg}/openshift-release-dev")],
+                    )
+                },
+            ]);
+        }
+    }
+    let Some((f, v)) = obj.take("imagecontentsources") else {
+        return;
+    };
+    let Value::Sequence(items) = v else {
+        d.error(
+            f,
+            format!("{} is not a list of {{source, mirror}} entries", show(&v)),
+        );
+        return;
+    };
+    for (i, item) in items.into_iter().enumerate() {
+        let field = format!("{f}[{i}]");
+        let Some(mut m) = mapping(&field, item, d) else {
+            continue;
+        };
+        // kcli's entries name one `mirror`; shiftlab's, a list of `mirrors`.
+        if let Some(one) = m.remove("mirror") {
+            if m.contains_key("mirrors") {
+                d.error(
+                    &field,
+                    "has both `mirror` and `mirrors`; keep only one of them",
+                );
+                continue;
+            }
+            m.insert(Value::from("mirrors"), Value::Sequence(vec![one]));
+        }
+        let mut entry = RawDigestSource::default();
+        section(Obj::new(&field, m), DIGEST_SOURCE, &mut entry, d);
+        match (entry.source, entry.mirrors) {
+            (Some(s), Some(m)) if !m.v.is_empty() => into.image_digest_sources.push((s.v, m.v)),
+            _ => d.error(
+                field,
+                "needs `source` (a repository) and `mirror` (a registry path holding its images)",
+            ),
+        }
     }
 }
 
@@ -951,10 +1109,30 @@ pub fn parse_with(
     for k in TOP {
         (k.read)(&mut top, k.name, &mut raw, d);
     }
-    // kcli keys shiftlab knows but does not use.
-    for (key, why) in kcli::ignored() {
-        if top.map.remove(key).is_some() {
-            d.warn(key, format!("kcli parameter ignored: {why}"));
+    // kcli's description of its own plan.
+    top.map.remove("info");
+    // kcli keys shiftlab knows but reads no value from: quiet when they leave the
+    // feature as kcli has it by default, else a warning or a refusal saying why.
+    for (key, k) in kcli::unread() {
+        let Some(v) = top.map.remove(key) else {
+            continue;
+        };
+        let shown = if kcli::SECRET.contains(&key) {
+            "a password (not shown)".to_string()
+        } else {
+            show(&v)
+        };
+        match k {
+            kcli::Key::Ignored(default, why) if !kcli::at_rest(default, &v) => {
+                d.warn(key, format!("kcli parameter ignored: {why}"));
+            }
+            kcli::Key::Refused(default, why) if !kcli::at_rest(default, &v) => {
+                d.error(
+                    key,
+                    format!("{shown} is not supported by shiftlab because {why}"),
+                );
+            }
+            _ => {}
         }
     }
     let known: Vec<&str> = top_keys().chain(kcli::read()).collect();
@@ -1006,6 +1184,18 @@ mod tests {
         check("kubevirt", KUBEVIRT);
         check("proxy", PROXY);
         check("capabilities", CAPABILITIES);
+    }
+
+    /// kcli's default `keys: []` adds no key, and so does not stop shiftlab from
+    /// finding the user's keys in ~/.ssh.
+    #[test]
+    fn empty_kcli_keys_say_nothing() {
+        let mut d = Diagnostics::default();
+        let raw = parse("keys: []\n", &mut d).unwrap();
+        assert!(raw.ssh_keys.is_none(), "{:?}", raw.ssh_keys);
+        let raw = parse("keys: [a.pub]\n", &mut d).unwrap();
+        assert_eq!(raw.ssh_keys.map(|k| k.v), Some(vec!["a.pub".to_string()]));
+        assert!(d.errors.is_empty(), "{:?}", d.errors);
     }
 
     /// A key no table names is unknown, and the message lists the section's table.

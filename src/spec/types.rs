@@ -392,6 +392,9 @@ pub struct ClusterSpec {
     pub proxy: Option<ProxySpec>,
     pub image_digest_sources: Vec<ImageDigestSource>,
     pub additional_trust_bundle: Option<PathBuf>,
+    /// The trust bundle's PEM text given in the file itself (kcli's `ca`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust_bundle_pem: Option<String>,
     pub capabilities: Option<Capabilities>,
     pub manifests: Option<PathBuf>,
     /// The `openshift-install` binary to drive, when not the release's own.

@@ -97,6 +97,7 @@ pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
         },
     };
     let bundle = match &spec.additional_trust_bundle {
+        None if spec.trust_bundle_pem.is_some() => spec.trust_bundle_pem.clone(),
         Some(p) => Some(
             crate::spec::read_input(p)
                 .with_context(|| format!("reading trust bundle {}", p.display()))?,

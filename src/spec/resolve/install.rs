@@ -12,12 +12,16 @@ use crate::spec::types::*;
 pub struct InstallOptions {
     pub proxy: Option<ProxySpec>,
     pub additional_trust_bundle: Option<PathBuf>,
+    pub trust_bundle_pem: Option<String>,
     pub capabilities: Option<Capabilities>,
     pub manifests: Option<PathBuf>,
     pub image_digest_sources: Vec<ImageDigestSource>,
     pub fips: bool,
     pub installation_disk: String,
 }
+
+/// kcli's default for `manifests`.
+const KCLI_MANIFESTS: &str = "manifests";
 
 pub fn resolve(raw: &RawSpec, env: &Env, d: &mut Diagnostics) -> InstallOptions {
     let proxy = raw.proxy.as_ref().map(|p| {
@@ -57,25 +61,47 @@ pub fn resolve(raw: &RawSpec, env: &Env, d: &mut Diagnostics) -> InstallOptions 
         }
         path
     });
+    let trust_bundle_pem = raw.trust_bundle_pem.as_ref().map(|s| {
+        if !s.v.contains("-----BEGIN CERTIFICATE-----") {
+            d.error(
+                &s.field,
+                "holds no PEM certificate: kcli's `ca` is the bundle's text (-----BEGIN CERTIFICATE----- …); for a file use additional_trust_bundle",
+            );
+        }
+        s.v.clone()
+    });
     // Checked against the version's rules in capabilities.rs.
     let capabilities = raw.capabilities.as_ref().map(|c| Capabilities {
         baseline_capability_set: c.baseline_capability_set.as_ref().map(|s| s.v.clone()),
         additional_enabled_capabilities: c.additional_enabled_capabilities.clone(),
     });
-    let manifests = raw.manifests.as_ref().map(|s| {
+    let manifests = raw.manifests.as_ref().and_then(|s| {
         let path = env.path(&s.v);
+        // kcli's default `manifests: manifests` names a directory that is often
+        // absent; kcli then adds no manifest, and neither does shiftlab.
+        if s.v == KCLI_MANIFESTS && !path.exists() {
+            d.warn(
+                &s.field,
+                format!(
+                    "{} does not exist: no extra manifests (as kcli)",
+                    path.display()
+                ),
+            );
+            return None;
+        }
         if !path.is_dir() {
             d.error(
                 &s.field,
                 format!("{} is not a directory of manifests", path.display()),
             );
         }
-        path
+        Some(path)
     });
 
     InstallOptions {
         proxy,
         additional_trust_bundle,
+        trust_bundle_pem,
         capabilities,
         manifests,
         image_digest_sources: raw

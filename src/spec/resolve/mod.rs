@@ -135,6 +135,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         proxy: install.proxy,
         image_digest_sources: install.image_digest_sources,
         additional_trust_bundle: install.additional_trust_bundle,
+        trust_bundle_pem: install.trust_bundle_pem,
         capabilities: install.capabilities,
         manifests: install.manifests,
         openshift_install: release.openshift_install,

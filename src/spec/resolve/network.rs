@@ -207,6 +207,15 @@ fn names(
     d: &mut Diagnostics,
 ) -> (String, String) {
     let name = match &n.name {
+        Some(s) if s.v == "default" => {
+            d.error(
+                &s.field,
+                format!(
+                    "\"default\" (libvirt's own network, kcli's default) is not supported by shiftlab because it adds the cluster's DNS records and DHCP reservations only to a network it creates and owns: leave `network` out (shiftlab creates shiftlab-{cluster}, a NAT network as default is) or name a new one"
+                ),
+            );
+            s.v.clone()
+        }
         Some(s) => {
             if !valid_name(&s.v, 64) {
                 d.error(
@@ -263,7 +272,17 @@ fn layout(n: &RawNetwork, cidr: &Ipv4Net, topo: &Topology, d: &mut Diagnostics) 
     let bootstrap = topo.method == Method::Upi;
     let nodes = addressing::node_range(cidr, bootstrap, topo.ctlplanes, topo.workers);
     let last_node = nodes.1;
-    let (def_start, def_end) = addressing::default_dhcp(cidr);
+    let (mut def_start, mut def_end) = addressing::default_dhcp(cidr);
+    // A VIP written into the default range (kcli's are .253 and .252) moves the
+    // range off it; a range the file sets is the user's, and checked as written.
+    if n.dhcp_start.is_none() && n.dhcp_end.is_none() {
+        let vips: Vec<_> = [&n.api_ip, &n.ingress_ip]
+            .into_iter()
+            .flatten()
+            .map(|s| s.v)
+            .collect();
+        (def_start, def_end) = clear_of((def_start, def_end), &vips);
+    }
     let dhcp_start = n.dhcp_start.as_ref().map_or(def_start, |s| s.v);
     let dhcp_end = n.dhcp_end.as_ref().map_or(def_end, |s| s.v);
     let dhcp_field = n
@@ -330,6 +349,37 @@ fn layout(n: &RawNetwork, cidr: &Ipv4Net, topo: &Topology, d: &mut Diagnostics) 
         dhcp_start,
         dhcp_end,
     }
+}
+
+/// The largest part of the range `(start, end)` that holds none of `taken` (the
+/// lower one of two as large); the range itself when it holds none, or when every
+/// address of it is taken.
+fn clear_of(
+    (start, end): (std::net::Ipv4Addr, std::net::Ipv4Addr),
+    taken: &[std::net::Ipv4Addr],
+) -> (std::net::Ipv4Addr, std::net::Ipv4Addr) {
+    let (lo, hi) = (u32::from(start), u32::from(end));
+    let mut cuts: Vec<u32> = taken
+        .iter()
+        .map(|&ip| u32::from(ip))
+        .filter(|ip| (lo..=hi).contains(ip))
+        .collect();
+    if cuts.is_empty() {
+        return (start, end);
+    }
+    cuts.sort_unstable();
+    let mut best: Option<(u32, u32)> = None;
+    let mut from = lo;
+    for cut in cuts.into_iter().chain([hi.saturating_add(1)]) {
+        if cut > from {
+            let part = (from, cut - 1);
+            if best.is_none_or(|(a, b)| part.1 - part.0 > b - a) {
+                best = Some(part);
+            }
+        }
+        from = cut.saturating_add(1);
+    }
+    best.map_or((start, end), |(a, b)| (a.into(), b.into()))
 }
 
 /// The API and ingress VIPs: defaults per method, and a written one clear of the
@@ -532,6 +582,29 @@ fn parse_mac_prefix(s: &str) -> Result<[u8; 3], String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_range_moves_off_the_vips_in_it() {
+        let ip = |s: &str| s.parse::<std::net::Ipv4Addr>().unwrap();
+        let range = (ip("192.168.122.192"), ip("192.168.122.254"));
+        // kcli's VIPs: the range ends below them.
+        assert_eq!(
+            clear_of(range, &[ip("192.168.122.253"), ip("192.168.122.252")]),
+            (ip("192.168.122.192"), ip("192.168.122.251"))
+        );
+        // At its start: the range begins after it.
+        assert_eq!(
+            clear_of(range, &[ip("192.168.122.192")]),
+            (ip("192.168.122.193"), ip("192.168.122.254"))
+        );
+        // In the middle: the larger side.
+        assert_eq!(
+            clear_of(range, &[ip("192.168.122.200")]),
+            (ip("192.168.122.201"), ip("192.168.122.254"))
+        );
+        // Outside: unchanged.
+        assert_eq!(clear_of(range, &[ip("192.168.122.2")]), range);
+    }
 
     #[test]
     fn mac_prefixes() {

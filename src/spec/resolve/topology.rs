@@ -32,7 +32,12 @@ pub fn resolve(raw: &RawSpec, d: &mut Diagnostics) -> Topology {
             ("agent", Method::Agent),
         ],
         &raw.method,
-        Method::Upi,
+        // As kcli: one control plane and no method is a single node.
+        if raw.ctlplanes.as_ref().is_some_and(|c| c.v == 1) {
+            Method::Sno
+        } else {
+            Method::Upi
+        },
         d,
     );
     let rehearsal = raw.rehearsal.as_ref().is_some_and(|r| r.v);
