@@ -9,6 +9,9 @@
 //! - `GET /api/clusters/NAME/events` — server-sent events: that value again each
 //!   time it changes (checked every second).
 //!
+//! A cluster's view carries its health as its API reports it ([`health`]), read
+//! in the background so that no request waits on a cluster that is down.
+//!
 //! Bound to loopback it answers without a token, but only to requests naming it
 //! by address or `localhost` (a DNS name pointing at loopback is how a web page
 //! elsewhere would reach it); loopback is every local user, so console logs are
