@@ -38,16 +38,33 @@
     const t = String(text || "unknown");
     const u = t.toUpperCase();
     let cls = "badge";
-    if (["UP", "RUNNING", "DONE", "OPEN"].includes(u) || u.startsWith("UP ")) cls += " ok";
-    else if (["DOWN", "SHUT OFF", "CRASHED", "NOLB", "FAILED"].includes(u) || u.startsWith("DOWN")) cls += " bad";
-    else if (["STARTED", "MAINT", "DRAIN", "PAUSED", "REMOVED"].includes(u) || u.startsWith("MAINT")) cls += " warn";
+    if (["UP", "RUNNING", "DONE", "OPEN", "READY", "AVAILABLE"].includes(u) || u.startsWith("UP ")) cls += " ok";
+    else if (["DOWN", "SHUT OFF", "CRASHED", "NOLB", "FAILED", "NOT READY", "DEGRADED", "FAILING", "UNREACHABLE"].includes(u) || u.startsWith("DOWN")) cls += " bad";
+    else if (["STARTED", "MAINT", "DRAIN", "PAUSED", "REMOVED", "PROGRESSING", "PENDING", "UNKNOWN"].includes(u) || u.startsWith("MAINT")) cls += " warn";
     return h("span", { class: cls }, t);
   }
 
+  // A time as its absolute UTC date and its age: "2026-11-25 10:00:00 UTC (5 min ago)".
   function fmtTime(epoch) {
     if (!epoch) return "—";
     const d = new Date(epoch * 1000);
-    return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+    if (isNaN(d.getTime())) return "—";
+    const utc = d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+    return utc + " (" + fmtAge(Date.now() / 1000 - epoch) + ")";
+  }
+
+  // An RFC 3339 time from the cluster's API, as fmtTime shows it.
+  function fmtDate(rfc3339) {
+    if (!rfc3339) return "—";
+    return fmtTime(Date.parse(rfc3339) / 1000);
+  }
+
+  function fmtAge(s) {
+    if (s < 0) return "in the future";
+    if (s < 60) return Math.floor(s) + " s ago";
+    if (s < 3600) return Math.floor(s / 60) + " min ago";
+    if (s < 172800) return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min ago";
+    return Math.floor(s / 86400) + " d ago";
   }
 
   function fmtDuration(s) {
@@ -230,13 +247,98 @@
       table("Targets (" + flow + ")", ["Target", "State", "Started", "Duration", "Timeline", "Note"], rows, { id: "targets" }));
   }
 
+  let ptrOpen = false;
+
   function dnsSection(s) {
     const hd = s.services && s.services.host_dns;
-    const rows = s.lab.dns.map((r) => h("tr", {}, h("td", {}, r.name), h("td", {}, r.type), h("td", {}, r.value)));
+    const row = (r) => h("tr", {}, h("td", {}, r.name), h("td", {}, r.type), h("td", {}, r.value));
+    const ptr = s.lab.dns.filter((r) => r.type === "PTR");
+    // The PTR records mirror the A records: collapsed, kept open across updates.
+    const more = ptr.length ? h("details", { id: "dns-ptr-details", open: ptrOpen },
+      h("summary", {}, ptr.length + " PTR records"),
+      table(null, ["Name", "Type", "Value"], ptr.map(row), { id: "dns-ptr" })) : null;
+    if (more) more.addEventListener("toggle", () => { ptrOpen = more.open; });
     return section("dns", "DNS records",
       hd ? h("p", { class: "sub" }, "Host DNS: ", badge(hd.configured ? "configured" : "not configured"),
         hd.mechanism ? " via " + hd.mechanism : "") : null,
-      table(null, ["Name", "Type", "Value"], rows, { id: "dns-records" }));
+      table(null, ["Name", "Type", "Value"], s.lab.dns.filter((r) => r.type !== "PTR").map(row), { id: "dns-records" }),
+      more);
+  }
+
+  // A command to copy: a read-only field and a button.
+  function copyable(id, text, label) {
+    const input = h("input", { id: id, type: "text", readonly: true, class: "copy", "aria-label": label, spellcheck: "false" });
+    input.value = text;
+    const button = h("button", { type: "button", "aria-label": "Copy: " + label }, "Copy");
+    button.addEventListener("click", async () => {
+      input.select();
+      try {
+        if (navigator.clipboard && window.isSecureContext) await navigator.clipboard.writeText(text);
+        else document.execCommand("copy");
+        button.textContent = "Copied";
+      } catch (e) {
+        button.textContent = "Select and copy";
+      }
+    });
+    return h("span", { class: "copyable" }, input, button);
+  }
+
+  function condText(c) {
+    if (!c) return "";
+    return [c.reason, c.message].filter(Boolean).join(": ");
+  }
+
+  function healthSection(s) {
+    const p = s.health || { state: "no_kubeconfig" };
+    const title = "Cluster health";
+    if (p.state === "no_kubeconfig") {
+      return section("health", title, h("p", { class: "sub", id: "health-state" }, "No admin kubeconfig yet: the installer writes it (create manifests)."));
+    }
+    if (p.state === "checking") {
+      return section("health", title, h("p", { class: "sub", id: "health-state" }, "Asking the API…"));
+    }
+    if (p.state === "unreachable") {
+      return section("health", title, h("p", { class: "problem", id: "health-state" }, "API not reachable: " + p.reason));
+    }
+    const v = p.version;
+    const cv = v ? h("div", { class: "box", id: "cluster-version" },
+      h("h3", {}, "ClusterVersion"),
+      dl([
+        ["desired", v.desired || "—"],
+        ["available", v.available ? [badge(v.available.status === "True" ? "available" : "not available"), " since " + fmtDate(v.available.since)] : "—"],
+        ["progressing", v.progressing ? [badge(v.progressing.status === "True" ? "progressing" : "no"), " " + (v.progressing.message || "")] : "—"],
+        ["failing", v.failing && v.failing.status === "True" ? [badge("failing"), " " + condText(v.failing)] : "no"],
+        ["last completed", v.completed ? v.completed + " at " + fmtDate(v.completed_at) : "none yet"],
+      ])) : h("p", { class: "sub", id: "cluster-version" }, "No ClusterVersion: not an OpenShift API.");
+    const ops = p.operators.map((o) => h("tr", { "data-operator": o.name, "data-degraded": o.degraded ? "True" : "False", "data-progressing": o.progressing ? "True" : "False" },
+      h("th", { scope: "row" }, o.name),
+      h("td", {}, o.degraded ? badge("degraded") : null, o.progressing ? badge("progressing") : null),
+      h("td", { class: "num" }, fmtDate((o.degraded || o.progressing).since)),
+      h("td", { class: "note" }, [condText(o.degraded), condText(o.progressing)].filter(Boolean).join(" · "))));
+    const opsPart = ops.length
+      ? table("Degraded or progressing operators (" + ops.length + " of " + p.operators_total + ")", ["Operator", "State", "Since", "Message"], ops, { id: "operators" })
+      : h("p", { class: "sub", id: "operators" }, p.operators_total ? "All " + p.operators_total + " cluster operators are settled (none degraded or progressing)." : "No ClusterOperators listed.");
+    const nodes = p.nodes.map((n) => {
+      const ready = n.ready ? n.ready.status : "Unknown";
+      return h("tr", { "data-health-node": n.name, "data-ready": ready },
+        h("th", { scope: "row" }, n.name),
+        h("td", {}, n.roles.join(", ") || "—"),
+        h("td", {}, badge(ready === "True" ? "ready" : ready === "False" ? "not ready" : "unknown")),
+        h("td", { class: "num" }, fmtDate(n.ready && n.ready.since)),
+        h("td", { class: "hide-narrow note" }, n.ready && n.ready.status !== "True" ? condText(n.ready) : ""));
+    });
+    const csrs = p.pending_csrs.map((c) => h("tr", { "data-csr": c.name },
+      h("th", { scope: "row" }, c.name),
+      h("td", {}, c.requestor),
+      h("td", { class: "hide-narrow" }, c.signer),
+      h("td", { class: "num" }, fmtDate(c.created))));
+    return section("health", title,
+      h("p", { class: "sub", id: "health-state" }, "As the API reports it (oc get clusterversion,co,nodes,csr)."),
+      cv, opsPart,
+      table("Nodes", ["Node", "Roles", "Ready", "Since", "Why"], nodes, { id: "health-nodes" }),
+      csrs.length
+        ? table("Pending certificate signing requests (oc adm certificate approve NAME)", ["CSR", "Requestor", "Signer", "Created"], csrs, { id: "pending-csrs" })
+        : h("p", { class: "sub", id: "pending-csrs" }, "No pending CSR."));
   }
 
   function accessSection(s) {
@@ -245,6 +347,8 @@
       h("div", { class: "box" }, dl([
         ["console", h("a", { href: s.lab.console_url, rel: "noreferrer" }, s.lab.console_url)],
         ["kubeconfig", s.lab.kubeconfig ? h("code", {}, s.lab.kubeconfig) : "not written yet"],
+        ["shell", s.lab.kubeconfig_export ? copyable("kubeconfig-export", s.lab.kubeconfig_export, "export KUBECONFIG line") : null],
+        ["oc login", copyable("oc-login", s.lab.oc_login, "oc login command (asks for kubeadmin's password)")],
         ["artifacts", http && http.url ? http.url : "not served"],
         ["serve", s.services ? badge(s.services.serve_running ? "running" : "not running") : "not serving this cluster yet"],
       ])));
@@ -273,7 +377,7 @@
       h("h1", {}, s.cluster),
       h("p", { class: "sub" }, s.lab.distribution + " " + s.lab.version + " · method " + s.lab.method + " · " +
         s.lab.cluster_domain + " · " + running + "/" + s.nodes.length + " nodes running"),
-      labPicture(s), backendsSection(s), timelineSection(s), dnsSection(s), accessSection(s), consolesSection(s),
+      healthSection(s), labPicture(s), backendsSection(s), timelineSection(s), dnsSection(s), accessSection(s), consolesSection(s),
     ];
     const y = window.scrollY;
     main.replaceChildren(...content);

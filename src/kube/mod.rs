@@ -7,6 +7,7 @@ pub mod baremetal;
 pub mod bmh_online;
 pub mod csr;
 pub mod drain;
+pub mod health;
 pub mod owner;
 pub mod ready;
 pub mod report;

@@ -2,7 +2,7 @@
 """A stand-in Kubernetes API on loopback for a rehearsal cluster's stop/start,
 with a kubelet model per plan node driven by the node's real boots.
 
-    kube-standin.py PLAN_JSON CONSOLE_DIR PORT_FILE EVENTS_FILE
+    kube-standin.py [--troubled] PLAN_JSON CONSOLE_DIR PORT_FILE EVENTS_FILE
 
 What it models, and where the behaviour comes from:
 
@@ -28,9 +28,18 @@ What it models, and where the behaviour comes from:
   SANs its host name and InternalIP; usages digital signature + server auth).
   OpenShift's "Restarting the cluster gracefully" (openshift/openshift-docs,
   modules/graceful-restart.adoc) has the admin approve those pending CSRs.
+- The install finished: the ClusterVersion `version` has the plan's version
+  Available with a Completed history entry, and the ClusterOperators of a
+  cluster are Available, not Progressing, not Degraded (field names: openshift/api
+  config/v1 `0000_00_cluster-version-operator_01_clusterversion-Default.crd.yaml`
+  and `…_01_clusteroperator.crd.yaml`; the messages are the CVO's). With
+  --troubled (the web page's health panel, tests/e2e/web.sh): `authentication`
+  is Degraded as the cluster-authentication-operator reports an unreachable
+  oauth route, and the first worker's kubelet has a serving CSR pending.
 - API paths: GET /version, GET the CSR list, GET one CSR, PUT …/approval (sets
   the status; a stale resourceVersion is a 409 Conflict as the real API answers),
-  GET /api/v1/nodes, GET one Node; anything else a 404 Status.
+  GET /api/v1/nodes, GET one Node, GET the ClusterVersion and ClusterOperator
+  lists and one of each; anything else a 404 Status.
 
 Each event (boot, CSR created, approved) is appended to EVENTS_FILE as one JSON
 line, so the test can see what happened in which order. Nothing leaves 127.0.0.1.
@@ -52,7 +61,11 @@ CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 BOOTSTRAPPER = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
 REPORT = b"SHIFTLAB-STANDIN-REPORT "
 
-plan_path, console_dir, port_file, events_file = sys.argv[1:5]
+args = sys.argv[1:]
+troubled = args[:1] == ["--troubled"]
+if troubled:
+    args = args[1:]
+plan_path, console_dir, port_file, events_file = args[:4]
 with open(plan_path) as f:
     plan = json.load(f)
 members = [n for n in plan["nodes"] if n["role"] != "bootstrap"]
@@ -62,6 +75,9 @@ version = [100]
 csrs = {}  # name -> object
 nodes = {}  # name -> object
 csr_node = {}  # CSR name -> the plan node whose kubelet made it
+CONFIG = "/apis/config.openshift.io/v1/"
+cluster_versions = {}  # name -> object
+cluster_operators = {}  # name -> object
 
 
 def now():
@@ -92,7 +108,11 @@ for m in members:
     nodes[m["name"]] = {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": m["name"], "resourceVersion": next_version(),
-                     "labels": {"kubernetes.io/hostname": m["name"]}},
+                     # The kubelet's role labels (`oc get nodes` ROLES).
+                     "labels": dict({"kubernetes.io/hostname": m["name"]},
+                                    **({"node-role.kubernetes.io/worker": ""} if m["role"] == "worker" else
+                                       {"node-role.kubernetes.io/control-plane": "",
+                                        "node-role.kubernetes.io/master": ""}))},
         "status": {"addresses": [
             {"type": "InternalIP", "address": m["ip"]},
             {"type": "Hostname", "address": m["name"]},
@@ -100,6 +120,52 @@ for m in members:
         ]},
     }
     set_ready(m["name"], "True", "KubeletReady", "kubelet is posting ready status")
+
+
+def condition(kind, status, reason="AsExpected", message=""):
+    c = {"type": kind, "status": status, "lastTransitionTime": now(), "reason": reason}
+    if message:
+        c["message"] = message
+    return c
+
+
+release = plan.get("version") or "4.18.0"
+cluster_versions["version"] = {
+    "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+    "metadata": {"name": "version", "resourceVersion": next_version()},
+    "spec": {"clusterID": "00000000-0000-4000-8000-000000000000", "channel": "stable-4.18"},
+    "status": {
+        "desired": {"version": release, "image": "quay.io/openshift-release-dev/ocp-release@sha256:" + "0" * 64},
+        "history": [{"state": "Completed", "version": release, "image": "quay.io/openshift-release-dev/ocp-release@sha256:" + "0" * 64,
+                     "startedTime": now(), "completionTime": now(), "verified": False}],
+        "observedGeneration": 1, "versionHash": "standin", "availableUpdates": None,
+        "conditions": [
+            condition("Available", "True", "", "Done applying " + release),
+            condition("Failing", "False"),
+            condition("Progressing", "False", "", "Cluster version is " + release),
+            condition("RetrievedUpdates", "False", "NoChannel", "The update channel has not been configured."),
+        ]},
+}
+for name in ("authentication", "console", "dns", "etcd", "ingress", "kube-apiserver",
+             "machine-config", "network"):
+    degraded = troubled and name == "authentication"
+    cluster_operators[name] = {
+        "apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
+        "metadata": {"name": name, "resourceVersion": next_version()},
+        "spec": {},
+        "status": {
+            "versions": [{"name": "operator", "version": release}],
+            "relatedObjects": [{"group": "", "resource": "namespaces", "name": "openshift-" + name}],
+            "conditions": [
+                condition("Available", "True"),
+                condition("Progressing", "False"),
+                condition("Degraded", "True", "OAuthServerRouteEndpointAccessibleController_SyncError",
+                          "OAuthServerRouteEndpointAccessibleControllerDegraded: Get \"https://oauth-openshift.apps."
+                          + plan["cluster_domain"] + "/healthz\": dial tcp: connect: connection refused")
+                if degraded else condition("Degraded", "False"),
+                condition("Upgradeable", "True"),
+            ]},
+    }
 
 
 def request_pem(name, sans):
@@ -193,8 +259,18 @@ class Handler(BaseHTTPRequestHandler):
                 return self.reply(200, {"apiVersion": "v1", "kind": "NodeList",
                                         "metadata": {"resourceVersion": str(version[0])},
                                         "items": list(nodes.values())})
+            for plural, objs, kind in (("clusterversions", cluster_versions, "ClusterVersionList"),
+                                       ("clusteroperators", cluster_operators, "ClusterOperatorList")):
+                if path == CONFIG + plural:
+                    return self.reply(200, {"apiVersion": "config.openshift.io/v1", "kind": kind,
+                                            "metadata": {"resourceVersion": str(version[0])},
+                                            "items": list(objs.values())})
             for prefix, objs, kind in ((CSRS + "/", csrs, "certificatesigningrequests"),
-                                       ("/api/v1/nodes/", nodes, "nodes")):
+                                       ("/api/v1/nodes/", nodes, "nodes"),
+                                       (CONFIG + "clusterversions/", cluster_versions,
+                                        "clusterversions.config.openshift.io"),
+                                       (CONFIG + "clusteroperators/", cluster_operators,
+                                        "clusteroperators.config.openshift.io")):
                 name = path[len(prefix):] if path.startswith(prefix) else None
                 if name and "/" not in name:
                     if name in objs:
@@ -230,6 +306,12 @@ class Handler(BaseHTTPRequestHandler):
                     create_csr(m, "serving")
             self.reply(200, csr)
 
+
+if troubled:
+    # A kubelet's serving certificate not approved yet (as after a restart).
+    workers = [m for m in members if m["role"] == "worker"] or members
+    with lock:
+        create_csr(workers[0], "serving")
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 threading.Thread(target=kubelets, daemon=True).start()

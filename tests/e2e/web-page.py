@@ -8,6 +8,14 @@
         the page is accessible (landmarks, headings, table semantics, a live
         region) and fits a phone's width; a full-page screenshot is saved; the
         overview shows the cluster; without EventSource the page polls
+    web-page.py health BASE CLUSTER unreachable
+        the health panel says "API not reachable: <the API's reason>" and the
+        rest of the page is there
+    web-page.py health BASE CLUSTER degraded OPERATOR CSR
+        the health panel shows the ClusterVersion, OPERATOR degraded with its
+        message, every Node with its Ready state, CSR pending with its requestor
+        and a date in UTC with its age; the oc login and export KUBECONFIG lines
+        to copy are the API's; the PTR records are collapsed
     web-page.py kill BASE CLUSTER FRONTEND/NODE MAX_SECONDS -- CMD...
         with the page open, CMD (kills a stand-in); the backend goes DOWN in the
         API and then on the page without a reload, within 5 s of the API and
@@ -164,7 +172,7 @@ PAGE_FACTS = """(() => ({
   targets: Object.fromEntries([...document.querySelectorAll('tr[data-target]')].map(e => [e.dataset.target, e.dataset.state])),
   current: [...document.querySelectorAll('tr[aria-current="step"]')].map(e => e.dataset.target),
   runningNow: (document.getElementById('running-now') || {}).textContent || '',
-  dns: document.querySelectorAll('#dns-records tbody tr').length,
+  dns: document.querySelectorAll('#dns-records tbody tr, #dns-ptr tbody tr').length,
   consoles: [...document.querySelectorAll('details[data-console]')].map(e => e.dataset.console),
   access: (document.getElementById('access') || {}).textContent || '',
   durations: [...document.querySelectorAll('tr[data-target][data-state="done"] td:nth-child(4)')].map(e => e.textContent),
@@ -295,6 +303,61 @@ def full(base, cluster, shot):
         b.close()
 
 
+def health(base, cluster, want, operator=None, csr=None):
+    b = Browser()
+    try:
+        b.size(1280, 900)
+        open_cluster(b, base, cluster)
+        agree(b, base, cluster, ["nodes"])
+        if want == "unreachable":
+            b.wait("(document.getElementById('health-state') || {textContent: ''}).textContent"
+                   ".startsWith('API not reachable: ')", "API not reachable on the page")
+            s = api(base, cluster)
+            said = b.js("document.getElementById('health-state').textContent")
+            if s["health"].get("state") != "unreachable" or said != "API not reachable: " + s["health"]["reason"]:
+                fail(f"the page says {said!r}, the API {s['health']}")
+            print(f"health: {said}")
+            return
+        op = json.dumps(f'#operators tr[data-operator="{operator}"][data-degraded="True"]')
+        row = json.dumps(f'#pending-csrs tr[data-csr="{csr}"]')
+        b.wait(f"!!document.querySelector({op}) && !!document.querySelector({row})",
+               f"{operator} degraded and {csr} pending in the health panel", timeout=60)
+        s = api(base, cluster)
+        h = s["health"]
+        if h.get("state") != "ok":
+            fail(f"the API's health: {h}")
+        o = next(o for o in h["operators"] if o["name"] == operator)
+        got = b.js(f"document.querySelector({op}).innerText")
+        if o["degraded"]["message"] not in got or "UTC" not in got:
+            fail(f"operator row {got!r}, API {o}")
+        c = next(c for c in h["pending_csrs"] if c["name"] == csr)
+        got = b.js(f"document.querySelector({row}).innerText")
+        if c["requestor"] not in got or "UTC" not in got or "ago" not in got:
+            fail(f"CSR row {got!r}, API {c}")
+        cv = b.js("document.getElementById('cluster-version').innerText")
+        if h["version"]["desired"] not in cv:
+            fail(f"ClusterVersion box {cv!r}, API {h['version']}")
+        ready = b.js("Object.fromEntries([...document.querySelectorAll('tr[data-health-node]')]"
+                     ".map(e => [e.dataset.healthNode, e.dataset.ready]))")
+        want_ready = {n["name"]: (n["ready"] or {}).get("status", "Unknown") for n in h["nodes"]}
+        if ready != want_ready or not ready:
+            fail(f"nodes Ready on the page {ready}, API {want_ready}")
+        lines = b.js("""(() => ({login: document.getElementById('oc-login').value,
+          login_ro: document.getElementById('oc-login').readOnly,
+          export: (document.getElementById('kubeconfig-export') || {}).value}))()""")
+        if lines != {"login": s["lab"]["oc_login"], "login_ro": True, "export": s["lab"]["kubeconfig_export"]}:
+            fail(f"the lines to copy: {lines}, API {s['lab']['oc_login']!r} {s['lab']['kubeconfig_export']!r}")
+        ptr = b.js("""(() => { const d = document.getElementById('dns-ptr-details');
+          return d ? {open: d.open, rows: d.querySelectorAll('tbody tr').length} : null; })()""")
+        n_ptr = sum(1 for r in s["lab"]["dns"] if r["type"] == "PTR")
+        if ptr != {"open": False, "rows": n_ptr} or n_ptr == 0:
+            fail(f"PTR records: {ptr}, {n_ptr} in the plan")
+        print(f"health: {operator} degraded, {csr} pending, {len(ready)} nodes, PTR ({n_ptr}) collapsed; "
+              f"{lines['login']!r}")
+    finally:
+        b.close()
+
+
 def kill(base, cluster, backend, max_s, cmd):
     b = Browser()
     try:
@@ -339,6 +402,10 @@ def main():
         running(a[1], a[2])
     elif a[:1] == ["full"] and len(a) == 4:
         full(a[1], a[2], a[3])
+    elif a[:1] == ["health"] and len(a) == 4 and a[3] == "unreachable":
+        health(a[1], a[2], a[3])
+    elif a[:1] == ["health"] and len(a) == 6 and a[3] == "degraded":
+        health(a[1], a[2], a[3], a[4], a[5])
     elif a[:1] == ["kill"] and len(a) > 6 and a[5] == "--":
         kill(a[1], a[2], a[3], float(a[4]), a[6:])
     else:

@@ -13,7 +13,12 @@
 # docs/img/serve-page.png changes only when asked:
 # WEB_SCREENSHOT=$PWD/docs/img/serve-page.png). A stand-in
 # destroyed with virsh shows its backend DOWN on the page, without a reload,
-# within 5 s of the API and within the health-check bound. The page has a token
+# within 5 s of the API and within the health-check bound. The health panel says
+# "API not reachable: …" for the installer's API (the stand-ins speak no TLS on
+# 6443), then, the admin kubeconfig pointed at a stand-in API
+# (tests/e2e/kube-standin.py --troubled), shows its degraded operator and pending
+# CSR, the nodes Ready, the oc login and export KUBECONFIG lines, the PTR records
+# collapsed. The page has a token
 # (--web-token-file, on loopback: console logs are shown only then); without it
 # every request is 401. No response carries the secrets planted: pull secret,
 # kubeadmin password, BMC password, proxy password, a private key (also echoed
@@ -30,8 +35,9 @@ export SHIFTLAB_CACHE=$work/cache
 cp /etc/hosts "$work/hosts"
 mount --bind "$work/hosts" /etc/hosts
 on_exit 'umount /etc/hosts 2>/dev/null'
-serve="" create_pid=""
+serve="" create_pid="" kube_api=""
 on_exit 'stop_pid "$serve"'
+on_exit 'stop_pid "$kube_api"'
 on_exit 'stop_pid "$create_pid"'
 destroy_on_exit web
 fail() {
@@ -108,6 +114,35 @@ mkdir -p "$(dirname "$shot")"
 python3 "$here/web-page.py" full "$base" web "$shot" || fail "the full page"
 [[ -s $shot ]] || fail "no screenshot"
 
+step "the health panel: API not reachable, then a degraded operator and a pending CSR"
+# admin_kubeconfig SERVER TOKEN: the admin kubeconfig, a context as the real
+# installer's has (pkg/asset/kubeconfig/admin.go; the fake's has none).
+api_token="planted-api-token-$RANDOM$RANDOM"
+admin_kubeconfig() {
+	(umask 077 && printf '%s\n' "apiVersion: v1" "kind: Config" "clusters:" "- name: web" "  cluster:" \
+		"    server: $1" "contexts:" "- name: admin" "  context: {cluster: web, user: admin}" \
+		"current-context: admin" "users:" "- name: admin" "  user: {token: $2}" \
+		>"$SHIFTLAB_HOME/clusters/web/assets/auth/kubeconfig")
+}
+# The installer's API, https://api.web.lab.test:6443, where the stand-ins answer
+# plain HTTP: no API for the panel, the rest of the page stays.
+admin_kubeconfig https://api.web.lab.test:6443 "$api_token"
+wait_for 30 "the health panel's verdict on the API" \
+	api_is '.health.state == "unreachable" and (.health.reason | startswith("loading kubeconfig") | not)'
+python3 "$here/web-page.py" health "$base" web unreachable || fail "API not reachable on the page"
+# The stand-in API: authentication Degraded, a worker's serving CSR pending.
+python3 "$here/kube-standin.py" --troubled "$SHIFTLAB_HOME/clusters/web/plan.json" /var/log/libvirt/qemu \
+	"$work/api.port" "$work/api.events" >"$work/api.log" 2>&1 &
+kube_api=$!
+wait_for 20 "the stand-in API" test -s "$work/api.port"
+api_url=http://127.0.0.1:$(cat "$work/api.port")
+admin_kubeconfig "$api_url" "$api_token"
+csrs=$(curl -fs "$api_url/apis/certificates.k8s.io/v1/certificatesigningrequests")
+csr=$(jq -r '.items[0].metadata.name' <<<"$csrs")
+csr_request=$(jq -r '.items[0].spec.request' <<<"$csrs")
+wait_for 30 "the stand-in's health on the API" api_is '.health.state == "ok"'
+python3 "$here/web-page.py" health "$base" web degraded authentication "$csr" || fail "the health panel: $(tail -5 "$work/api.log")"
+
 step "no API response carries a planted secret"
 kubeadmin=$(cat "$SHIFTLAB_HOME/clusters/web/assets/auth/kubeadmin-password")
 [[ ${#kubeadmin} -ge 8 ]] || fail "no kubeadmin password was written"
@@ -129,7 +164,7 @@ wcurl -fs "$base/" >"$responses/index.html"
 wcurl -fs "$base/assets/app.js" >"$responses/app.js"
 curl -s "$base/api/clusters/web" >"$responses/no-token.json"
 grep -q '^event: cluster' "$responses/events.txt" || fail "no cluster event on the stream"
-for s in "$kubeadmin" "$bmc_password" "$pull_auth" "registry.example" "$proxy_password" "$key_body"; do
+for s in "$kubeadmin" "$bmc_password" "$pull_auth" "registry.example" "$proxy_password" "$key_body" "$api_token" "$csr_request"; do
 	if grep -rlF -- "$s" "$responses"; then fail "a planted secret is in an API response"; fi
 done
 jq -e '.consoles[] | select(.node == "web-worker-0") | .lines | any(startswith("e2e: <redacted> <redacted> <redacted>"))' "$responses/web.json" >/dev/null ||

@@ -9,6 +9,9 @@
 //! - `GET /api/clusters/NAME/events` — server-sent events: that value again each
 //!   time it changes (checked every second).
 //!
+//! A cluster's view carries its health as its API reports it ([`health`]), read
+//! in the background so that no request waits on a cluster that is down.
+//!
 //! Bound to loopback it answers without a token, but only to requests naming it
 //! by address or `localhost` (a DNS name pointing at loopback is how a web page
 //! elsewhere would reach it); loopback is every local user, so console logs are
@@ -17,6 +20,7 @@
 //! which sets an HttpOnly cookie. Every JSON body passes the one redactor
 //! ([`crate::redact`], gather's too) before it is sent.
 
+pub mod health;
 pub mod view;
 
 use std::collections::HashMap;
@@ -156,6 +160,7 @@ struct App {
     state: StateDir,
     token: Option<String>,
     snapshots: Snapshots,
+    health: Arc<health::Cache>,
 }
 
 impl App {
@@ -171,8 +176,13 @@ impl App {
         let name = cluster.map(|c| c.to_string());
         // Every request to a page with a token has shown it.
         let consoles = self.token.is_some();
+        // The last health read, never awaited here (the API may be down).
+        let panel = cluster.map(|c| {
+            self.health
+                .current(&self.state.cluster(c.as_ref()).assets().kubeconfig())
+        });
         let gathered =
-            tokio::task::spawn_blocking(move || gather(&state, name.as_deref(), consoles))
+            tokio::task::spawn_blocking(move || gather(&state, name.as_deref(), consoles, panel))
                 .await
                 .unwrap_or_else(|e| Snapshot::Failed(format!("gathering the view: {e}")));
         let s = Arc::new(gathered);
@@ -184,8 +194,14 @@ impl App {
     }
 }
 
-/// Gather and redact, blocking; console tails only when `consoles`.
-fn gather(state: &StateDir, cluster: Option<&str>, consoles: bool) -> Snapshot {
+/// Gather and redact, blocking; console tails only when `consoles`; a
+/// cluster's health panel as given.
+fn gather(
+    state: &StateDir,
+    cluster: Option<&str>,
+    consoles: bool,
+    health: Option<health::Panel>,
+) -> Snapshot {
     match cluster {
         None => {
             let o = view::overview(state);
@@ -197,7 +213,8 @@ fn gather(state: &StateDir, cluster: Option<&str>, consoles: bool) -> Snapshot {
         }
         Some(name) => {
             let r = Redactor::of_cluster(&state.cluster(name));
-            match view::cluster(state, name, consoles.then_some(&r)) {
+            let health = health.unwrap_or(health::Panel::NoKubeconfig);
+            match view::cluster(state, name, consoles.then_some(&r), health) {
                 Ok(Some(v)) => redacted_json(&v, &r, "the view"),
                 Ok(None) => Snapshot::NotFound(format!("no cluster named {name} in this state")),
                 Err(e) => Snapshot::Failed(r.redact(&format!("{e:#}"))),
@@ -228,6 +245,7 @@ impl Server {
             state,
             token: config.token.clone(),
             snapshots: Snapshots::default(),
+            health: Arc::default(),
         });
         let listener =
             crate::httpd::Listener::start(config.addr, None, move |req: Request<Incoming>| {

@@ -570,3 +570,167 @@ async fn no_response_carries_a_planted_secret_and_consoles_need_the_token() {
         .undefine()
         .unwrap();
 }
+
+/// A kubeconfig for `lab1` whose server is `server`, with a token.
+fn plant_kubeconfig(state: &StateDir, server: &str) {
+    let kc = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: lab1\n  cluster:\n    server: {server}\n\
+         contexts:\n- name: admin\n  context: {{cluster: lab1, user: admin}}\ncurrent-context: admin\n\
+         users:\n- name: admin\n  user: {{token: PLANTED-api-token}}\n"
+    );
+    let path = state.cluster("lab1").assets().kubeconfig();
+    std::fs::write(&path, kc).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// `/api/clusters/lab1` until its health panel satisfies `done` (bounded).
+async fn health_until(base: &str, done: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let mut last = serde_json::Value::Null;
+    for _ in 0..100 {
+        let c = get(format!("{base}/api/clusters/lab1"), vec![], "GET").await;
+        assert_eq!(c.status, 200, "{}", c.body);
+        last = serde_json::from_str(&c.body).unwrap();
+        if done(&last["health"]) {
+            return last;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    panic!("health never as expected: {}", last["health"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_health_panel_never_waits_on_a_silent_api() {
+    let (_d, st) = state();
+    plant_cluster(&st);
+    let s = start(&st, None).await;
+    let base = format!("http://{}", s.local_addr());
+    // Before the installer wrote it: no kubeconfig, no oc login line to export.
+    let v = health_until(&base, |_| true).await;
+    assert_eq!(v["health"], serde_json::json!({"state": "no_kubeconfig"}));
+    assert_eq!(v["lab"]["kubeconfig_export"], serde_json::Value::Null);
+    assert_eq!(
+        v["lab"]["oc_login"],
+        "oc login -u kubeadmin https://api.lab1.example.com:6443"
+    );
+    // An API that takes connections and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    plant_kubeconfig(&st, &format!("https://{}", silent.local_addr().unwrap()));
+    // (A view is reused for up to a second.)
+    let v = health_until(&base, |h| h["state"] != "no_kubeconfig").await;
+    assert_eq!(v["health"], serde_json::json!({"state": "checking"}));
+    let path = st.cluster("lab1").assets().kubeconfig();
+    assert_eq!(
+        v["lab"]["kubeconfig_export"],
+        format!("export KUBECONFIG={}", path.display())
+    );
+    let v = health_until(&base, |h| h["state"] == "unreachable").await;
+    let reason = v["health"]["reason"].as_str().unwrap();
+    assert!(!reason.is_empty(), "{v}");
+    // The rest of the page is there all along.
+    assert_eq!(v["lab"]["cluster_domain"], "lab1.example.com");
+    assert!(!v.to_string().contains("PLANTED"), "{v}");
+    drop(silent);
+    s.stop().await;
+}
+
+/// A stand-in for the few reads of the health panel, as the real API answers
+/// them: the list kinds, one ClusterVersion `version`, a 404 `Status` for
+/// anything else (openshift/api config/v1 CRDs, Kubernetes core/v1 and
+/// certificates.k8s.io/v1). One HTTP/1.1 connection per thread, kept alive.
+fn fake_api(objects: serde_json::Value) -> std::net::SocketAddr {
+    use std::io::{BufReader, Write as _};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in l.incoming().take(50) {
+            let Ok(conn) = conn else { return };
+            let objects = objects.clone();
+            std::thread::spawn(move || {
+                let mut w = conn.try_clone().unwrap();
+                let mut r = BufReader::new(conn);
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let path = line.split(' ').nth(1).unwrap_or("").to_string();
+                    loop {
+                        let mut h = String::new();
+                        if r.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                            break;
+                        }
+                    }
+                    let path = path.split('?').next().unwrap_or("");
+                    let (code, body) = match objects.get(path) {
+                        Some(o) => (200, o.to_string()),
+                        None => (
+                            404,
+                            serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                "status": "Failure", "message": "the server could not find the requested resource",
+                                "reason": "NotFound", "details": {}, "code": 404})
+                            .to_string(),
+                        ),
+                    };
+                    let reason = if code == 200 { "OK" } else { "Not Found" };
+                    let head = format!(
+                        "HTTP/1.1 {code} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    if w.write_all(head.as_bytes()).is_err()
+                        || w.write_all(body.as_bytes()).is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_health_panel_shows_a_degraded_operator_and_a_pending_csr() {
+    let (_d, st) = state();
+    plant_cluster(&st);
+    let cond = |t: &str, s: &str, m: &str| serde_json::json!({"type": t, "status": s, "lastTransitionTime": "2026-11-25T10:00:00Z", "message": m});
+    let api = fake_api(serde_json::json!({
+        "/apis/config.openshift.io/v1/clusterversions/version": {
+            "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+            "metadata": {"name": "version"}, "spec": {"clusterID": "c"},
+            "status": {"desired": {"version": "4.18.0"}, "history": [],
+                "conditions": [cond("Progressing", "True", "Working towards 4.18.0: 700 of 870 done (80% complete)")]}},
+        "/apis/config.openshift.io/v1/clusteroperators": {
+            "apiVersion": "config.openshift.io/v1", "kind": "ClusterOperatorList", "metadata": {},
+            "items": [
+                {"metadata": {"name": "authentication"}, "spec": {}, "status": {"conditions": [
+                    cond("Degraded", "True", "OAuthServerRouteEndpointAccessibleControllerDegraded: route not ready"),
+                    cond("Progressing", "False", "")]}},
+                {"metadata": {"name": "dns"}, "spec": {}, "status": {"conditions": [cond("Degraded", "False", "")]}}]},
+        "/api/v1/nodes": {"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": [
+            {"metadata": {"name": "lab1-ctlplane-0", "labels": {"node-role.kubernetes.io/master": ""}},
+             "status": {"conditions": [cond("Ready", "True", "kubelet is posting ready status")]}}]},
+        "/apis/certificates.k8s.io/v1/certificatesigningrequests": {
+            "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequestList", "metadata": {},
+            "items": [{"metadata": {"name": "csr-x7", "creationTimestamp": "2026-11-25T10:01:00Z"},
+                "spec": {"signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+                    "username": "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper",
+                    "request": "UExBTlRFRC1jc3ItcmVxdWVzdA==", "usages": ["client auth"]},
+                "status": {}}]}
+    }));
+    plant_kubeconfig(&st, &format!("http://{api}"));
+    let s = start(&st, None).await;
+    let base = format!("http://{}", s.local_addr());
+    let v = health_until(&base, |h| h["state"] == "ok").await;
+    let h = &v["health"];
+    assert_eq!(h["version"]["desired"], "4.18.0");
+    assert_eq!(h["operators_total"], 2);
+    assert_eq!(h["operators"].as_array().unwrap().len(), 1, "{h}");
+    assert_eq!(h["operators"][0]["name"], "authentication");
+    assert_eq!(h["operators"][0]["degraded"]["status"], "True");
+    assert_eq!(h["nodes"][0]["ready"]["status"], "True");
+    assert_eq!(h["pending_csrs"][0]["name"], "csr-x7");
+    // Neither the CSR's request nor the kubeconfig's token.
+    assert!(!v.to_string().contains("UExBTlRFRC1jc3It"), "{v}");
+    assert!(!v.to_string().contains("PLANTED"), "{v}");
+    s.stop().await;
+}

@@ -79,6 +79,8 @@ pub struct ClusterView {
     /// The page has no token: console logs are not shown (any local user can
     /// reach a loopback page, and a console shows what a node prints).
     pub consoles_withheld: bool,
+    /// The cluster's own view of itself, through its admin kubeconfig.
+    pub health: super::health::Panel,
 }
 
 /// The plan facts of the picture of the lab (the plan holds no secret).
@@ -96,6 +98,12 @@ pub struct Lab {
     pub bmc: Option<BmcView>,
     /// The admin kubeconfig's path, once the installer wrote it.
     pub kubeconfig: Option<PathBuf>,
+    /// `export KUBECONFIG=…` of that path, quoted for a shell.
+    pub kubeconfig_export: Option<String>,
+    /// The API's URL, as the installer's kubeconfig names it.
+    pub api_url: String,
+    /// `oc login` as kubeadmin, without the password (the page shows none).
+    pub oc_login: String,
     /// The web console's URL: the one install-complete printed, else where it
     /// will be.
     pub console_url: String,
@@ -157,7 +165,14 @@ impl Lab {
                 endpoint: b.endpoint.clone(),
                 username: b.username.clone(),
             }),
+            kubeconfig_export: kubeconfig.is_file().then(|| {
+                crate::cluster::access::env_line(&kubeconfig)
+                    .trim_end()
+                    .to_string()
+            }),
             kubeconfig: kubeconfig.is_file().then_some(kubeconfig),
+            api_url: api_url(&plan.cluster_domain),
+            oc_login: format!("oc login -u kubeadmin {}", api_url(&plan.cluster_domain)),
             console_url: install
                 .and_then(|i| i.facts.console.clone())
                 .unwrap_or_else(|| {
@@ -173,6 +188,12 @@ impl Lab {
             },
         }
     }
+}
+
+/// `https://api.<cluster domain>:6443`, the server of the installer's admin
+/// kubeconfig (openshift/installer pkg/asset/kubeconfig/admin.go).
+fn api_url(cluster_domain: &str) -> String {
+    format!("https://api.{cluster_domain}:6443")
 }
 
 /// The libvirt connections of one gathering, one per URI.
@@ -269,11 +290,13 @@ fn row(state: &StateDir, hosts: &mut Hosts, name: &str) -> ClusterRow {
 }
 
 /// The full view of one cluster, with console tails redacted by `consoles`
-/// (none without it). `Ok(None)` when it has no plan.
+/// (none without it) and the health panel as read. `Ok(None)` when it has no
+/// plan.
 pub fn cluster(
     state: &StateDir,
     name: &str,
     consoles: Option<&Redactor>,
+    health: super::health::Panel,
 ) -> Result<Option<ClusterView>> {
     let files = state.cluster(name);
     let Some(plan) = lab_plan(&files) else {
@@ -304,6 +327,7 @@ pub fn cluster(
         status,
         consoles: tails,
         consoles_withheld: consoles.is_none(),
+        health,
     }))
 }
 
