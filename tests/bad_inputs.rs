@@ -223,3 +223,35 @@ fn bad_params_exit_2_on_every_command_naming_the_argument() {
     let left = common::tree(home.path());
     assert!(left.is_empty(), "wrote {left:?}");
 }
+
+/// A log filter tracing cannot read is bad usage, not ignored: exit 2, naming
+/// the variable, its value and the syntax; the command does not run.
+#[test]
+fn an_invalid_shiftlab_log_is_an_error_naming_it() {
+    let home = tempfile::tempdir().unwrap();
+    let file = common::rehearsal_file(home.path(), "");
+    let run = |value: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_shiftlab"))
+            .args(["plan", "-f", &file])
+            .current_dir(home.path())
+            .env("HOME", home.path())
+            .env("SHIFTLAB_HOME", home.path().join("state"))
+            .env("SHIFTLAB_LOG", value)
+            .output()
+            .unwrap()
+    };
+    for bad in ["shiftlab=loud", "info,[unclosed"] {
+        let out = run(bad);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains(&format!("SHIFTLAB_LOG={bad:?}")) && err.contains("TARGET=LEVEL"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty(), "the plan was printed: {bad}");
+    }
+    for good in ["debug", "warn,shiftlab=trace", ""] {
+        let out = run(good);
+        assert_eq!(out.status.code(), Some(0), "{good}: {out:?}");
+    }
+}

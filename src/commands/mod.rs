@@ -32,8 +32,9 @@ pub fn load_spec_with(file: &Path, force: bool, params: &ParamArgs) -> Result<Lo
         params: params.params.clone(),
     };
     let loaded = spec::load_with(file, overrides)?;
+    let word = crate::color::paint("warning", crate::color::Tone::Warn, crate::color::stderr());
     for w in &loaded.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{word}: {w}");
     }
     Ok(loaded)
 }
