@@ -41,6 +41,7 @@ fn init_logging(filter: tracing_subscriber::EnvFilter) {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     let state = StateDir::resolve(cli.state_dir.as_deref());
+    tracing::info!("state directory {}", state.root.display());
     match &cli.command {
         Command::Plan(args) => commands::plan::run(args, &mut std::io::stdout().lock()),
         Command::Render(args) => commands::render::run(args, &state),

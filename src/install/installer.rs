@@ -83,6 +83,12 @@ pub fn run_with_env(
     )
     .with_context(|| format!("running {}", bin.display()))?;
     crate::process::record(&record, &child)?;
+    tracing::info!(
+        "running {} {} (log {})",
+        bin.display(),
+        args.join(" "),
+        log_path.display()
+    );
     let redactor = crate::redact::Redactor::of_cluster(&ctx.cluster);
     let what = format!("openshift-install {}", args.join(" "));
     let every = ctx.progress.heartbeat_every();
@@ -92,6 +98,7 @@ pub fn run_with_env(
     // Whatever the run's outcome: a failed one leaves its secrets too.
     super::redact::protect_assets(assets.path())?;
     let status = status?;
+    tracing::info!("openshift-install {}: {status}", args.join(" "));
     if !status.success() {
         // Its code says which phase failed (src/exit_status.rs): kept for main.
         return Err(crate::exit_status::InstallerExit {
@@ -149,6 +156,7 @@ fn follow(
         let line = redactor.redact(&line);
         // One write per line: the two streams' lines do not interleave.
         let _ = log.write_all(format!("{line}\n").as_bytes());
+        tracing::debug!("openshift-install: {line}");
         bar.set_message(short(&line));
         if let Some(news) = info_message(&line) {
             latest.set(news);
