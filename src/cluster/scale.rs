@@ -164,7 +164,12 @@ pub fn scale(
     let change = change(&s.old, &s.new, s.ingress_replicas()?)?;
     let mut outcome = Outcome::new(&s, &change, req.workers);
     if !change.remove.is_empty() {
-        remove_workers(&s, &change.remove, req, &mut outcome)?;
+        // Draining honours PodDisruptionBudgets: it may take a while.
+        let names: Vec<&str> = change.remove.iter().map(|n| n.name.as_str()).collect();
+        let what = format!("{} to be drained and removed", names.join(", "));
+        progress.beating(&what, &Default::default(), || {
+            remove_workers(&s, &change.remove, req, &mut outcome)
+        })?;
     }
     let progress = converge(&s, state, progress)?;
     if s.ipi && !change.add.is_empty() {

@@ -179,7 +179,7 @@ fn follow(
 }
 
 /// The message of an INFO line of the installer's, cut for one line: what a
-/// heartbeat reports (its debug lines are noise, its warnings already shown).
+/// heartbeat reports (its debug lines are noise; a warning stays in the log).
 fn info_message(line: &str) -> Option<String> {
     let info = line.starts_with("level=info ") || line.contains(" level=info ");
     info.then(|| short(line))
