@@ -152,7 +152,8 @@ pub const EXIT_STATUS_NOTE: &str = "3 to 8 are openshift-install's own codes: wh
 pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("SHIFTLAB_HOME", "the state directory when --state-dir is not given (default /var/lib/shiftlab for root, else $XDG_DATA_HOME/shiftlab or ~/.local/share/shiftlab)"),
     ("SHIFTLAB_CACHE", "the download cache (default /var/cache/shiftlab for root, else $XDG_CACHE_HOME/shiftlab or ~/.cache/shiftlab)"),
-    ("SHIFTLAB_LOG", "the log filter, in tracing's EnvFilter syntax (e.g. debug, shiftlab=trace); over -v"),
+    ("SHIFTLAB_LOG", "the log filter, in tracing's EnvFilter syntax: a level (error, warn, info, debug, trace, off) or comma-separated TARGET=LEVEL directives (e.g. debug, warn,shiftlab=trace); over -v; a value it cannot read is an error (exit 2)"),
+    ("NO_COLOR", "set and not empty: no colour for FAIL, WARN and OK on a terminal (no-color.org); --color always|never decides over it"),
     ("LIBVIRT_DEFAULT_URI", "the libvirt URI when the cluster file sets no libvirt.uri (default qemu:///system)"),
     ("SHIFTLAB_BMC_PASSWORD", "the password of shiftlab bmc (else --password-file, else one generated)"),
     ("SHIFTLAB_HAPROXY", "the haproxy binary serve runs (default from PATH, then /usr/sbin)"),

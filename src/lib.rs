@@ -4,6 +4,7 @@ pub mod addressing;
 pub mod backend;
 pub mod cli;
 pub mod cluster;
+pub mod color;
 pub mod commands;
 pub mod daemon;
 pub mod doctor;

@@ -6,19 +6,34 @@ use shiftlab::cli::{completion, Cli, Command};
 use shiftlab::commands;
 use shiftlab::state::StateDir;
 
-fn init_logging(verbose: u8) {
+/// The log filter: `SHIFTLAB_LOG` when set (over `-v`), else `-v`'s level. A
+/// value tracing cannot read is an error, not a silent fallback to the default.
+fn log_filter(verbose: u8) -> anyhow::Result<tracing_subscriber::EnvFilter> {
     let default = match verbose {
         0 => "warn",
         1 => "info",
         2 => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SHIFTLAB_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let Some(value) = std::env::var_os("SHIFTLAB_LOG").filter(|v| !v.is_empty()) else {
+        return Ok(tracing_subscriber::EnvFilter::new(default));
+    };
+    const SYNTAX: &str =
+        "valid: a level (error, warn, info, debug, trace, off) or comma-separated \
+        TARGET=LEVEL directives, e.g. SHIFTLAB_LOG=debug or SHIFTLAB_LOG=warn,shiftlab=trace";
+    let text = value
+        .to_str()
+        .ok_or_else(|| anyhow::anyhow!("SHIFTLAB_LOG={value:?}: not UTF-8; {SYNTAX}"))?;
+    tracing_subscriber::EnvFilter::builder()
+        .parse(text)
+        .map_err(|e| anyhow::anyhow!("SHIFTLAB_LOG={text:?}: {e}; {SYNTAX}"))
+}
+
+fn init_logging(filter: tracing_subscriber::EnvFilter) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(shiftlab::color::stderr())
         .with_target(false)
         .without_time()
         .init();
@@ -26,6 +41,7 @@ fn init_logging(verbose: u8) {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     let state = StateDir::resolve(cli.state_dir.as_deref());
+    tracing::info!("state directory {}", state.root.display());
     match &cli.command {
         Command::Plan(args) => commands::plan::run(args, &mut std::io::stdout().lock()),
         Command::Render(args) => commands::render::run(args, &state),
@@ -78,7 +94,15 @@ fn main() -> ExitCode {
         Command::Serve(a) => a.action.is_none() && !a.install_unit,
         _ => false,
     };
-    init_logging(cli.verbose + u8::from(daemon));
+    shiftlab::color::init(cli.color);
+    match log_filter(cli.verbose + u8::from(daemon)) {
+        Ok(filter) => init_logging(filter),
+        // Bad usage, as a bad flag is.
+        Err(e) => {
+            eprintln!("{}: {e:#}", error_word());
+            return ExitCode::from(shiftlab::exit_status::INVALID);
+        }
+    }
     if let Command::Doctor(args) = &cli.command {
         let state = StateDir::resolve(cli.state_dir.as_deref());
         return match commands::doctor::run(args, &state, &mut std::io::stdout().lock()) {
@@ -94,6 +118,15 @@ fn main() -> ExitCode {
 
 fn fail(e: anyhow::Error) -> ExitCode {
     // One chain, outermost context first.
-    eprintln!("error: {e:#}");
+    eprintln!("{}: {e:#}", error_word());
     ExitCode::from(shiftlab::exit_status::code(&e))
+}
+
+/// "error", red where stderr is coloured.
+fn error_word() -> String {
+    shiftlab::color::paint(
+        "error",
+        shiftlab::color::Tone::Fail,
+        shiftlab::color::stderr(),
+    )
 }

@@ -253,3 +253,67 @@ fn bad_params_exit_2_on_every_command_naming_the_argument() {
     let left = common::tree(home.path());
     assert!(left.is_empty(), "wrote {left:?}");
 }
+
+/// A log filter tracing cannot read is bad usage, not ignored: exit 2, naming
+/// the variable, its value and the syntax; the command does not run.
+#[test]
+fn an_invalid_shiftlab_log_is_an_error_naming_it() {
+    let home = tempfile::tempdir().unwrap();
+    let file = common::rehearsal_file(home.path(), "");
+    let run = |value: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_shiftlab"))
+            .args(["plan", "-f", &file])
+            .current_dir(home.path())
+            .env("HOME", home.path())
+            .env("SHIFTLAB_HOME", home.path().join("state"))
+            .env("SHIFTLAB_LOG", value)
+            .output()
+            .unwrap()
+    };
+    for bad in ["shiftlab=loud", "info,[unclosed"] {
+        let out = run(bad);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains(&format!("SHIFTLAB_LOG={bad:?}")) && err.contains("TARGET=LEVEL"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty(), "the plan was printed: {bad}");
+    }
+    for good in ["debug", "warn,shiftlab=trace", ""] {
+        let out = run(good);
+        assert_eq!(out.status.code(), Some(0), "{good}: {out:?}");
+    }
+}
+
+/// `-v` adds info lines about the command's main steps, on stderr only;
+/// SHIFTLAB_LOG decides over it.
+#[test]
+fn v_adds_the_commands_steps_and_shiftlab_log_decides_over_it() {
+    let home = tempfile::tempdir().unwrap();
+    let file = common::rehearsal_file(home.path(), "");
+    let run = |args: &[&str], log: Option<&str>| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_shiftlab"));
+        c.args(args)
+            .args(["plan", "-f", &file])
+            .current_dir(home.path())
+            .env("HOME", home.path())
+            .env("SHIFTLAB_HOME", home.path().join("state"))
+            .env_remove("SHIFTLAB_LOG");
+        if let Some(l) = log {
+            c.env("SHIFTLAB_LOG", l);
+        }
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        (out.stdout, String::from_utf8(out.stderr).unwrap())
+    };
+    let (quiet_out, quiet) = run(&[], None);
+    assert!(!quiet.contains("INFO"), "{quiet}");
+    let (v_out, v) = run(&["-v"], None);
+    assert_eq!(v_out, quiet_out, "the log never reaches stdout");
+    for step in ["state directory", "cluster file", "cluster lab1"] {
+        assert!(v.contains("INFO") && v.contains(step), "{step}: {v}");
+    }
+    assert!(run(&[], Some("info")).1.contains("cluster file"));
+    assert!(!run(&["-v"], Some("error")).1.contains("INFO"));
+}

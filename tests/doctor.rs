@@ -44,7 +44,7 @@ fn a_good_host_passes_every_check() {
         .collect();
     assert!(bad.is_empty(), "{bad:#?}");
     assert_eq!(doctor::exit_code(&checks), 0);
-    let table = Report::new(Some("lab1".into()), checks).table();
+    let table = Report::new(Some("lab1".into()), checks).table(false);
     common::golden(
         &common::repo().join("tests/golden/doctor/good-host.txt"),
         &table,
@@ -83,7 +83,7 @@ fn a_troubled_host_gets_a_verdict_and_a_fix_for_each_problem() {
     assert!(doctor::checks::notes(&checks)
         .iter()
         .any(|n| n.starts_with("doctor kvm: ")));
-    let table = Report::new(Some("lab1".into()), checks).table();
+    let table = Report::new(Some("lab1".into()), checks).table(false);
     common::golden(
         &common::repo().join("tests/golden/doctor/troubled-host.txt"),
         &table,
@@ -395,4 +395,60 @@ fn the_nodes_cpu_level_is_named_with_what_it_lacks() {
         "{}",
         c.verdict
     );
+}
+
+/// The verdict words are coloured on a terminal or with `--color always` (FAIL
+/// red, warn yellow, ok green), never with NO_COLOR on a terminal, into a pipe
+/// by default, or in a `-o json` document; colour changes no column.
+#[test]
+fn verdicts_are_coloured_on_a_terminal_or_when_asked_and_never_in_a_document() {
+    let home = tempfile::tempdir().unwrap();
+    let facts = common::repo().join("tests/fixtures/doctor/troubled-host.json");
+    let facts = facts.to_str().unwrap();
+    let (fail, ok) = ("\x1b[31mFAIL\x1b[0m", "\x1b[32mok\x1b[0m");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["doctor", "--facts", facts];
+        args.extend_from_slice(extra);
+        let out = common::shiftlab(&args, home.path());
+        assert_eq!(out.status.code(), Some(4), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let plain = run(&[]);
+    assert!(!plain.contains('\x1b'), "a pipe is not coloured: {plain}");
+    assert!(plain.lines().any(|l| l.starts_with("FAIL ")), "{plain}");
+    let always = run(&["--color", "always"]);
+    assert!(always.contains(fail) && always.contains(ok), "{always}");
+    // Only the words: without their codes the table is the plain one.
+    let stripped = always
+        .replace("\x1b[31m", "")
+        .replace("\x1b[33m", "")
+        .replace("\x1b[32m", "")
+        .replace("\x1b[0m", "");
+    assert_eq!(stripped, plain);
+    for extra in [
+        &["--color", "always", "-o", "json"][..],
+        &["--color", "never"],
+    ] {
+        let out = run(extra);
+        assert!(!out.contains('\x1b'), "{extra:?}: {out}");
+    }
+    // A terminal (script(1) gives one): coloured unless NO_COLOR is set.
+    let on_tty = |no_color: &str| {
+        let cmd = format!(
+            "NO_COLOR={no_color} {} doctor --facts {facts}",
+            env!("CARGO_BIN_EXE_shiftlab")
+        );
+        let out = std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .current_dir(home.path())
+            .env("HOME", home.path())
+            .env("SHIFTLAB_HOME", home.path().join("state"))
+            .output()
+            .expect("script(1), util-linux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let tty = on_tty("");
+    assert!(tty.contains(fail) && tty.contains(ok), "{tty}");
+    let tty = on_tty("1");
+    assert!(tty.contains("FAIL") && !tty.contains('\x1b'), "{tty}");
 }

@@ -44,6 +44,10 @@ pub struct Cli {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
+    /// Colour FAIL, WARN and OK: auto on a terminal unless NO_COLOR is set
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t)]
+    pub color: crate::color::ColorChoice,
+
     #[command(subcommand)]
     pub command: Command,
 }

@@ -426,14 +426,17 @@ pub fn start_cluster(
         ));
     } else {
         let wanted = wanted_ready(c.backend.as_ref(), &c.plan)?;
-        let api = crate::kube::ready::bring_back_blocking(
-            &kubeconfig,
-            &NodeIdentity::from_plan(&c.plan),
-            &wanted,
-            Some(&fresh),
-            req.timeout,
-            req.interval,
-        );
+        let what = ready_wait(&wanted);
+        let api = progress.beating(&what, &Default::default(), || {
+            crate::kube::ready::bring_back_blocking(
+                &kubeconfig,
+                &NodeIdentity::from_plan(&c.plan),
+                &wanted,
+                Some(&fresh),
+                req.timeout,
+                req.interval,
+            )
+        });
         match api {
             Ok(a) => r.api = Some(a),
             Err(e) => {
@@ -452,6 +455,12 @@ shiftlab start {name} with the API sets them online"
     }
     record(&c.dir, &r)?;
     Ok(r)
+}
+
+/// What a heartbeat says a Ready wait waits for. Pure.
+pub fn ready_wait(wanted: &[(String, String)]) -> String {
+    let names: Vec<&str> = wanted.iter().map(|(n, _)| n.as_str()).collect();
+    format!("{} to be Ready", names.join(", "))
 }
 
 /// Stop order: workers, then everything else (control planes, a bootstrap).
@@ -618,6 +627,24 @@ mod tests {
     fn plan() -> Plan {
         let text = "cluster: lab1\ndomain: example.com\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\nworkers: 2\n";
         crate::plan::from_yaml(text)
+    }
+
+    #[test]
+    fn a_ready_wait_names_its_nodes() {
+        let wanted = [
+            (
+                "lab-worker-0".to_string(),
+                "lab-worker-0.lab.test".to_string(),
+            ),
+            (
+                "lab-worker-1".to_string(),
+                "lab-worker-1.lab.test".to_string(),
+            ),
+        ];
+        assert_eq!(
+            ready_wait(&wanted),
+            "lab-worker-0, lab-worker-1 to be Ready"
+        );
     }
 
     #[test]

@@ -164,9 +164,14 @@ pub fn scale(
     let change = change(&s.old, &s.new, s.ingress_replicas()?)?;
     let mut outcome = Outcome::new(&s, &change, req.workers);
     if !change.remove.is_empty() {
-        remove_workers(&s, &change.remove, req, &mut outcome)?;
+        // Draining honours PodDisruptionBudgets: it may take a while.
+        let names: Vec<&str> = change.remove.iter().map(|n| n.name.as_str()).collect();
+        let what = format!("{} to be drained and removed", names.join(", "));
+        progress.beating(&what, &Default::default(), || {
+            remove_workers(&s, &change.remove, req, &mut outcome)
+        })?;
     }
-    converge(&s, state, progress)?;
+    let progress = converge(&s, state, progress)?;
     if s.ipi && !change.add.is_empty() {
         outcome
             .objects
@@ -175,7 +180,7 @@ pub fn scale(
             "IPI: the machine API provisions the new hosts and the machine approver their CSRs; watch `oc -n openshift-machine-api get bmh,machines`".into(),
         );
     } else if s.api && !change.add.is_empty() {
-        outcome.api = Some(bring_back(&s, &change.add, req.timeout)?);
+        outcome.api = Some(bring_back(&s, &change.add, req.timeout, &progress)?);
     }
     Ok(outcome)
 }
@@ -311,8 +316,8 @@ fn scale_down_machines(s: &Scale, nodes: &[&Node], req: &Request) -> Result<Vec<
 }
 
 /// Converge libvirt and the recorded plan (serve's backends and DNS) on the new
-/// plan; new workers are started.
-fn converge(s: &Scale, state: &StateDir, progress: Sink) -> Result<()> {
+/// plan; new workers are started. The sink is handed back for what follows.
+fn converge(s: &Scale, state: &StateDir, progress: Sink) -> Result<Sink> {
     let ctx = Ctx::new(
         &s.spec,
         &s.new,
@@ -328,7 +333,7 @@ fn converge(s: &Scale, state: &StateDir, progress: Sink) -> Result<()> {
         ctx.cluster.write_plan(&s.new)?;
         let _ = crate::serve::notify(state, Some(&s.new.cluster));
     }
-    Ok(())
+    Ok(ctx.progress)
 }
 
 /// IPI up: the new VMs are off and on the lab BMC (serve's BMC serves the
@@ -359,20 +364,23 @@ fn add_hosts(s: &Scale, nodes: &[&Node], workers: u32) -> Result<Vec<String>> {
 }
 
 /// UPI up with an API: the new workers' CSRs approved until they are Ready or
-/// `timeout` seconds have passed.
-fn bring_back(s: &Scale, nodes: &[&Node], timeout: u64) -> Result<BringBack> {
+/// `timeout` seconds have passed (off a terminal, a heartbeat to `progress`).
+fn bring_back(s: &Scale, nodes: &[&Node], timeout: u64, progress: &Sink) -> Result<BringBack> {
     let wanted: Vec<(String, String)> = nodes
         .iter()
         .map(|n| (n.name.clone(), n.fqdn.clone()))
         .collect();
-    crate::kube::ready::bring_back_blocking(
-        &s.kubeconfig,
-        &crate::kube::csr::NodeIdentity::from_plan(&s.new),
-        &wanted,
-        None,
-        Duration::from_secs(timeout),
-        Duration::from_secs(10),
-    )
+    let what = crate::cluster::power::ready_wait(&wanted);
+    progress.beating(&what, &Default::default(), || {
+        crate::kube::ready::bring_back_blocking(
+            &s.kubeconfig,
+            &crate::kube::csr::NodeIdentity::from_plan(&s.new),
+            &wanted,
+            None,
+            Duration::from_secs(timeout),
+            Duration::from_secs(10),
+        )
+    })
 }
 
 /// What a scale changes.

@@ -49,7 +49,7 @@ pub fn run(args: &DoctorArgs, state: &StateDir, out: &mut dyn Write) -> Result<u
             report: &report,
             facts: &facts,
         },
-        || report.table(),
+        || report.table(crate::color::stdout()),
     )?;
     Ok(code)
 }

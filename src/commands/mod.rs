@@ -32,8 +32,14 @@ pub fn load_spec_with(file: &Path, force: bool, params: &ParamArgs) -> Result<Lo
         params: params.params.clone(),
     };
     let loaded = spec::load_with(file, overrides)?;
+    tracing::info!(
+        "cluster file {}: cluster {}",
+        file.display(),
+        loaded.spec.cluster
+    );
+    let word = crate::color::paint("warning", crate::color::Tone::Warn, crate::color::stderr());
     for w in &loaded.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{word}: {w}");
     }
     Ok(loaded)
 }

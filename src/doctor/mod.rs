@@ -38,6 +38,17 @@ impl Severity {
             Severity::Fail => "FAIL",
         }
     }
+
+    /// The colour of its word (a note has none).
+    pub fn tone(self) -> Option<crate::color::Tone> {
+        use crate::color::Tone;
+        match self {
+            Severity::Ok => Some(Tone::Ok),
+            Severity::Info => None,
+            Severity::Warn => Some(Tone::Warn),
+            Severity::Fail => Some(Tone::Fail),
+        }
+    }
 }
 
 /// `shiftlab doctor`'s exit code for the worst finding: 0 nothing worse than a
@@ -75,8 +86,9 @@ impl Report {
         }
     }
 
-    /// The human form: one row per check, the fixes of the others below.
-    pub fn table(&self) -> String {
+    /// The human form: one row per check, the fixes of the others below; the
+    /// verdict words coloured when `color` ([`crate::color`]).
+    pub fn table(&self, color: bool) -> String {
         let rows: Vec<Vec<String>> = self
             .checks
             .iter()
@@ -88,7 +100,20 @@ impl Report {
                 ]
             })
             .collect();
-        let mut s = crate::plan::render_table_rows(&["", "CHECK", "VERDICT"], &rows);
+        let plain = crate::plan::render_table_rows(&["", "CHECK", "VERDICT"], &rows);
+        // Coloured after the padding, which counts the word's letters only.
+        let mut s = String::with_capacity(plain.len());
+        for (i, line) in plain.lines().enumerate() {
+            let check = i.checked_sub(1).and_then(|i| self.checks.get(i));
+            match check.and_then(|c| Some((c.severity.tone()?, c.severity.as_str()))) {
+                Some((tone, word)) if line.starts_with(word) => {
+                    s.push_str(&crate::color::paint(word, tone, color));
+                    s.push_str(&line[word.len()..]);
+                }
+                _ => s.push_str(line),
+            }
+            s.push('\n');
+        }
         let fixes: Vec<&Check> = self
             .checks
             .iter()

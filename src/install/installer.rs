@@ -83,45 +83,22 @@ pub fn run_with_env(
     )
     .with_context(|| format!("running {}", bin.display()))?;
     crate::process::record(&record, &child)?;
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    tracing::info!(
+        "running {} {} (log {})",
+        bin.display(),
+        args.join(" "),
+        log_path.display()
     );
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    bar.set_message(format!("openshift-install {}", args.join(" ")));
-    // openshift-install logs on stderr; merge both into the log and the display,
-    // without the secrets it prints (src/redact.rs; src/install/redact.rs says
-    // which).
     let redactor = crate::redact::Redactor::of_cluster(&ctx.cluster);
-    let stderr = child.stderr.take();
-    let err_log = log.try_clone()?;
-    let err_bar = bar.clone();
-    let err_redactor = redactor.clone();
-    let err_thread = std::thread::spawn(move || {
-        let mut err_log = err_log;
-        if let Some(e) = stderr {
-            for line in BufReader::new(e).lines().map_while(Result::ok) {
-                let line = err_redactor.redact(&line);
-                let _ = writeln!(err_log, "{line}");
-                err_bar.set_message(short(&line));
-            }
-        }
-    });
-    if let Some(out) = child.stdout.take() {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            let line = redactor.redact(&line);
-            let _ = writeln!(log, "{line}");
-            bar.set_message(short(&line));
-        }
-    }
-    let _ = err_thread.join();
+    let what = format!("openshift-install {}", args.join(" "));
+    let every = ctx.progress.heartbeat_every();
+    supervise(&mut child, &log, &redactor, &ctx.progress, &what, every);
     let status = child.wait();
     let _ = std::fs::remove_file(&record);
-    bar.finish_and_clear();
     // Whatever the run's outcome: a failed one leaves its secrets too.
     super::redact::protect_assets(assets.path())?;
     let status = status?;
+    tracing::info!("openshift-install {}: {status}", args.join(" "));
     if !status.success() {
         // Its code says which phase failed (src/exit_status.rs): kept for main.
         return Err(crate::exit_status::InstallerExit {
@@ -133,6 +110,79 @@ pub fn run_with_env(
         .into());
     }
     Ok(())
+}
+
+/// Follow the installer to the end of its output: on a terminal a spinner with
+/// its latest line, off it a heartbeat every `every` with its latest INFO line
+/// (progress.rs), as nobody sees the spinner there.
+fn supervise(
+    child: &mut std::process::Child,
+    log: &std::fs::File,
+    redactor: &crate::redact::Redactor,
+    progress: &crate::progress::Sink,
+    what: &str,
+    every: std::time::Duration,
+) {
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar.set_message(what.to_string());
+    let latest = crate::progress::Latest::default();
+    if progress.wants_heartbeat() {
+        progress.beating_every(every, what, &latest, || {
+            follow(child, log, redactor, &bar, &latest)
+        });
+    } else {
+        follow(child, log, redactor, &bar, &latest);
+    }
+    bar.finish_and_clear();
+}
+
+/// Read the installer's output to its end. openshift-install logs on stderr;
+/// both streams are merged into the log and the spinner, without the secrets it
+/// prints (src/redact.rs; src/install/redact.rs says which), and its latest INFO
+/// message is kept in `latest` for the heartbeat.
+fn follow(
+    child: &mut std::process::Child,
+    log: &std::fs::File,
+    redactor: &crate::redact::Redactor,
+    bar: &indicatif::ProgressBar,
+    latest: &crate::progress::Latest,
+) {
+    let each = |line: String, mut log: &std::fs::File| {
+        let line = redactor.redact(&line);
+        // One write per line: the two streams' lines do not interleave.
+        let _ = log.write_all(format!("{line}\n").as_bytes());
+        tracing::debug!("openshift-install: {line}");
+        bar.set_message(short(&line));
+        if let Some(news) = info_message(&line) {
+            latest.set(news);
+        }
+    };
+    let stderr = child.stderr.take();
+    let stdout = child.stdout.take();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for line in stderr.into_iter().flat_map(|e| BufReader::new(e).lines()) {
+                let Ok(line) = line else { break };
+                each(line, log);
+            }
+        });
+        for line in stdout.into_iter().flat_map(|o| BufReader::new(o).lines()) {
+            let Ok(line) = line else { break };
+            each(line, log);
+        }
+    });
+}
+
+/// The message of an INFO line of the installer's, cut for one line: what a
+/// heartbeat reports (its debug lines are noise; a warning stays in the log).
+fn info_message(line: &str) -> Option<String> {
+    let info = line.starts_with("level=info ") || line.contains(" level=info ");
+    info.then(|| short(line))
 }
 
 /// The installer's override of the agent ISO's base image
@@ -396,6 +446,79 @@ mod tests {
             r#"Login to the console with user: "kubeadmin", and password: "<redacted>""#
         );
         assert_eq!(log_message(r#"level=info msg="cut \\ here"#), r"cut \ here");
+    }
+
+    #[test]
+    fn only_info_lines_are_news() {
+        assert_eq!(
+            info_message("level=info msg=Waiting up to 20m0s").as_deref(),
+            Some("Waiting up to 20m0s")
+        );
+        assert_eq!(
+            info_message(r#"time="x" level=info msg="API up""#).as_deref(),
+            Some("API up")
+        );
+        for other in [
+            "level=debug msg=Fetching Master Machines...",
+            "level=warning msg=x",
+            "level=fatal msg=Bootstrap failed",
+            "plain level=information",
+        ] {
+            assert_eq!(info_message(other), None, "{other}");
+        }
+    }
+
+    /// The fake installer's bootstrap wait, its output piped as under nohup or
+    /// CI: the wait beats, each beat with the installer's latest INFO line and
+    /// the time since the start. The fake's API is looked up on the install
+    /// config's gateway, here 127.0.0.1: it finds none and fails after
+    /// FAKE_INSTALL_TIMEOUT, as the real one does without a load balancer.
+    #[test]
+    fn the_fake_installers_bootstrap_wait_beats_with_its_latest_info_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("install-config.yaml"),
+            "apiVersion: v1\nbaseDomain: lab.test\nmetadata:\n  name: hb\n\
+             controlPlane:\n  replicas: 1\ncompute:\n- name: worker\n  replicas: 0\n\
+             networking:\n  machineNetwork:\n  - cidr: 127.0.0.0/24\nplatform:\n  none: {}\n",
+        )
+        .unwrap();
+        let fake = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/fake-openshift-install/openshift-install");
+        let mut child = Command::new(fake)
+            .args(["wait-for", "bootstrap-complete", "--dir"])
+            .arg(dir.path())
+            .env("FAKE_INSTALL_TIMEOUT", "2")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = std::fs::File::create(dir.path().join("openshift-install.log")).unwrap();
+        // A memory sink is no terminal, as a pipe or file.
+        let sink = crate::progress::Sink::memory();
+        let what = "openshift-install wait-for bootstrap-complete";
+        let every = std::time::Duration::from_millis(300);
+        let redactor = crate::redact::Redactor::default();
+        supervise(&mut child, &log, &redactor, &sink, what, every);
+        assert_eq!(child.wait().unwrap().code(), Some(5), "bootstrap failed");
+        let news = "Waiting up to 20m0s (until …) for the Kubernetes API at https://api.hb.lab.test:6443...";
+        let beats: Vec<String> = sink.lines().into_iter().map(|(_, l)| l).collect();
+        assert!(!beats.is_empty(), "no heartbeat");
+        let last = beats.last().unwrap();
+        let (head, tail) = last.split_once("): ").unwrap_or_else(|| panic!("{last}"));
+        assert_eq!(tail, news, "{beats:?}");
+        let elapsed = head
+            .strip_prefix(&format!("    still waiting for {what} ("))
+            .unwrap_or_else(|| panic!("{last}"));
+        assert!(
+            elapsed.ends_with('s') && elapsed[..1].parse::<u8>().is_ok(),
+            "{last}"
+        );
+        // The log has every line, the fatal one too.
+        let text = std::fs::read_to_string(dir.path().join("openshift-install.log")).unwrap();
+        assert!(text.contains(&format!("level=info msg={news}")), "{text}");
+        assert!(text.contains("level=fatal msg=Bootstrap failed"), "{text}");
     }
 
     #[test]

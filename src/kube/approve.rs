@@ -65,6 +65,7 @@ impl Report {
 
 /// A client for the cluster whose admin kubeconfig is at `path`.
 pub async fn client_from_kubeconfig(path: &Path) -> Result<Client> {
+    tracing::info!("the cluster's API through {}", path.display());
     let kubeconfig = Kubeconfig::read_from(path)
         .with_context(|| format!("reading kubeconfig {}", path.display()))?;
     let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())

@@ -56,6 +56,7 @@ impl Host {
         virt::error::clear_error_callback();
         let conn =
             Connect::open(Some(uri)).with_context(|| format!("connecting to libvirt at {uri}"))?;
+        tracing::info!("connected to libvirt at {uri}");
         Ok(Host {
             conn,
             uri: uri.to_string(),

@@ -105,7 +105,12 @@ wait_for 20 "serve's control socket" test -S "$SHIFTLAB_HOME/serve.sock"
 
 step "with serve running, the same create resumes to install complete (UPI 3+2)"
 f1=$f0
-"$bin" create cluster -f "$f1" 2>&1 | tee "$work/run1.out"
+# Its output is a pipe, as under nohup or CI: the waits beat (every second here,
+# a minute by default) with the installer's latest INFO line.
+SHIFTLAB_HEARTBEAT_SECS=1 "$bin" create cluster -f "$f1" 2>&1 | tee "$work/run1.out"
+awk '/^==> bootstrap-complete/{m=1; next} /^==> /{m=0} m' "$work/run1.out" >"$work/run1.bootstrap"
+grep -E '^    still waiting for openshift-install wait-for bootstrap-complete[^(]* \(([0-9]+h)?([0-9]+m)?[0-9]+s\): (Waiting up to|API v)' "$work/run1.bootstrap" >/dev/null ||
+	fail "no heartbeat with the installer's INFO line during bootstrap-complete: $(cat "$work/run1.bootstrap")"
 grep -q 'console: *https://console-openshift-console.apps.inst1.lab.test' "$work/run1.out" || fail "no console URL printed"
 grep -q 'export KUBECONFIG=.*/clusters/inst1/assets/auth/kubeconfig' "$work/run1.out" || fail "no KUBECONFIG printed"
 check_finished inst1 2

@@ -31,12 +31,21 @@ pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
         deadline: Some(CSR_DEADLINE),
         ..WatchOptions::default()
     };
-    let done = approve::watch_blocking(
-        &ctx.cluster.assets().kubeconfig(),
-        &NodeIdentity::from_plan(ctx.plan),
-        &opts,
-        |_| {},
-    )?;
+    // Off a terminal, a heartbeat with the approvals so far.
+    let latest = crate::progress::Latest::default();
+    let what = format!("the CSRs of {}", opts.nodes.join(", "));
+    let mut approved = 0;
+    let done = ctx.progress.beating(&what, &latest, || {
+        approve::watch_blocking(
+            &ctx.cluster.assets().kubeconfig(),
+            &NodeIdentity::from_plan(ctx.plan),
+            &opts,
+            |pass| {
+                approved += pass.approved.len();
+                latest.set(format!("{approved} CSRs approved"));
+            },
+        )
+    })?;
     if done.timed_out && !done.missing.is_empty() {
         bail!(
             "{}",
