@@ -40,6 +40,9 @@ pub struct Request {
     pub timeout: u64,
     /// The admin kubeconfig; the cluster's own when `None`.
     pub kubeconfig: Option<PathBuf>,
+    /// The cluster file with the new count, recorded when libvirt converges on
+    /// it (`None`: the caller records its own).
+    pub source: Option<crate::spec::Source>,
 }
 
 impl Request {
@@ -50,6 +53,7 @@ impl Request {
             drain_timeout: 600,
             timeout: 1800,
             kubeconfig: None,
+            source: None,
         }
     }
 }
@@ -166,7 +170,7 @@ pub fn scale(
     if !change.remove.is_empty() {
         remove_workers(&s, &change.remove, req, &mut outcome)?;
     }
-    converge(&s, state, progress)?;
+    converge(&s, state, req, progress)?;
     if s.ipi && !change.add.is_empty() {
         outcome
             .objects
@@ -312,7 +316,7 @@ fn scale_down_machines(s: &Scale, nodes: &[&Node], req: &Request) -> Result<Vec<
 
 /// Converge libvirt and the recorded plan (serve's backends and DNS) on the new
 /// plan; new workers are started.
-fn converge(s: &Scale, state: &StateDir, progress: Sink) -> Result<()> {
+fn converge(s: &Scale, state: &StateDir, req: &Request, progress: Sink) -> Result<()> {
     let ctx = Ctx::new(
         &s.spec,
         &s.new,
@@ -322,7 +326,8 @@ fn converge(s: &Scale, state: &StateDir, progress: Sink) -> Result<()> {
             worker_change: true,
         },
     )
-    .with_progress(progress);
+    .with_progress(progress)
+    .with_source(req.source.as_ref());
     install::reach(&ctx, Target::Infra)?;
     if ctx.cluster.read_plan().ok().as_ref() != Some(&s.new) {
         ctx.cluster.write_plan(&s.new)?;

@@ -1,6 +1,6 @@
 use std::io::Write;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use crate::cli::scale::ScaleArgs;
 use crate::cluster::scale::{self, Request};
@@ -10,20 +10,20 @@ use crate::spec::ClusterSpec;
 use crate::state::StateDir;
 
 pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
-    let loaded = super::load_spec_with(&args.file, args.force, &args.params)?;
-    if loaded.spec.cluster != args.name.as_str() {
-        bail!(
-            "{} is the file of cluster {}, not {}",
-            args.file.display(),
-            loaded.spec.cluster,
-            args.name
-        );
-    }
+    let loaded = super::load_named(
+        Some(&args.name),
+        args.file.as_deref(),
+        &args.params,
+        args.force,
+        state,
+    )?;
     let req = Request {
         workers: args.workers,
         drain_timeout: args.drain_timeout,
         timeout: args.timeout,
         kubeconfig: args.kubeconfig.clone(),
+        // Recorded with the new count, so that the name alone finds it next time.
+        source: Some(loaded.source.with_workers(args.workers)),
     };
     apply(&loaded.spec, state, &req, args.output, out)
 }
