@@ -52,7 +52,8 @@ pub fn load_named(
 ) -> Result<Loaded> {
     let loaded = match (name, file) {
         (_, Some(f)) => load_spec_with(f, force, params)?,
-        (Some(n), None) => crate::cluster::recorded_source(state, n)?.load(force)?,
+        (Some(n), None) => crate::cluster::recorded_source(state, n)?
+            .load(force, std::env::current_dir().ok().as_deref())?,
         (None, None) => bail!("name the cluster or give its file with -f"),
     };
     if let (Some(n), Some(f)) = (name, file) {

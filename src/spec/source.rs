@@ -4,7 +4,7 @@
 //! password) so that a command given the cluster's name alone loads the very
 //! spec the cluster was made from, whatever became of the file since.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -20,8 +20,11 @@ pub struct Source {
     /// `-P KEY=VALUE`, in order.
     pub params: Vec<String>,
     pub home: Option<PathBuf>,
-    /// Relative paths in the file are relative to it.
+    /// Relative paths in the file are relative to it: relative itself for a
+    /// file named without a directory, to `cwd`.
     pub base_dir: PathBuf,
+    /// The directory the command that read it ran in.
+    pub cwd: Option<PathBuf>,
     pub libvirt_default_uri: Option<String>,
 }
 
@@ -33,15 +36,24 @@ impl Source {
             params: params.to_vec(),
             home: env.home.clone(),
             base_dir: env.base_dir.clone(),
+            cwd: std::env::current_dir().ok(),
             libvirt_default_uri: env.libvirt_default_uri.clone(),
         }
     }
 
-    /// Parse and validate it again, as it was.
-    pub fn load(&self, force: bool) -> Result<Loaded, InvalidSpec> {
+    /// Parse and validate it again, as it was, by a command running in
+    /// `here`: its paths as they were spelled when `here` is where it was read
+    /// (so the plan is the same), else made from that directory.
+    pub fn load(&self, force: bool, here: Option<&Path>) -> Result<Loaded, InvalidSpec> {
+        let base_dir = match &self.cwd {
+            Some(cwd) if self.base_dir.is_relative() && here != Some(cwd.as_path()) => {
+                cwd.join(&self.base_dir)
+            }
+            _ => self.base_dir.clone(),
+        };
         let env = Env {
             home: self.home.clone(),
-            base_dir: self.base_dir.clone(),
+            base_dir,
             libvirt_default_uri: self.libvirt_default_uri.clone(),
         };
         let params = self.params.clone();
@@ -111,6 +123,21 @@ mod tests {
         let back = recorded(&cluster).unwrap().unwrap();
         assert_eq!(back.params, ["workers=3"]);
         assert_eq!(back.base_dir, PathBuf::from("/somewhere"));
-        assert_eq!(back.load(false).unwrap().spec.workers, 3);
+        assert_eq!(back.load(false, None).unwrap().spec.workers, 3);
+        // A file named without a directory: its paths as spelled from where it
+        // was read, made from there anywhere else.
+        let text = format!("{FILE}image: img.qcow2\n");
+        let mut rel = Source::new(&text, "lab1.yaml", &Env::default(), &[]);
+        rel.cwd = Some(tmp.path().into());
+        std::fs::write(tmp.path().join("img.qcow2"), "").unwrap();
+        let image = |here: &Path| rel.load(false, Some(here)).map(|l| l.spec.image);
+        assert_eq!(
+            image(&tmp.path().join("elsewhere")).unwrap(),
+            Some(tmp.path().join("img.qcow2"))
+        );
+        assert!(
+            image(tmp.path()).is_err(),
+            "img.qcow2 read from the test's own directory"
+        );
     }
 }
