@@ -15,6 +15,7 @@ mod status;
 
 pub use destroy::{destroy, destroy_kubevirt};
 pub use open::{
-    host, host_named, host_or_why, host_uri, known, open, recorded_source, Opened, Recorded,
+    host, host_named, host_or_why, host_uri, known, open, record_scaled, recorded_source, Opened,
+    Recorded,
 };
 pub use status::{status, Status};

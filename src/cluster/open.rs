@@ -52,6 +52,27 @@ pub fn recorded_source(state: &StateDir, name: &str) -> Result<crate::spec::Sour
     })
 }
 
+/// After `scale`: the cluster file recorded with its new worker count once
+/// libvirt converged on that count (the recorded plan has it), whether a later
+/// step failed or not, under the cluster's lock; so the name alone loads what
+/// the VMs are.
+pub fn record_scaled(
+    state: &StateDir,
+    name: &str,
+    source: &crate::spec::Source,
+    workers: u32,
+) -> Result<()> {
+    let dir = known(state, name, "")?;
+    let _lock = dir.lock()?;
+    let converged = dir
+        .read_plan()
+        .is_ok_and(|p| crate::plan::diff::workers(&p) as u64 == u64::from(workers));
+    if converged {
+        source.with_workers(workers).record(&dir)?;
+    }
+    Ok(())
+}
+
 /// The libvirt URI a command on `cluster` talks to: `connect` (the flag, or
 /// what the caller puts first), else the URI the cluster was created on, else
 /// `planned` (its plan's), else libvirt's default.

@@ -40,9 +40,6 @@ pub struct Request {
     pub timeout: u64,
     /// The admin kubeconfig; the cluster's own when `None`.
     pub kubeconfig: Option<PathBuf>,
-    /// The cluster file with the new count, recorded when libvirt converges on
-    /// it (`None`: the caller records its own).
-    pub source: Option<crate::spec::Source>,
 }
 
 impl Request {
@@ -53,7 +50,6 @@ impl Request {
             drain_timeout: 600,
             timeout: 1800,
             kubeconfig: None,
-            source: None,
         }
     }
 }
@@ -170,7 +166,7 @@ pub fn scale(
     if !change.remove.is_empty() {
         remove_workers(&s, &change.remove, req, &mut outcome)?;
     }
-    converge(&s, state, req, progress)?;
+    converge(&s, state, progress)?;
     if s.ipi && !change.add.is_empty() {
         outcome
             .objects
@@ -316,7 +312,7 @@ fn scale_down_machines(s: &Scale, nodes: &[&Node], req: &Request) -> Result<Vec<
 
 /// Converge libvirt and the recorded plan (serve's backends and DNS) on the new
 /// plan; new workers are started.
-fn converge(s: &Scale, state: &StateDir, req: &Request, progress: Sink) -> Result<()> {
+fn converge(s: &Scale, state: &StateDir, progress: Sink) -> Result<()> {
     let ctx = Ctx::new(
         &s.spec,
         &s.new,
@@ -326,8 +322,7 @@ fn converge(s: &Scale, state: &StateDir, req: &Request, progress: Sink) -> Resul
             worker_change: true,
         },
     )
-    .with_progress(progress)
-    .with_source(req.source.as_ref());
+    .with_progress(progress);
     install::reach(&ctx, Target::Infra)?;
     if ctx.cluster.read_plan().ok().as_ref() != Some(&s.new) {
         ctx.cluster.write_plan(&s.new)?;

@@ -22,10 +22,11 @@ pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()
         drain_timeout: args.drain_timeout,
         timeout: args.timeout,
         kubeconfig: args.kubeconfig.clone(),
-        // Recorded with the new count, so that the name alone finds it next time.
-        source: Some(loaded.source.with_workers(args.workers)),
     };
-    apply(&loaded.spec, state, &req, args.output, out)
+    let scaled = apply(&loaded.spec, state, &req, args.output, out);
+    // The file with the new count, so that the name alone finds it next time.
+    let recorded = crate::cluster::record_scaled(state, &args.name, &loaded.source, args.workers);
+    scaled.and(recorded)
 }
 
 /// `scale`, and `create`'s rerun on another worker count: the outcome printed,
