@@ -46,8 +46,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plan(args) => commands::plan::run(args, &mut std::io::stdout().lock()),
         Command::Render(args) => commands::render::run(args, &state),
         Command::Create(cmd) => commands::create::run(cmd, &state),
+        Command::WaitFor(cmd) => commands::wait_for::run(cmd, &state),
         Command::Destroy(cmd) => commands::destroy::destroy(cmd, &state),
-        Command::List(args) => commands::list::list(args, &mut std::io::stdout().lock()),
+        Command::List(args) => commands::list::list(args, &state, &mut std::io::stdout().lock()),
         Command::Status(args) => {
             commands::status::status(args, &state, &mut std::io::stdout().lock())
         }

@@ -63,13 +63,25 @@ fn writes_configs_with_backups_and_private_modes() {
         assert!(!String::from_utf8_lossy(&out.stdout).contains("cmVwbGFj"));
         assert!(!String::from_utf8_lossy(&out.stderr).contains("cmVwbGFj"));
     }
-    // The generated BMC password is stored 0600 and reused on the next run.
+    // A render writes no state: the BMC password is the file's, or a new one
+    // (said, never printed), and none is stored.
+    assert!(!home.path().join("state").exists());
+    let ic = fs::read_to_string(home.path().join("ipi.yaml/install-config.yaml")).unwrap();
+    assert!(ic.contains("password: "), "{ic}");
+    // Once the target made the cluster's password, the render uses it.
+    let path = common::repo().join("examples/ipi.yaml");
+    let out = common::shiftlab(
+        &["create", "install-config", "-f", path.to_str().unwrap()],
+        home.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let pw = home.path().join("state/clusters/ipi/bmc-password");
     assert_eq!(mode(&pw), 0o600);
     let first = fs::read_to_string(&pw).unwrap();
-    let ic = fs::read_to_string(home.path().join("ipi.yaml/install-config.yaml")).unwrap();
-    assert!(ic.contains(&format!("password: {first}")));
-    let path = common::repo().join("examples/ipi.yaml");
     let again = home.path().join("again");
     let out = common::shiftlab(
         &[
@@ -84,7 +96,10 @@ fn writes_configs_with_backups_and_private_modes() {
     );
     assert!(out.status.success());
     assert_eq!(fs::read_to_string(&pw).unwrap(), first);
+    let ic = fs::read_to_string(again.join("install-config.yaml")).unwrap();
+    assert!(ic.contains(&format!("password: {first}")), "{ic}");
     assert!(!String::from_utf8_lossy(&out.stderr).contains(&first));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(&first));
 }
 
 /// `create` records the plan with `-P`'s values; the same target without them

@@ -21,12 +21,10 @@ fn commands_that_change_a_cluster_wait_for_no_one_and_touch_nothing() {
     .lock()
     .unwrap();
     let before = tree(h);
-    let out_dir = h.join("out").display().to_string();
     for args in [
         vec!["destroy", "cluster", "lab1", "-c", "test:///default"],
         vec!["destroy", "cluster", "-f", &file],
         vec!["create", "infra", "-f", &file],
-        vec!["create", "install-config", "-f", &file, "--dir", &out_dir],
         vec!["create", "install-config", "-f", &file],
         vec!["serve", "forget", "lab1"],
         vec!["serve", "remove-bootstrap", "lab1"],

@@ -43,20 +43,26 @@ fn install_state(h: &Path, cluster: &str) -> serde_json::Value {
 }
 
 #[test]
-fn install_config_with_dir_is_reached_and_needs_no_release() {
+fn install_config_with_dir_is_a_render_that_the_target_writes_alike() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
     let file = common::repo().join("examples/upi.yaml");
     let (code, err) = install_config_into(h, &file, "out");
     assert_eq!(code, Some(0), "{err}");
-    // Reached as a target of the upi flow: recorded, and its only predecessor-free
-    // step ran alone (the release, a download, is not install-config's business).
+    // A render: no target reached, nothing recorded, so the cluster file may
+    // still change (issue 28: the plan was pinned by a look at the config).
+    assert!(!err.contains("==> "), "{err}");
+    assert!(!h.join("state").exists(), "{:?}", tree(h));
+    // The target, later, writes what DIR got (no release needed either).
+    let (code, err) = run(
+        h,
+        &["create", "install-config", "-f", file.to_str().unwrap()],
+    );
+    assert_eq!(code, Some(0), "{err}");
     let s = install_state(h, "lab1");
     assert_eq!(s["flow"], "upi");
     assert_eq!(s["targets"]["install-config"]["status"], "done");
     assert!(s["targets"].get("release").is_none(), "{s}");
-    assert!(err.contains("==> install-config"), "{err}");
-    // What DIR got is what the install will use.
     let cluster = h.join("state/clusters/lab1");
     assert_eq!(
         std::fs::read(h.join("out/install-config.yaml")).unwrap(),
@@ -66,12 +72,6 @@ fn install_config_with_dir_is_reached_and_needs_no_release() {
         std::fs::read(h.join("out/install-config.backup.yaml")).unwrap(),
         std::fs::read(cluster.join("install-config.backup.yaml")).unwrap()
     );
-    // Asked again: done, not written again, exported again.
-    let (code, err) = install_config_into(h, &file, "again");
-    assert_eq!(code, Some(0), "{err}");
-    assert!(err.contains("install-config is done already"), "{err}");
-    assert!(!err.contains("==> "), "{err}");
-    assert!(h.join("again/install-config.yaml").is_file());
 }
 
 #[test]
@@ -596,4 +596,45 @@ fn a_failed_infra_target_exits_4() {
     assert!(err.contains("error: target infra: "), "{err}");
     let s = install_state(h, "lab1");
     assert_ne!(s["targets"]["infra"]["status"], "done", "{s}");
+}
+
+/// `wait-for bootstrap-complete NAME` waits as the target does, after the
+/// targets before it (here: infra recorded done as its run records it, with
+/// the plan it writes), reaching none of them again; its failure is
+/// openshift-install's bootstrap code, 5.
+#[test]
+fn wait_for_bootstrap_complete_by_name_exits_5_and_redoes_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let file = baked_installer_file(h, "4.17.0-okd-scos.0", "");
+    let (code, err) = run(h, &["create", "ignition", "-f", &file]);
+    assert_eq!(code, Some(0), "{err}");
+    let cluster = h.join("state/clusters/lab1");
+    let mut s = install_state(h, "lab1");
+    s["targets"]["infra"] = serde_json::json!({"status": "done", "at": 1, "started": 1});
+    std::fs::write(cluster.join("install-state.json"), s.to_string()).unwrap();
+    let plan = shiftlab::plan::derive(&shiftlab::spec::load(Path::new(&file)).unwrap().spec);
+    shiftlab::state::StateDir::resolve(Some(&h.join("state")))
+        .cluster("lab1")
+        .write_plan(&plan)
+        .unwrap();
+    let log = std::fs::read_to_string(cluster.join("openshift-install.log")).unwrap();
+    let (code, err) = run(h, &["wait-for", "bootstrap-complete", "lab1"]);
+    assert_eq!(code, Some(5), "{err}");
+    assert!(
+        err.contains("target bootstrap-complete: shiftlab serve is not running"),
+        "{err}"
+    );
+    assert_eq!(err.matches("==> ").count(), 1, "{err}");
+    let s = install_state(h, "lab1");
+    assert_eq!(
+        s["targets"]["bootstrap-complete"]["status"], "started",
+        "{s}"
+    );
+    assert_eq!(s["targets"]["ignition"]["status"], "done", "{s}");
+    assert_eq!(
+        std::fs::read_to_string(cluster.join("openshift-install.log")).unwrap(),
+        log,
+        "the installer ran again"
+    );
 }

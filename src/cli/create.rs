@@ -9,7 +9,8 @@ use crate::install::target::Target;
 #[derive(Debug, Subcommand)]
 pub enum CreateCommand {
     /// Write install-config.yaml (and agent-config.yaml for method agent) into the cluster's
-    /// asset directory, with a backup of each; with --dir, copies into DIR too
+    /// asset directory, with a backup of each; with --dir, only into DIR (a render: no state
+    /// written, no plan pinned)
     InstallConfig(InstallConfigArgs),
     /// Run `openshift-install create manifests` and add the lab's manifests
     Manifests(TargetArgs),
@@ -68,14 +69,25 @@ impl CreateCommand {
     }
 }
 
+/// Which cluster: its name, or its cluster file.
 #[derive(Debug, Args)]
-pub struct TargetArgs {
-    /// The cluster file
+pub struct Which {
+    /// The cluster's name: the cluster file (and -P) its first target recorded is used
+    #[arg(required_unless_present = "file", value_name = "NAME")]
+    pub name: Option<crate::state::ClusterName>,
+
+    /// The cluster file (with NAME, the file of that cluster)
     #[arg(short = 'f', long = "file", value_name = "FILE")]
-    pub file: PathBuf,
+    pub file: Option<PathBuf>,
 
     #[command(flatten)]
     pub params: super::params::ParamArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    #[command(flatten)]
+    pub which: Which,
 
     /// Go on with a control plane or bootstrap under 8 GiB of memory (refused otherwise)
     #[arg(long)]
@@ -84,14 +96,11 @@ pub struct TargetArgs {
 
 #[derive(Debug, Args)]
 pub struct InstallConfigArgs {
-    /// The cluster file
-    #[arg(short = 'f', long = "file", value_name = "FILE")]
-    pub file: PathBuf,
-
     #[command(flatten)]
-    pub params: super::params::ParamArgs,
+    pub which: Which,
 
-    /// Also copy the configs and their backups into DIR (0600)
+    /// Write the configs and their backups into DIR (0600) instead, and nothing into the
+    /// state directory: the cluster file may still change afterwards
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 
@@ -102,12 +111,8 @@ pub struct InstallConfigArgs {
 
 #[derive(Debug, Args)]
 pub struct InfraArgs {
-    /// The cluster file
-    #[arg(short = 'f', long = "file", value_name = "FILE")]
-    pub file: PathBuf,
-
     #[command(flatten)]
-    pub params: super::params::ParamArgs,
+    pub which: Which,
 
     /// Also start the nodes planned to start after bootstrap (UPI workers)
     #[arg(long)]

@@ -19,6 +19,7 @@ pub mod render;
 pub mod scale;
 pub mod serve;
 pub mod status;
+pub mod wait_for;
 
 use std::path::PathBuf;
 
@@ -63,10 +64,15 @@ pub enum Command {
     /// `workers:` it scales first (only the workers may change once installed)
     #[command(subcommand)]
     Create(create::CreateCommand),
+    /// Wait for bootstrap-complete or install-complete alone, as `openshift-install wait-for`:
+    /// the targets before it must be done; nothing is reached for it
+    #[command(subcommand)]
+    WaitFor(wait_for::WaitForCommand),
     /// Remove what shiftlab created
     #[command(subcommand)]
     Destroy(destroy::DestroyCommand),
-    /// List the shiftlab clusters on a libvirt host
+    /// List the shiftlab clusters: those of the state directory and those on libvirt, with what
+    /// either lacks (without libvirt, the state's alone)
     List(list::ListArgs),
     /// Show a cluster's nodes: role, power state, MAC, planned and leased address, console log
     Status(status::StatusArgs),

@@ -14,9 +14,10 @@ pub struct ScaleArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub workers: u32,
 
-    /// The cluster file (its workers: is overridden by --workers)
+    /// The cluster file (its workers: is overridden by --workers) [default: the one the
+    /// cluster's install recorded, with the count of the last scale]
     #[arg(short = 'f', long = "file", value_name = "FILE")]
-    pub file: PathBuf,
+    pub file: Option<PathBuf>,
 
     #[command(flatten)]
     pub params: super::params::ParamArgs,

@@ -7,11 +7,15 @@
 
 pub mod access;
 mod destroy;
+pub mod list;
 mod open;
 pub mod power;
 pub mod scale;
 mod status;
 
 pub use destroy::{destroy, destroy_kubevirt};
-pub use open::{host, host_named, host_or_why, host_uri, known, open, Opened, Recorded};
-pub use status::{list_table, status, Status};
+pub use open::{
+    host, host_named, host_or_why, host_uri, known, open, record_scaled, recorded_source, Opened,
+    Recorded,
+};
+pub use status::{status, Status};

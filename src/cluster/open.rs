@@ -11,12 +11,66 @@ use crate::state::{ClusterDir, ClusterLock, StateDir};
 
 /// The cluster's state, or a refusal naming where shiftlab looked, ended by
 /// `hint` (each command's own advice, kept as it has always read).
+/// When another default state directory has the cluster (root's, the user's),
+/// the refusal says so.
 pub fn known(state: &StateDir, name: &str, hint: &str) -> Result<ClusterDir> {
     let cluster = state.cluster(name);
     if !cluster.exists() {
-        bail!("no cluster {name} in {}{hint}", state.clusters().display());
+        let elsewhere: String = state
+            .elsewhere(name)
+            .iter()
+            .map(|d| {
+                let how = if d == std::path::Path::new("/var/lib/shiftlab") {
+                    "root's state: sudo?"
+                } else {
+                    "--state-dir?"
+                };
+                format!("; {} has {name} ({how})", d.display())
+            })
+            .collect();
+        bail!(
+            "no cluster {name} in {}{hint}{elsewhere}",
+            state.clusters().display()
+        );
     }
     Ok(cluster)
+}
+
+/// The cluster file `name`'s install recorded (src/spec/source.rs), for a
+/// command given the name alone.
+pub fn recorded_source(state: &StateDir, name: &str) -> Result<crate::spec::Source> {
+    let dir = known(
+        state,
+        name,
+        " (a new cluster is created from its file: -f FILE)",
+    )?;
+    crate::spec::source::recorded(&dir)?.with_context(|| {
+        format!(
+            "{name} has no recorded cluster file in {} (no target ran yet, or an older shiftlab made it): give the file with -f",
+            dir.path().display()
+        )
+    })
+}
+
+/// After `scale`: the cluster file recorded with its new worker count once
+/// libvirt converged on that count (the recorded plan has it), whether a later
+/// step failed or not, under the cluster's lock; so the name alone loads what
+/// the VMs are.
+pub fn record_scaled(
+    state: &StateDir,
+    name: &str,
+    source: &crate::spec::Source,
+    workers: u32,
+) -> Result<()> {
+    let dir = known(state, name, "")?;
+    let _lock = dir.lock()?;
+    let converged = dir
+        .read_plan()
+        .is_ok_and(|p| crate::plan::diff::workers(&p) as u64 == u64::from(workers));
+    if converged {
+        source.with_workers(workers).record(&dir)?;
+    }
+    Ok(())
 }
 
 /// The libvirt URI a command on `cluster` talks to: `connect` (the flag, or

@@ -6,7 +6,6 @@ use serde::Serialize;
 
 use crate::backend::{self, Place};
 use crate::install::state::InstallStatus;
-use crate::libvirt::inspect::ClusterSummary;
 use crate::libvirt::Host;
 use crate::plan::render_table_rows;
 use crate::serve::ServicesStatus;
@@ -264,22 +263,6 @@ certificates:
         }
         s
     }
-}
-
-/// `shiftlab list`'s table.
-pub fn list_table(clusters: &[ClusterSummary]) -> String {
-    let rows: Vec<Vec<String>> = clusters
-        .iter()
-        .map(|c| {
-            vec![
-                c.cluster.clone(),
-                c.network.clone().unwrap_or_else(|| "-".into()),
-                c.nodes.to_string(),
-                c.running.to_string(),
-            ]
-        })
-        .collect();
-    render_table_rows(&["CLUSTER", "NETWORK", "NODES", "RUNNING"], &rows)
 }
 
 #[cfg(test)]

@@ -11,25 +11,30 @@ use crate::install::{self, Ctx, Options};
 use crate::state::StateDir;
 
 pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
-    let (file, params, options) = match cmd {
-        CreateCommand::InstallConfig(a) => (&a.file, &a.params, Options::default()),
+    let (which, options) = match cmd {
+        CreateCommand::InstallConfig(a) => (&a.which, Options::default()),
         CreateCommand::Infra(a) => (
-            &a.file,
-            &a.params,
+            &a.which,
             Options {
                 start_workers: a.start_workers,
                 ..Options::default()
             },
         ),
-        CreateCommand::Cluster(a) => (&a.file, &a.params, Options::default()),
-        other => {
-            let a = other.target().expect("a target").1;
-            (&a.file, &a.params, Options::default())
-        }
+        CreateCommand::Cluster(a) => (&a.which, Options::default()),
+        other => (
+            &other.target().expect("a target").1.which,
+            Options::default(),
+        ),
     };
-    let loaded = super::load_spec_with(file, cmd.force(), params)?;
+    let loaded = super::load_named(
+        which.name.as_ref(),
+        which.file.as_deref(),
+        &which.params,
+        cmd.force(),
+        state,
+    )?;
     let plan = crate::plan::derive(&loaded.spec);
-    let ctx = Ctx::new(&loaded.spec, &plan, state, options);
+    let ctx = Ctx::new(&loaded.spec, &plan, state, options).with_source(Some(&loaded.source));
     let goal = match cmd {
         CreateCommand::InstallConfig(_) => Target::InstallConfig,
         CreateCommand::Infra(_) => Target::Infra,
@@ -39,7 +44,7 @@ pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
     rescale_first(&ctx, goal)?;
     match cmd {
         CreateCommand::InstallConfig(InstallConfigArgs { dir: Some(dir), .. }) => {
-            for p in install::export_install_config(&ctx, dir)? {
+            for p in install::render_install_config(&ctx, dir)? {
                 println!("wrote {}", p.display());
             }
             Ok(())

@@ -43,7 +43,7 @@ pub fn run(args: &RenderArgs, state: &StateDir) -> Result<()> {
         ));
     };
     let cluster = state.cluster(&spec.cluster);
-    let token = crate::serve::http::cluster_token(&cluster)?;
+    let token = crate::serve::http::token_for_render(&cluster)?;
     let mut userdata = BTreeMap::new();
     for n in &plan.nodes {
         let url = format!("{base}/{token}/{}.ign", n.name);

@@ -1,6 +1,6 @@
 use std::io::Write;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use crate::cli::scale::ScaleArgs;
 use crate::cluster::scale::{self, Request};
@@ -10,22 +10,23 @@ use crate::spec::ClusterSpec;
 use crate::state::StateDir;
 
 pub fn run(args: &ScaleArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
-    let loaded = super::load_spec_with(&args.file, args.force, &args.params)?;
-    if loaded.spec.cluster != args.name.as_str() {
-        bail!(
-            "{} is the file of cluster {}, not {}",
-            args.file.display(),
-            loaded.spec.cluster,
-            args.name
-        );
-    }
+    let loaded = super::load_named(
+        Some(&args.name),
+        args.file.as_deref(),
+        &args.params,
+        args.force,
+        state,
+    )?;
     let req = Request {
         workers: args.workers,
         drain_timeout: args.drain_timeout,
         timeout: args.timeout,
         kubeconfig: args.kubeconfig.clone(),
     };
-    apply(&loaded.spec, state, &req, args.output, out)
+    let scaled = apply(&loaded.spec, state, &req, args.output, out);
+    // The file with the new count, so that the name alone finds it next time.
+    let recorded = crate::cluster::record_scaled(state, &args.name, &loaded.source, args.workers);
+    scaled.and(recorded)
 }
 
 /// `scale`, and `create`'s rerun on another worker count: the outcome printed,

@@ -25,7 +25,7 @@ use anyhow::{Context, Result};
 
 use crate::plan::Plan;
 use crate::progress::Sink;
-use crate::spec::ClusterSpec;
+use crate::spec::{ClusterSpec, Source};
 use crate::state::{ClusterDir, StateDir};
 use state::Locked;
 use target::{Flow, Kind, Target};
@@ -52,6 +52,9 @@ pub struct Ctx<'a> {
     pub options: Options,
     /// Where the targets report what they did (stdout on a terminal).
     pub progress: Sink,
+    /// The cluster file `spec` was loaded from, recorded with the plan so that
+    /// the cluster's name alone finds it again (src/spec/source.rs).
+    pub source: Option<&'a Source>,
 }
 
 impl<'a> Ctx<'a> {
@@ -69,7 +72,13 @@ impl<'a> Ctx<'a> {
             state,
             options,
             progress: Sink::terminal(),
+            source: None,
         }
+    }
+
+    /// The same, recording `source` as the cluster's file when a target runs.
+    pub fn with_source(self, source: Option<&'a Source>) -> Self {
+        Ctx { source, ..self }
     }
 
     /// The same, its progress sent to `progress` (stderr under `-o json`).
@@ -103,6 +112,9 @@ fn reach_locked(ctx: &Ctx, goal: Target) -> Result<Locked> {
     let path = path?;
     locked.enter(ctx.flow)?;
     locked.record_plan(ctx.plan)?;
+    if let Some(source) = ctx.source {
+        source.record(&ctx.cluster)?;
+    }
     for step in path {
         let target = step.target;
         let again = ctx.options.worker_change && target == Target::Infra;
@@ -127,16 +139,57 @@ fn reach_locked(ctx: &Ctx, goal: Target) -> Result<Locked> {
     Ok(locked)
 }
 
+/// `wait-for bootstrap-complete|install-complete`, as openshift-install's
+/// `wait-for`: only the wait. The target runs alone, its predecessors done
+/// already (none is reached for it), and is recorded done; a target done
+/// already has nothing to wait for. Its failure exits with its phase's code.
+pub fn wait_for(ctx: &Ctx, goal: Target) -> Result<()> {
+    crate::cluster::known(ctx.state, &ctx.spec.cluster, "")?;
+    let Some(step) = ctx.flow.step(goal) else {
+        return Err(target::IllegalTransition::NotInFlow {
+            target: goal,
+            flow: ctx.flow,
+        }
+        .into());
+    };
+    if step.via != target::Via::Own {
+        anyhow::bail!(
+            "{} reaches {goal} by `openshift-install create cluster`, which does its own waiting: run `shiftlab create {goal} {}`",
+            ctx.flow.describe(),
+            ctx.spec.cluster
+        );
+    }
+    let mut locked = state::lock(&ctx.cluster)?;
+    locked.check_flow(ctx.flow)?;
+    locked.verify_plan(ctx.flow, ctx.plan)?;
+    if locked.is_done(goal) {
+        ctx.progress
+            .aside(format_args!("{goal} is done already: nothing to wait for"));
+        return Ok(());
+    }
+    let before = ctx.flow.predecessors(goal)?;
+    if let Some(missing) = before.iter().find(|t| !locked.is_done(**t)) {
+        anyhow::bail!(
+            "wait-for {goal} only waits, and {missing} is not done: `shiftlab create {goal} {}` reaches it with what comes before",
+            ctx.spec.cluster
+        );
+    }
+    locked.start(ctx.flow, goal, None)?;
+    ctx.progress.aside(format_args!("==> {goal}"));
+    let note =
+        targets::run(step, ctx, &mut locked).context(crate::exit_status::TargetFailed(goal))?;
+    locked.done(goal, note)
+}
+
 /// `create cluster`: reach the flow's last target.
 pub fn reach_end(ctx: &Ctx) -> Result<()> {
     reach(ctx, ctx.flow.end(ctx.spec)?)
 }
 
-/// `create install-config --dir DIR`: reach install-config, then copy what it
-/// wrote into `dir` (each config and a backup, 0600).
-pub fn export_install_config(ctx: &Ctx, dir: &Path) -> Result<Vec<PathBuf>> {
-    let _locked = reach_locked(ctx, Target::InstallConfig)?;
-    targets::install_config::export(ctx, dir)
+/// `create install-config --dir DIR`: the configs rendered into `dir` alone,
+/// nothing recorded (no lock, no state, no plan pinned).
+pub fn render_install_config(ctx: &Ctx, dir: &Path) -> Result<Vec<PathBuf>> {
+    targets::install_config::render_into(ctx, dir)
 }
 
 /// The install state of a cluster for `shiftlab status`: `None` when no target

@@ -60,11 +60,32 @@ pub fn publish_private(cluster: &ClusterDir, name: &str, bytes: &[u8]) -> Result
     Ok(format!("/{token}/{name}"))
 }
 
+/// The cluster's HTTP token when it has one; nothing is made.
+pub fn stored_token(cluster: &ClusterDir) -> Option<String> {
+    std::fs::read_to_string(cluster.http_token())
+        .ok()
+        .map(|t| t.trim().to_string())
+        .filter(|t| t.len() >= MIN_TOKEN_LEN)
+}
+
+/// The token a render (which writes nothing) puts in the URLs: the cluster's,
+/// else a new one for the render alone, stored nowhere (said on stderr).
+pub fn token_for_render(cluster: &ClusterDir) -> Result<String> {
+    if let Some(t) = stored_token(cluster) {
+        return Ok(t);
+    }
+    eprintln!(
+        "note: {} has no HTTP token yet: this render's is stored nowhere (create makes the cluster's own)",
+        cluster.name()
+    );
+    crate::files::random_secret(MIN_TOKEN_LEN)
+}
+
 /// The cluster's HTTP token (a secret), made once and kept.
 pub fn cluster_token(cluster: &ClusterDir) -> Result<String> {
-    Ok(match std::fs::read_to_string(cluster.http_token()) {
-        Ok(t) if t.trim().len() >= MIN_TOKEN_LEN => t.trim().to_string(),
-        _ => {
+    Ok(match stored_token(cluster) {
+        Some(t) => t,
+        None => {
             let t = crate::files::random_secret(MIN_TOKEN_LEN)?;
             crate::files::write_private(&cluster.http_token(), format!("{t}\n").as_bytes())?;
             t

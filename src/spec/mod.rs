@@ -5,6 +5,7 @@ pub mod kcli;
 pub mod params;
 mod parse;
 mod resolve;
+pub mod source;
 mod types;
 pub mod uri;
 
@@ -15,6 +16,7 @@ pub use resolve::{
     capability_enabled, documented_minimum, is_cluster_name, is_dns_label, is_dns_subdomain,
     parse_version, version_minor, Env, CLUSTER_NAME_RULE,
 };
+pub use source::Source;
 pub use types::*;
 
 /// A cluster file that passed validation, with the warnings it produced.
@@ -22,6 +24,8 @@ pub use types::*;
 pub struct Loaded {
     pub spec: ClusterSpec,
     pub warnings: Vec<Diagnostic>,
+    /// What it was loaded from, as the install records it.
+    pub source: Source,
 }
 
 /// What the command line changes in validation.
@@ -54,6 +58,7 @@ pub fn from_str_with(
         .iter()
         .filter_map(|a| params::parse(a).map_err(|e| d.errors.push(e)).ok())
         .collect();
+    let source = Source::new(text, file, env, &overrides.params);
     let mut from_p = Vec::new();
     let spec = parse::parse_with(text, &mut d, |root, d| {
         from_p = params::apply(root, &params, d);
@@ -70,6 +75,7 @@ pub fn from_str_with(
     Ok(Loaded {
         spec,
         warnings: d.warnings,
+        source,
     })
 }
 

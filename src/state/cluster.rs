@@ -8,6 +8,7 @@
 //! | `plan.json` | the infra target | the plan the host services work from |
 //! | `install-state.json` | the install targets | which target is started or done; facts; plan fingerprint |
 //! | `install-plan.json` | the install targets | the plan the done targets were made from |
+//! | `cluster-file.json` | the install targets, scale | the cluster file as read, with its `-P` and scale's count (0600) |
 //! | `install-config.backup.yaml`, `agent-config.backup.yaml` | install-config | what was asked for (0600) |
 //! | `assets/` | openshift-install | its asset directory ([`Assets`]) |
 //! | `openshift-install.log`, `openshift-install.pid` | the install targets | the installer's output; the running child |
@@ -86,6 +87,8 @@ impl ClusterDir {
         install_state => "install-state.json";
         /// The plan the install's done targets were made from.
         install_plan => "install-plan.json";
+        /// The cluster file the install was made from (0600; src/spec/source.rs).
+        cluster_file => "cluster-file.json";
         /// What install-config.yaml was (the installer consumes the original).
         install_config_backup => "install-config.backup.yaml";
         /// What agent-config.yaml was.

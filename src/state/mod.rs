@@ -42,11 +42,7 @@ impl StateDir {
         if let Some(p) = std::env::var_os("SHIFTLAB_HOME").filter(|p| !p.is_empty()) {
             return StateDir { root: p.into() };
         }
-        // SAFETY-free check for root: the effective uid is what file access uses.
-        let is_root = std::fs::metadata("/proc/self")
-            .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
-            .unwrap_or(false);
-        if is_root {
+        if is_root() {
             return StateDir {
                 root: "/var/lib/shiftlab".into(),
             };
@@ -59,6 +55,25 @@ impl StateDir {
         StateDir {
             root: data.join("shiftlab"),
         }
+    }
+
+    /// The other default state directories that hold a cluster `name`: root's
+    /// `/var/lib/shiftlab` for a user; for root, the invoking user's (`SUDO_USER`)
+    /// `~/.local/share/shiftlab`; for anyone given another directory, the
+    /// defaults too. For "no cluster named X" to say where X is.
+    pub fn elsewhere(&self, name: &str) -> Vec<PathBuf> {
+        let sudo_home = std::env::var("SUDO_USER").ok().and_then(|u| {
+            let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+            home_in_passwd(&passwd, &u)
+        });
+        let user_data = std::env::var_os("XDG_DATA_HOME")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
+        default_dirs(is_root(), user_data, sudo_home)
+            .into_iter()
+            .filter(|d| d != &self.root && d.join("clusters").join(name).is_dir())
+            .collect()
     }
 
     /// `<root>/clusters`: one directory per cluster.
@@ -183,6 +198,40 @@ impl StateDir {
     }
 }
 
+/// Whether shiftlab runs as root: the effective uid is what file access uses.
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
+}
+
+/// The default state directories one may mean: root's, the user's data
+/// directory's (`user_data`; under `sudo -E` still the user's), and for root
+/// run by sudo the invoking user's (`sudo_home`).
+fn default_dirs(
+    root: bool,
+    user_data: Option<PathBuf>,
+    sudo_home: Option<PathBuf>,
+) -> Vec<PathBuf> {
+    let sudo_data = sudo_home.filter(|_| root).map(|h| h.join(".local/share"));
+    let mut dirs = vec![PathBuf::from("/var/lib/shiftlab")];
+    for d in [user_data, sudo_data].into_iter().flatten() {
+        let d = d.join("shiftlab");
+        if !dirs.contains(&d) {
+            dirs.push(d);
+        }
+    }
+    dirs
+}
+
+/// `user`'s home directory in `/etc/passwd`'s text.
+fn home_in_passwd(passwd: &str, user: &str) -> Option<PathBuf> {
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() >= 7 && f[0] == user && !f[5].is_empty()).then(|| PathBuf::from(f[5]))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +243,43 @@ mod tests {
         };
         std::fs::create_dir_all(state.clusters()).unwrap();
         (dir, state)
+    }
+
+    #[test]
+    fn the_other_defaults_are_roots_and_the_invoking_users() {
+        let passwd = "root:x:0:0:root:/root:/bin/bash\nann:x:1000:1000:Ann:/home/ann:/bin/bash\n";
+        assert_eq!(home_in_passwd(passwd, "ann"), Some("/home/ann".into()));
+        assert_eq!(home_in_passwd(passwd, "an"), None);
+        // root under sudo: root's, its HOME's, and ann's.
+        assert_eq!(
+            default_dirs(
+                true,
+                Some("/root/.local/share".into()),
+                Some("/home/ann".into())
+            ),
+            [
+                PathBuf::from("/var/lib/shiftlab"),
+                "/root/.local/share/shiftlab".into(),
+                "/home/ann/.local/share/shiftlab".into()
+            ]
+        );
+        // A user's SUDO_USER means nothing.
+        assert_eq!(
+            default_dirs(false, None, Some("/home/ann".into())),
+            [PathBuf::from("/var/lib/shiftlab")]
+        );
+        assert_eq!(
+            default_dirs(true, None, None),
+            [PathBuf::from("/var/lib/shiftlab")]
+        );
+        // A user: root's and the user's data directory.
+        assert_eq!(
+            default_dirs(false, Some("/x/data".into()), None),
+            [
+                PathBuf::from("/var/lib/shiftlab"),
+                "/x/data/shiftlab".into()
+            ]
+        );
     }
 
     #[test]

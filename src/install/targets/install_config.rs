@@ -96,21 +96,7 @@ pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
             None
         },
     };
-    let bundle = match &spec.additional_trust_bundle {
-        None if spec.trust_bundle_pem.is_some() => spec.trust_bundle_pem.clone(),
-        Some(p) => Some(
-            crate::spec::read_input(p)
-                .with_context(|| format!("reading trust bundle {}", p.display()))?,
-        ),
-        None => None,
-    };
-    for config in Config::of(spec.method) {
-        let text = match config {
-            Config::Install => {
-                install_config::install_config(spec, ctx.plan, &secrets, bundle.as_deref())
-            }
-            Config::Agent => install_config::agent_config(spec, ctx.plan),
-        };
+    for (config, text) in render(ctx, &secrets)? {
         for path in [config.asset(&ctx.cluster), config.backup(&ctx.cluster)] {
             write_private(&path, text.as_bytes())
                 .with_context(|| format!("writing {}", path.display()))?;
@@ -121,20 +107,79 @@ pub fn run(ctx: &Ctx, _locked: &mut Locked) -> Result<Note> {
     ))
 }
 
-/// Copy the configs the target wrote (their backups: the installer may have
-/// consumed the originals) into `dir`, each with a backup copy; returns the files
-/// written.
-pub fn export(ctx: &Ctx, dir: &Path) -> Result<Vec<PathBuf>> {
+/// The configs of the cluster's method, with `secrets`.
+fn render(ctx: &Ctx, secrets: &Secrets) -> Result<Vec<(Config, String)>> {
+    let spec = ctx.spec;
+    let bundle = match &spec.additional_trust_bundle {
+        None if spec.trust_bundle_pem.is_some() => spec.trust_bundle_pem.clone(),
+        Some(p) => Some(
+            crate::spec::read_input(p)
+                .with_context(|| format!("reading trust bundle {}", p.display()))?,
+        ),
+        None => None,
+    };
+    Ok(Config::of(spec.method)
+        .iter()
+        .map(|config| {
+            let text = match config {
+                Config::Install => {
+                    install_config::install_config(spec, ctx.plan, secrets, bundle.as_deref())
+                }
+                Config::Agent => install_config::agent_config(spec, ctx.plan),
+            };
+            (*config, text)
+        })
+        .collect())
+}
+
+/// `create install-config --dir DIR`: the configs rendered into `dir`, each
+/// with a backup copy, and nothing written into the state directory (no plan
+/// pinned: the cluster file may change afterwards). The lab BMC's secrets
+/// (IPI) are the cluster's when it has them, else the file's password or a
+/// new one, said on stderr; a CA to verify is refused until one is made.
+pub fn render_into(ctx: &Ctx, dir: &Path) -> Result<Vec<PathBuf>> {
+    let spec = ctx.spec;
+    let ipi = spec.method == Method::Ipi;
+    let stored = std::fs::read_to_string(ctx.cluster.bmc_password())
+        .ok()
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty());
+    let bmc_password = match (ipi, spec.bmc.password.clone(), stored) {
+        (false, _, _) => None,
+        (true, Some(p), _) | (true, None, Some(p)) => Some(p),
+        (true, None, None) => {
+            ctx.progress.aside(format_args!(
+                "note: a new lab BMC password, not stored: the install makes its own unless bmc.password is set"
+            ));
+            Some(crate::files::random_secret(crate::files::PASSWORD_LEN)?)
+        }
+    };
+    let bmc_ca = if ipi && spec.bmc.verify_certificate {
+        let ca = ctx.cluster.bmc_tls().join("ca.crt");
+        Some(std::fs::read_to_string(&ca).with_context(|| {
+            format!(
+                "bmc.verify_certificate names the lab BMC's CA, which {} has not made yet ({}); run `shiftlab create install-config` without --dir first",
+                spec.cluster,
+                ca.display()
+            )
+        })?)
+    } else {
+        None
+    };
+    let secrets = Secrets {
+        pull_secret: read_pull_secret(spec)?,
+        bmc_password,
+        bmc_ca,
+    };
     let mut written = Vec::new();
-    for config in Config::of(ctx.spec.method) {
-        let from = config.backup(&ctx.cluster);
-        let text = std::fs::read(&from).with_context(|| format!("reading {}", from.display()))?;
+    for (config, text) in render(ctx, &secrets)? {
         for file in [
             format!("{}.yaml", config.name()),
             format!("{}.backup.yaml", config.name()),
         ] {
             let path = dir.join(file);
-            write_private(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+            write_private(&path, text.as_bytes())
+                .with_context(|| format!("writing {}", path.display()))?;
             written.push(path);
         }
     }
