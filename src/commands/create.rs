@@ -29,7 +29,10 @@ pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
     };
     let loaded = super::load_spec_with(file, cmd.force(), params)?;
     let plan = crate::plan::derive(&loaded.spec);
-    let ctx = Ctx::new(&loaded.spec, &plan, state, options);
+    let mut ctx = Ctx::new(&loaded.spec, &plan, state, options);
+    if let Some(f) = cmd.facts() {
+        ctx.host_facts = Some(crate::doctor::facts::read_recorded(f)?);
+    }
     let goal = match cmd {
         CreateCommand::InstallConfig(_) => Target::InstallConfig,
         CreateCommand::Infra(_) => Target::Infra,

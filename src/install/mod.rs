@@ -14,6 +14,7 @@
 pub mod cpu;
 pub mod installer;
 pub mod ipi;
+pub mod preflight;
 pub mod redact;
 pub mod state;
 pub mod target;
@@ -52,6 +53,9 @@ pub struct Ctx<'a> {
     pub options: Options,
     /// Where the targets report what they did (stdout on a terminal).
     pub progress: Sink,
+    /// Recorded host facts the preflight decides over instead of reading the
+    /// host (`create --facts`, hidden: the tests' recorded hosts).
+    pub host_facts: Option<crate::doctor::HostFacts>,
 }
 
 impl<'a> Ctx<'a> {
@@ -69,6 +73,7 @@ impl<'a> Ctx<'a> {
             state,
             options,
             progress: Sink::terminal(),
+            host_facts: None,
         }
     }
 
@@ -101,6 +106,17 @@ fn reach_locked(ctx: &Ctx, goal: Target) -> Result<Locked> {
     locked.check_flow(ctx.flow)?;
     locked.verify_plan_with(ctx.flow, ctx.plan, ctx.options.worker_change)?;
     let path = path?;
+    // The host before the long work: every problem at once, nothing downloaded.
+    let remaining: Vec<&target::Step> = path
+        .iter()
+        .copied()
+        .filter(|s| {
+            !locked.is_done(s.target)
+                || s.kind == Kind::Converge
+                || (ctx.options.worker_change && s.target == Target::Infra)
+        })
+        .collect();
+    preflight::check(ctx, &remaining, locked.is_done(Target::Infra))?;
     locked.enter(ctx.flow)?;
     locked.record_plan(ctx.plan)?;
     for step in path {
