@@ -434,7 +434,7 @@ fn the_network_must_be_free_or_the_clusters_own() {
     let bridge = vec![p.network.bridge.clone()];
     // Resumed: the network, its bridge and its route are the cluster's own.
     assert_eq!(
-        network_problems(&p, &[ours.clone()], &[own_route], &bridge, true),
+        network_problems(&p, &[ours], &[own_route], &bridge, true),
         Vec::<String>::new()
     );
     let others = [
