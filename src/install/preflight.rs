@@ -1,6 +1,6 @@
 //! `create`'s preflight: doctor's checks, judged for what is left of the run,
-//! once before the first target that downloads, runs the installer or builds the
-//! infra. A host that cannot take the cluster (KVM missing for a real cluster,
+//! once before its first target (the download, the installer's runs) when the
+//! run goes on to use the host (the infra, the waits on the cluster). A host that cannot take the cluster (KVM missing for a real cluster,
 //! libvirt unreachable, the network taken, too little memory or disk, serve not
 //! running when the install will wait through it) is refused with every problem
 //! at once, before the release is downloaded; warnings are printed and the run
@@ -16,17 +16,16 @@ use crate::doctor::preflight::{decide, NotReady};
 use crate::plan::Plan;
 use crate::spec::BackendKind;
 
-/// Whether reaching `target` downloads, runs the installer or makes the infra:
-/// what the host must be ready for. install-config is rendered, and the steps
-/// after bootstrap act on what exists.
+/// Whether reaching `target` uses the host the cluster runs on: the infra, and
+/// the waits on the cluster it makes. A run that only makes files (the
+/// install-config, the installer's manifests, Ignition, ISO: a laptop without
+/// libvirt may make them) is not held to the host; one that goes on to the
+/// infra is checked before its download. The steps after bootstrap act on
+/// what exists.
 pub fn needs_host(target: Target) -> bool {
-    !matches!(
+    matches!(
         target,
-        Target::InstallConfig
-            | Target::BootstrapRemoval
-            | Target::Workers
-            | Target::CsrApproval
-            | Target::EjectIso
+        Target::Infra | Target::BootstrapComplete | Target::InstallComplete
     )
 }
 
@@ -119,18 +118,31 @@ mod tests {
             ),
             None
         );
-        // The release (a download), an installer run, the infra: checked; serve is
-        // needed only when a wait through its load balancer is still to come.
-        for t in [Target::Release, Target::Manifests, Target::Infra] {
-            assert_eq!(
-                run_of(Flow::Upi, &p, &[t], false),
-                Some(Run {
-                    needs_serve: false,
-                    infra_done: false
-                }),
-                "{t}"
-            );
-        }
+        // Files alone (the download and the installer's files for a
+        // `create manifests`): not the host's business.
+        assert_eq!(
+            run_of(
+                Flow::Upi,
+                &p,
+                &[Target::Release, Target::InstallConfig, Target::Manifests],
+                false
+            ),
+            None
+        );
+        // On to the infra: checked from the start; serve is needed only when a
+        // wait through its load balancer is still to come.
+        assert_eq!(
+            run_of(
+                Flow::Upi,
+                &p,
+                &[Target::Release, Target::Manifests, Target::Infra],
+                false
+            ),
+            Some(Run {
+                needs_serve: false,
+                infra_done: false
+            })
+        );
         let all = create_cluster(Flow::Upi, &p);
         assert!(all.needs_serve && !all.infra_done);
         // Resumed after infra: the wait still needs serve, the infra is its own.
