@@ -2,6 +2,9 @@
 //! problem is collected; if there is one, nothing is created. `shiftlab doctor`'s
 //! checks run here too: its failures are problems, its warnings notes. The
 //! libvirt backend calls it before its apply (libvirt itself knows no doctor).
+//! Before that, `create` decides over doctor's checks alone ([`decide`], pure)
+//! once at its start, so a host that cannot take the cluster is refused before
+//! the download ([`NotReady`], exit 4).
 
 use std::path::Path;
 
