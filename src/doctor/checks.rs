@@ -1000,21 +1000,3 @@ pub fn blocking(checks: &[Check]) -> Vec<String> {
         })
         .collect()
 }
-
-/// What `create infra` prints before creating anything: the warnings (failures
-/// that do not block included), except the ones it tells itself (firewall rules,
-/// fw_cfg labelling) and serve's (started after create).
-pub fn notes(checks: &[Check]) -> Vec<String> {
-    checks
-        .iter()
-        .filter(|c| {
-            c.severity >= Severity::Warn
-                && blocking(std::slice::from_ref(*c)).is_empty()
-                && !matches!(
-                    c.id,
-                    "firewall" | "fw-cfg-labels" | "fw-cfg" | "disk" | "serve" | "network"
-                )
-        })
-        .map(|c| format!("doctor {}: {}", c.id, c.verdict))
-        .collect()
-}

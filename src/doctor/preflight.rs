@@ -249,9 +249,8 @@ pub fn host_notes(host: &Host, plan: &Plan, http: Option<std::net::SocketAddrV4>
     if !host.is_local() {
         return notes;
     }
-    // doctor's warnings for this plan (docs/doctor.md), the firewall's below.
-    let facts = super::facts::gather_on(Ok(host), true, Some(plan));
-    notes.extend(super::checks::notes(&super::checks(&facts, Some(plan))));
+    // doctor's warnings were printed by create's preflight (install::preflight),
+    // which runs before every infra; the firewall's are below.
     if fwcfg > 0 {
         let dir = &plan.libvirt.pool_path;
         // A pool made at create gets its directory's context from its parent.
