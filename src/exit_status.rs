@@ -127,6 +127,12 @@ pub fn code(e: &anyhow::Error) -> u8 {
     if e.downcast_ref::<Interrupted>().is_some() {
         return Phase::Interrupt.code();
     }
+    // The host cannot take the cluster: found before the infra, its phase still.
+    if e.downcast_ref::<crate::doctor::preflight::NotReady>()
+        .is_some()
+    {
+        return Phase::Infrastructure.code();
+    }
     e.downcast_ref::<TargetFailed>()
         .and_then(|t| Phase::of_target(t.0))
         .map_or(FAILURE, Phase::code)
@@ -138,7 +144,7 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ("1", "any other failure (libvirt, a download, a host service, a target not named below)"),
     ("2", "bad usage, or a cluster file that cannot be used (every error named)"),
     ("3", "the install-config is invalid: openshift-install refused it"),
-    ("4", "infrastructure failed: the infra target (network, pool, VMs)"),
+    ("4", "infrastructure failed: the infra target (network, pool, VMs), or create's preflight found the host cannot take the cluster (before any download)"),
     ("5", "bootstrap failed: the bootstrap-complete target"),
     ("6", "install failed: the install-complete target (IPI: the installer's create cluster)"),
     ("7", "the cluster operators did not become stable (openshift-install's wait at install-complete)"),

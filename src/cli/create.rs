@@ -41,6 +41,16 @@ pub enum CreateCommand {
 }
 
 impl CreateCommand {
+    /// `--facts`, whichever target takes it.
+    pub fn facts(&self) -> Option<&std::path::Path> {
+        match self {
+            CreateCommand::InstallConfig(_) => None,
+            CreateCommand::Infra(a) => a.facts.as_deref(),
+            CreateCommand::Cluster(a) => a.facts.as_deref(),
+            other => other.target().and_then(|(_, a)| a.facts.as_deref()),
+        }
+    }
+
     /// `--force`, whichever target.
     pub fn force(&self) -> bool {
         match self {
@@ -92,6 +102,10 @@ pub struct TargetArgs {
     /// Go on with a control plane or bootstrap under 8 GiB of memory (refused otherwise)
     #[arg(long)]
     pub force: bool,
+
+    /// Decide the preflight over these recorded host facts (doctor -o json's "facts")
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub facts: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -121,4 +135,8 @@ pub struct InfraArgs {
     /// Go on with a control plane or bootstrap under 8 GiB of memory (refused otherwise)
     #[arg(long)]
     pub force: bool,
+
+    /// Decide the preflight over these recorded host facts (doctor -o json's "facts")
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub facts: Option<PathBuf>,
 }

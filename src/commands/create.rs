@@ -34,7 +34,9 @@ pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
         state,
     )?;
     let plan = crate::plan::derive(&loaded.spec);
-    let ctx = Ctx::new(&loaded.spec, &plan, state, options).with_source(Some(&loaded.source));
+    let ctx = Ctx::new(&loaded.spec, &plan, state, options)
+        .with_source(Some(&loaded.source))
+        .with_host_facts(cmd.facts())?;
     let goal = match cmd {
         CreateCommand::InstallConfig(_) => Target::InstallConfig,
         CreateCommand::Infra(_) => Target::Infra,

@@ -1,6 +1,6 @@
 use std::io::Write;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::doctor::DoctorArgs;
@@ -33,13 +33,17 @@ pub fn run(args: &DoctorArgs, state: &StateDir, out: &mut dyn Write) -> Result<u
             .or(plan.as_ref().map(|p| p.libvirt.uri.as_str())),
     );
     let facts = match &args.facts {
-        Some(f) => serde_json::from_str(
-            &std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
-        )
-        .with_context(|| format!("reading host facts from {}", f.display()))?,
+        Some(f) => doctor::facts::read_recorded(f)?,
         None => doctor::facts::gather(state, &uri, plan.as_ref()),
     };
-    let checks = doctor::checks(&facts, plan.as_ref());
+    // With a cluster file: judged as `create cluster`'s preflight judges them.
+    let run = match (&loaded, &plan) {
+        (Some(l), Some(p)) => {
+            crate::install::preflight::create_cluster(crate::install::target::Flow::of(&l.spec), p)
+        }
+        _ => Default::default(),
+    };
+    let checks = doctor::checks::checks_for(&facts, plan.as_ref(), run);
     let code = doctor::exit_code(&checks);
     let report = Report::new(plan.as_ref().map(|p| p.cluster.clone()), checks);
     emit(

@@ -43,22 +43,41 @@ impl Check {
 
 const GIB: u64 = 1 << 30;
 
+/// What the checks are judged for: a `create` run and what is left of it.
+/// The default is the host alone (`create infra`'s view: nothing waits on serve).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Run {
+    /// The run waits on what serve gives the cluster (its load balancer at
+    /// bootstrap-complete and install-complete, its BMC for IPI's installer):
+    /// serve not running fails instead of warning.
+    pub needs_serve: bool,
+    /// The cluster's infra is done (a resumed run): its network and its disks
+    /// are its own, only what is still to be made needs room.
+    pub infra_done: bool,
+}
+
 /// Every check, in a fixed order: the virtualisation stack, the host's files and
 /// services, then the plan's capacity.
 pub fn checks(f: &HostFacts, plan: Option<&Plan>) -> Vec<Check> {
+    checks_for(f, plan, Run::default())
+}
+
+/// [`checks`], judged for `run` (`create`'s preflight, `doctor -f`).
+pub fn checks_for(f: &HostFacts, plan: Option<&Plan>, run: Run) -> Vec<Check> {
     let mut v = vec![kvm(f, plan), nested(f), libvirt(f)];
     v.extend(cpu_level(f, plan));
     v.extend(fwcfg(f, plan));
     v.push(firewall_check(f, plan));
     v.push(network_manager(f, plan));
     v.push(etc_hosts(f, plan));
-    v.push(serve(f, plan));
+    v.push(serve(f, plan, run));
     if let Some(p) = plan {
+        v.extend(network(f, p));
         v.push(ports(f, p));
         v.push(host_dns(f, p));
         v.push(memory(f, p));
         v.push(cpu(f, p));
-        v.push(disk(f, p));
+        v.push(disk(f, p, run));
         v.push(etcd_disk(f, p));
     }
     v
@@ -73,6 +92,16 @@ fn kvm(f: &HostFacts, plan: Option<&Plan>) -> Check {
     } else {
         "enable VT-x/AMD-V in the firmware, load kvm_intel or kvm_amd, and give your user access to /dev/kvm (group kvm)"
     };
+    if plan.is_some_and(|p| p.libvirt.domain_type == crate::spec::DomainType::Qemu) {
+        return check(
+            "kvm",
+            Severity::Info,
+            format!(
+                "{}; libvirt.domain_type is qemu: the nodes run under TCG emulation, slowly",
+                f.kvm_reason
+            ),
+        );
+    }
     if plan.is_some_and(|p| p.rehearsal) {
         check(
             "kvm",
@@ -483,9 +512,19 @@ fn etc_hosts(f: &HostFacts, plan: Option<&Plan>) -> Check {
         .fix("keep '127.0.0.1 localhost' and '::1 localhost ip6-localhost ip6-loopback' only; put the host's own name on its real address")
 }
 
-fn serve(f: &HostFacts, plan: Option<&Plan>) -> Check {
+fn serve(f: &HostFacts, plan: Option<&Plan>, run: Run) -> Check {
     if f.serve_running {
         return check("serve", Severity::Ok, "shiftlab serve is running");
+    }
+    // The install waits through serve's load balancer or BMC: without it the
+    // wait would fail after the download, manifests and infra.
+    if run.needs_serve {
+        return check(
+            "serve",
+            Severity::Fail,
+            "shiftlab serve is not running: the install waits through its load balancer (api, api-int:22623) or BMC, and would fail at bootstrap",
+        )
+        .fix(crate::serve::ready::HOW_TO_SERVE);
     }
     let severity = if plan.is_some() {
         Severity::Warn
@@ -498,6 +537,97 @@ fn serve(f: &HostFacts, plan: Option<&Plan>) -> Check {
         "shiftlab serve is not running: no load balancer, Ignition/ISO server, BMC or host DNS for the clusters",
     )
     .fix("shiftlab serve --install-unit (a systemd unit), or run shiftlab serve")
+}
+
+fn overlaps(a: &ipnet::Ipv4Net, b: &ipnet::Ipv4Net) -> bool {
+    a.contains(&b.network()) || b.contains(&a.network())
+}
+
+/// The cluster's libvirt network against the host's: its name free or its own,
+/// its subnet in no other network and (libvirt on this machine, the network not
+/// made yet) on no host route, its bridge no other's. Every problem, one per line.
+/// Run by `create`'s preflight, `doctor -f` and `create infra` (over what
+/// libvirt says at that moment: src/doctor/preflight.rs).
+pub fn network_problems(
+    p: &Plan,
+    networks: &[super::facts::LibvirtNetwork],
+    routes: &[super::facts::Route],
+    interfaces: &[String],
+    local: bool,
+) -> Vec<String> {
+    let net = &p.network;
+    let nat = net.mode == NetworkMode::Nat;
+    let mut problems = Vec::new();
+    let mut ours = false;
+    for n in networks {
+        if n.name == net.name {
+            match &n.owner {
+                Some(o) if *o == p.cluster => ours = true,
+                Some(o) => problems.push(format!(
+                    "network {}: already used by shiftlab cluster {o}; set network.name",
+                    net.name
+                )),
+                None => problems.push(format!(
+                    "network {}: a libvirt network of that name exists and is not shiftlab's; set network.name to another name",
+                    net.name
+                )),
+            }
+            continue;
+        }
+        if nat && n.bridge.as_deref() == Some(&net.bridge) {
+            problems.push(format!(
+                "network.bridge {}: already the bridge of libvirt network {}",
+                net.bridge, n.name
+            ));
+        }
+        for s in n.subnets.iter().filter(|s| nat && overlaps(s, &net.cidr)) {
+            problems.push(format!(
+                "network.cidr {}: overlaps {s} of libvirt network {}; choose another subnet",
+                net.cidr, n.name
+            ));
+        }
+    }
+    // Host routes and interfaces (only meaningful when libvirt is on this machine).
+    if local && nat && !ours {
+        for r in routes {
+            if r.iface != net.bridge && overlaps(&r.dest, &net.cidr) {
+                problems.push(format!(
+                    "network.cidr {}: overlaps the host route {} via {}; choose another subnet",
+                    net.cidr, r.dest, r.iface
+                ));
+            }
+        }
+        if interfaces.contains(&net.bridge) {
+            problems.push(format!(
+                "network.bridge {}: a host interface of that name exists",
+                net.bridge
+            ));
+        }
+    }
+    problems
+}
+
+/// [`network_problems`] as a check; none when libvirt's networks were not read.
+fn network(f: &HostFacts, p: &Plan) -> Option<Check> {
+    let networks = f.networks.as_deref()?;
+    let local = f.libvirt.as_ref().is_some_and(|l| l.local);
+    let problems = network_problems(p, networks, &f.routes, &f.interfaces, local);
+    if problems.is_empty() {
+        let whose = if networks.iter().any(|n| n.name == p.network.name) {
+            "exists and is the cluster's"
+        } else {
+            "is free"
+        };
+        return Some(check(
+            "network",
+            Severity::Ok,
+            format!("network {} ({}) {whose}", p.network.name, p.network.cidr),
+        ));
+    }
+    Some(
+        check("network", Severity::Fail, problems.join("; "))
+            .fix("choose another network.cidr (or network.name) in the cluster file, or remove what is in the way"),
+    )
 }
 
 /// The host ports a cluster's services bind: the load balancer's frontends and
@@ -564,6 +694,13 @@ fn ports(f: &HostFacts, p: &Plan) -> Check {
 }
 
 fn host_dns(f: &HostFacts, p: &Plan) -> Check {
+    if f.resolved.is_empty() {
+        return check(
+            "host-dns",
+            Severity::Info,
+            "the cluster's names were not looked up",
+        );
+    }
     let expect = |name: &str| -> IpAddr {
         if name.starts_with("api.") {
             p.vips.api.into()
@@ -629,6 +766,21 @@ fn memory(f: &HostFacts, p: &Plan) -> Check {
             format!("{} and the host has {}", vm.name(), gib(total)),
         )
         .fix("use a bigger host: the installer sizes its bootstrap VM itself");
+    }
+    // More than the host has at all: no sharing makes room for OpenShift nodes,
+    // which use what they are given.
+    if need > total {
+        return check(
+            "memory",
+            Severity::Fail,
+            format!(
+                "{} want {} together and the host has {} in all",
+                wanting(p),
+                gib(need),
+                gib(total)
+            ),
+        )
+        .fix("fewer or smaller nodes (workers:, memory: in the cluster file), or a bigger host");
     }
     let mut c = Capacity::new(
         "memory",
@@ -762,8 +914,14 @@ impl Capacity {
     }
 }
 
-fn disk(f: &HostFacts, p: &Plan) -> Check {
-    let (_, _, need) = installer_vm::host_need(p, super::preflight::expected_node_use(p));
+fn disk(f: &HostFacts, p: &Plan, run: Run) -> Check {
+    // A resumed run's nodes have their disks: only the installer's VM is to come.
+    let nodes = if run.infra_done {
+        0
+    } else {
+        super::preflight::expected_node_use(p)
+    };
+    let (_, _, need) = installer_vm::host_need(p, nodes);
     let Some(free) = f.pool_free_bytes else {
         return check(
             "disk",
@@ -827,34 +985,18 @@ fn etcd_disk(f: &HostFacts, p: &Plan) -> Check {
 }
 
 /// The checks that stop `create infra` (preflight): every failing one, except
-/// those preflight makes itself (fw_cfg support, free space) and KVM, which
+/// those preflight makes itself (fw_cfg support, free space, the network) and KVM, which
 /// `libvirt::apply::choose_accel` decides knowing `domain_type`: TCG for a
 /// rehearsal or when asked for by name, else a refusal (src/host/kvm.rs).
 pub fn blocking(checks: &[Check]) -> Vec<String> {
     checks
         .iter()
-        .filter(|c| c.severity == Severity::Fail && !matches!(c.id, "fw-cfg" | "disk" | "kvm"))
+        .filter(|c| {
+            c.severity == Severity::Fail && !matches!(c.id, "fw-cfg" | "disk" | "kvm" | "network")
+        })
         .map(|c| match &c.fix {
             Some(fix) => format!("{}: {} (fix: {fix})", c.id, c.verdict),
             None => format!("{}: {}", c.id, c.verdict),
         })
-        .collect()
-}
-
-/// What `create infra` prints before creating anything: the warnings (failures
-/// that do not block included), except the ones it tells itself (firewall rules,
-/// fw_cfg labelling) and serve's (started after create).
-pub fn notes(checks: &[Check]) -> Vec<String> {
-    checks
-        .iter()
-        .filter(|c| {
-            c.severity >= Severity::Warn
-                && blocking(std::slice::from_ref(*c)).is_empty()
-                && !matches!(
-                    c.id,
-                    "firewall" | "fw-cfg-labels" | "fw-cfg" | "disk" | "serve"
-                )
-        })
-        .map(|c| format!("doctor {}: {}", c.id, c.verdict))
         .collect()
 }

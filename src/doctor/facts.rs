@@ -56,6 +56,65 @@ pub struct HostFacts {
     pub pool_path: Option<PathBuf>,
     pub pool_free_bytes: Option<u64>,
     pub pool_rotational: Option<bool>,
+    /// libvirt's networks (`None`: not read, libvirt unreachable or a recorded
+    /// host without them): the cluster's network name must be free or its own,
+    /// its subnet and bridge no other network's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub networks: Option<Vec<LibvirtNetwork>>,
+    /// The host's routes (`/proc/net/route`, no default route).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<Route>,
+    /// The host's network interfaces (`/sys/class/net`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<String>,
+}
+
+/// One libvirt network, as the name and address checks see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LibvirtNetwork {
+    pub name: String,
+    /// The shiftlab cluster that owns it (its metadata), if any.
+    pub owner: Option<String>,
+    pub bridge: Option<String>,
+    pub subnets: Vec<ipnet::Ipv4Net>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Route {
+    pub iface: String,
+    pub dest: ipnet::Ipv4Net,
+}
+
+/// Every libvirt network of `host`, with its owner, bridge and subnets.
+pub fn libvirt_networks(host: &crate::libvirt::Host) -> anyhow::Result<Vec<LibvirtNetwork>> {
+    use crate::libvirt::xml::parse::{network_bridge, network_subnets};
+    let mut out = Vec::new();
+    for n in host.conn.list_all_networks(0)? {
+        let xml = n.xml_desc(0)?;
+        out.push(LibvirtNetwork {
+            name: n.name()?,
+            owner: crate::libvirt::xml::owner::Owner::parse(&xml).map(|o| o.cluster),
+            bridge: network_bridge(&xml),
+            subnets: network_subnets(&xml),
+        });
+    }
+    Ok(out)
+}
+
+/// The host's routes and interfaces, for the address checks.
+pub fn host_links() -> (Vec<Route>, Vec<String>) {
+    let routes = crate::host::routes()
+        .into_iter()
+        .map(|(iface, dest)| Route { iface, dest })
+        .collect();
+    let mut interfaces: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    interfaces.sort();
+    (routes, interfaces)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,6 +143,15 @@ pub struct NmDevice {
 pub struct Resolved {
     pub name: String,
     pub addresses: Vec<IpAddr>,
+}
+
+/// Recorded facts (`doctor -o json`'s `facts`), for `--facts`.
+pub fn read_recorded(path: &Path) -> anyhow::Result<HostFacts> {
+    use anyhow::Context;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("reading host facts from {}", path.display()))
 }
 
 /// `/proc/net/tcp` or `tcp6`: the listening sockets (state `0A`).
@@ -239,6 +307,33 @@ pub fn gather_on(
     serve_running: bool,
     plan: Option<&Plan>,
 ) -> HostFacts {
+    let mut f = gather_host(host, serve_running, plan);
+    if let Some(plan) = plan {
+        f.resolved = host_names(plan).iter().map(|n| resolve(n)).collect();
+    }
+    f
+}
+
+/// What `create` checks before its long work ([`super::preflight::decide`]):
+/// the host as [`gather`] reads it, without looking the cluster's names up
+/// (a resolver that does not answer would hold the run for its timeouts, and
+/// before infra they resolve nowhere yet).
+pub fn gather_for_create(state: &StateDir, uri: &str, plan: &Plan) -> HostFacts {
+    let serve_running = matches!(
+        crate::serve::control::request(state, &crate::serve::control::Request::Ping),
+        Ok(Some(_))
+    );
+    match crate::libvirt::Host::open(uri) {
+        Ok(h) => gather_host(Ok(&h), serve_running, Some(plan)),
+        Err(e) => gather_host(Err(format!("{e:#}")), serve_running, Some(plan)),
+    }
+}
+
+fn gather_host(
+    host: Result<&crate::libvirt::Host, String>,
+    serve_running: bool,
+    plan: Option<&Plan>,
+) -> HostFacts {
     let kvm = crate::host::kvm::check();
     let mut f = HostFacts {
         kvm_usable: kvm.usable,
@@ -272,11 +367,19 @@ pub fn gather_on(
                 uri: h.uri.clone(),
                 local: h.is_local(),
                 version: h.conn.lib_version().unwrap_or(0),
-                hypervisor_version: h.conn.hyp_version().ok(),
-            })
+                // QEMU's version, only from QEMU's driver (the test driver's is its own).
+                hypervisor_version: h
+                    .conn
+                    .driver_type()
+                    .is_ok_and(|t| t.eq_ignore_ascii_case("qemu"))
+                    .then(|| h.conn.hyp_version().ok())
+                    .flatten(),
+            });
+            f.networks = libvirt_networks(h).ok();
         }
         Err(e) => f.libvirt_error = Some(e),
     }
+    (f.routes, f.interfaces) = host_links();
     for (file, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
         if let Some(t) = read(file) {
             f.listening.extend(parse_listening(&t, v6));
@@ -320,7 +423,6 @@ pub fn gather_on(
         f.pool_rotational = rotational(&existing);
         f.pool_dir_context = crate::host::security::selinux_context(&existing);
         f.pool_path = Some(dir.clone());
-        f.resolved = host_names(plan).iter().map(|n| resolve(n)).collect();
     }
     f
 }

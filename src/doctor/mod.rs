@@ -4,7 +4,9 @@
 //! [`facts`] reads the host once into [`HostFacts`] (plain data, serialisable: a
 //! test loads a recorded host from JSON), and [`checks`] turns facts and an
 //! optional plan into [`Check`]s, each with a verdict and a fix, by pure
-//! functions. `create infra` runs the same checks as preflight ([`preflight`]).
+//! functions. `create` decides by the same checks before its long work
+//! ([`preflight::decide`], run by `install::preflight`), and `create infra`
+//! again over libvirt's answers before it makes anything ([`preflight::check`]).
 
 pub mod checks;
 pub mod facts;

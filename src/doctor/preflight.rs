@@ -2,16 +2,53 @@
 //! problem is collected; if there is one, nothing is created. `shiftlab doctor`'s
 //! checks run here too: its failures are problems, its warnings notes. The
 //! libvirt backend calls it before its apply (libvirt itself knows no doctor).
+//! Before that, `create` decides over doctor's checks alone ([`decide`], pure)
+//! once at its start, so a host that cannot take the cluster is refused before
+//! the download ([`NotReady`], exit 4).
 
 use std::path::Path;
 
 use anyhow::Result;
-use ipnet::Ipv4Net;
 
-use crate::libvirt::xml::parse::{network_bridge, network_subnets};
-use crate::libvirt::{ledger::Ledger, owner_of_domain, owner_of_network, Host};
+use crate::libvirt::{ledger::Ledger, owner_of_domain, Host};
 use crate::plan::{installer_vm, Plan};
 use crate::spec::NetworkMode;
+
+/// `create` refused before its long work: the host cannot take the cluster.
+/// Exit status 4, as an infrastructure failure (src/exit_status.rs).
+#[derive(Debug, thiserror::Error)]
+#[error("preflight: the host cannot take {cluster} (nothing was downloaded, run or created; `shiftlab doctor -f FILE` shows every check):\n  - {}", problems.join("\n  - "))]
+pub struct NotReady {
+    pub cluster: String,
+    pub problems: Vec<String>,
+}
+
+/// What `create`'s preflight decided.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Decision {
+    /// Failing checks, each with what was found and what to do: the run stops.
+    pub problems: Vec<String>,
+    /// Warnings, printed; the run goes on.
+    pub warnings: Vec<String>,
+}
+
+/// `create`'s preflight, pure: doctor's checks ([`super::checks::checks_for`],
+/// the list `doctor -f` prints) over the host's facts, judged for `run`.
+pub fn decide(facts: &super::HostFacts, plan: &Plan, run: super::checks::Run) -> Decision {
+    use super::Severity;
+    let mut d = Decision::default();
+    for c in super::checks::checks_for(facts, Some(plan), run) {
+        match c.severity {
+            Severity::Fail => d.problems.push(match &c.fix {
+                Some(fix) => format!("{}: {} (fix: {fix})", c.id, c.verdict),
+                None => format!("{}: {}", c.id, c.verdict),
+            }),
+            Severity::Warn => d.warnings.push(format!("{}: {}", c.id, c.verdict)),
+            _ => {}
+        }
+    }
+    d
+}
 
 /// Bytes a node's overlay is expected to use early in its life: what the pool must
 /// have free. Thin overlays grow with use; these are the first hours of a lab.
@@ -32,10 +69,6 @@ pub fn expected_node_use(plan: &Plan) -> u64 {
         .sum()
 }
 
-fn overlaps(a: &Ipv4Net, b: &Ipv4Net) -> bool {
-    a.contains(&b.network()) || b.contains(&a.network())
-}
-
 /// Problems that stop `create infra`. Empty means go.
 pub fn check(
     host: &Host,
@@ -47,62 +80,21 @@ pub fn check(
     let cluster = &plan.cluster;
     let net = &plan.network;
 
-    // The network: ours, or free.
-    let mut our_network_exists = false;
-    if let Some(n) = host.network(&net.name)? {
-        match owner_of_network(&n)? {
-            Some(o) if o.cluster == *cluster => our_network_exists = true,
-            Some(o) => problems.push(format!(
-                "network {}: already used by shiftlab cluster {}; set network.name",
-                net.name, o.cluster
-            )),
-            None => problems.push(format!(
-                "network {}: a libvirt network of that name exists and is not shiftlab's; set network.name to another name",
-                net.name
-            )),
-        }
-    }
-    // Other networks: no bridge or subnet in common.
-    for n in host.conn.list_all_networks(0)? {
-        let name = n.name()?;
-        if name == net.name {
-            continue;
-        }
-        let xml = n.xml_desc(0)?;
-        if net.mode == crate::spec::NetworkMode::Nat
-            && network_bridge(&xml).as_deref() == Some(&net.bridge)
-        {
-            problems.push(format!(
-                "network.bridge {}: already the bridge of libvirt network {name}",
-                net.bridge
-            ));
-        }
-        for s in network_subnets(&xml) {
-            if overlaps(&s, &net.cidr) && net.mode == NetworkMode::Nat {
-                problems.push(format!(
-                    "network.cidr {}: overlaps {s} of libvirt network {name}; choose another subnet",
-                    net.cidr
-                ));
-            }
-        }
-    }
-    // Host routes and interfaces (only meaningful when libvirt is on this machine).
-    if host.is_local() && net.mode == NetworkMode::Nat && !our_network_exists {
-        for (iface, dest) in crate::host::routes() {
-            if iface != net.bridge && overlaps(&dest, &net.cidr) {
-                problems.push(format!(
-                    "network.cidr {}: overlaps the host route {dest} via {iface}; choose another subnet",
-                    net.cidr
-                ));
-            }
-        }
-        if Path::new("/sys/class/net").join(&net.bridge).exists() {
-            problems.push(format!(
-                "network.bridge {}: a host interface of that name exists",
-                net.bridge
-            ));
-        }
-    }
+    // The network: ours or free, its subnet and bridge no one else's (the
+    // rule doctor and create's preflight judge recorded facts by).
+    let networks = super::facts::libvirt_networks(host)?;
+    let (routes, interfaces) = if host.is_local() {
+        super::facts::host_links()
+    } else {
+        Default::default()
+    };
+    problems.extend(super::checks::network_problems(
+        plan,
+        &networks,
+        &routes,
+        &interfaces,
+        host.is_local(),
+    ));
     // mode bridge: the user's bridge, there and up (shiftlab never creates or
     // deletes it). The veth-linked bridge of an IPI cluster: made on this host,
     // under a name nobody else uses.
@@ -257,9 +249,8 @@ pub fn host_notes(host: &Host, plan: &Plan, http: Option<std::net::SocketAddrV4>
     if !host.is_local() {
         return notes;
     }
-    // doctor's warnings for this plan (docs/doctor.md), the firewall's below.
-    let facts = super::facts::gather_on(Ok(host), true, Some(plan));
-    notes.extend(super::checks::notes(&super::checks(&facts, Some(plan))));
+    // doctor's warnings were printed by create's preflight (install::preflight),
+    // which runs before every infra; the firewall's are below.
     if fwcfg > 0 {
         let dir = &plan.libvirt.pool_path;
         // A pool made at create gets its directory's context from its parent.

@@ -14,6 +14,7 @@
 pub mod cpu;
 pub mod installer;
 pub mod ipi;
+pub mod preflight;
 pub mod redact;
 pub mod state;
 pub mod target;
@@ -55,6 +56,9 @@ pub struct Ctx<'a> {
     /// The cluster file `spec` was loaded from, recorded with the plan so that
     /// the cluster's name alone finds it again (src/spec/source.rs).
     pub source: Option<&'a Source>,
+    /// Recorded host facts the preflight decides over instead of reading the
+    /// host (`create --facts`, hidden: the tests' recorded hosts).
+    pub host_facts: Option<crate::doctor::HostFacts>,
 }
 
 impl<'a> Ctx<'a> {
@@ -73,12 +77,20 @@ impl<'a> Ctx<'a> {
             options,
             progress: Sink::terminal(),
             source: None,
+            host_facts: None,
         }
     }
 
     /// The same, recording `source` as the cluster's file when a target runs.
     pub fn with_source(self, source: Option<&'a Source>) -> Self {
         Ctx { source, ..self }
+    }
+
+    /// The same, its preflight deciding over the host facts recorded in `file`
+    /// (`create --facts`, hidden: the tests' recorded hosts) instead of this host's.
+    pub fn with_host_facts(self, file: Option<&std::path::Path>) -> Result<Self> {
+        let host_facts = file.map(crate::doctor::facts::read_recorded).transpose()?;
+        Ok(Ctx { host_facts, ..self })
     }
 
     /// The same, its progress sent to `progress` (stderr under `-o json`).
@@ -110,6 +122,17 @@ fn reach_locked(ctx: &Ctx, goal: Target) -> Result<Locked> {
     locked.check_flow(ctx.flow)?;
     locked.verify_plan_with(ctx.flow, ctx.plan, ctx.options.worker_change)?;
     let path = path?;
+    // The host before the long work: every problem at once, nothing downloaded.
+    let remaining: Vec<&target::Step> = path
+        .iter()
+        .copied()
+        .filter(|s| {
+            !locked.is_done(s.target)
+                || s.kind == Kind::Converge
+                || (ctx.options.worker_change && s.target == Target::Infra)
+        })
+        .collect();
+    preflight::check(ctx, &remaining, locked.is_done(Target::Infra))?;
     locked.enter(ctx.flow)?;
     locked.record_plan(ctx.plan)?;
     if let Some(source) = ctx.source {

@@ -13,8 +13,8 @@
 # killed with -9 during `infra` and during the bootstrap-complete wait: the rerun
 # completes with no duplicated libvirt objects.
 #
-# `shiftlab serve` runs the load balancers, as on a real host (the driver refuses
-# to wait without it, shown first). Ingress is proven for a UPI 3+2 and a compact
+# `shiftlab serve` runs the load balancers, as on a real host (create's preflight
+# refuses to start without it, before any download: shown first). Ingress is proven for a UPI 3+2 and a compact
 # 3+0 cluster: through the ingress load balancer on 80 and 443, the answers come
 # from exactly the nodes that run routers (the stand-ins decide that as the
 # cluster would, from what the fake installer made of shiftlab's manifests:
@@ -88,16 +88,19 @@ check_ingress() { # cluster cidr-prefix expected-node...
 	[[ $got == "$want" ]] || fail "$c: *.apps through the load balancer reached: $got, expected: $want"
 }
 
-step "without shiftlab serve the install stops before the bootstrap wait, saying how to run serve"
+step "without shiftlab serve create cluster is refused before the download, saying how to run serve"
 f0=$(install_file inst1 192.168.180.0/24 "$V" 2)
-# The bootstrap-complete target failed: openshift-install's bootstrap code, 5.
+# The preflight refused the host: the infrastructure code, 4, and nothing made.
 noserve_rc=0
+asked=$(grep -c 'GET /' "$work/mirror.log" || true)
 "$bin" create cluster -f "$f0" >"$work/noserve.out" 2>&1 || noserve_rc=$?
-[[ $noserve_rc == 5 ]] || { cat "$work/noserve.out"; fail "without a load balancer: exit $noserve_rc, expected bootstrap-complete's 5"; }
+[[ $noserve_rc == 4 ]] || { cat "$work/noserve.out"; fail "without serve: exit $noserve_rc, expected the preflight's 4"; }
 tail -3 "$work/noserve.out"
-grep -q 'shiftlab serve is not running' "$work/noserve.out" || fail "the error does not say serve is not running"
-[[ $(target_status inst1 infra) == done && $(target_status inst1 bootstrap-complete) != done ]] || fail "infra should be done, bootstrap-complete not"
-if pgrep -f "$work/cache/.*openshift-install wait-for" >/dev/null; then fail "the installer's wait started anyway"; fi
+grep -q '^  - serve: shiftlab serve is not running' "$work/noserve.out" || fail "the error does not say serve is not running"
+grep -q 'sudo shiftlab serve --install-unit' "$work/noserve.out" || fail "the error does not say how to start serve"
+[[ $(grep -c 'GET /' "$work/mirror.log" || true) == "$asked" ]] || fail "the mirror was asked despite the preflight: $(cat "$work/mirror.log")"
+[[ $(target_status inst1 release) == none && $(target_status inst1 infra) == none ]] || fail "a target started despite the preflight"
+[[ -z $(virsh net-list --all --name | grep '^shiftlab-inst1$' || true) ]] || fail "the network was created despite the preflight"
 
 SHIFTLAB_LOG=info "$bin" serve --host-dns off --scan-interval 1 >"$work/serve.log" 2>&1 &
 serve=$!
