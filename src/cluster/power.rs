@@ -366,8 +366,8 @@ pub fn start_cluster(
     let c = open(state, name, connect)?;
     // The heartbeat a powered-on node's Ready must be newer than (whole seconds,
     // as the API writes times).
-    let since = k8s_openapi::chrono::DateTime::from_timestamp(now() as i64, 0)
-        .unwrap_or_else(k8s_openapi::chrono::Utc::now);
+    let since = k8s_openapi::jiff::Timestamp::from_second(now() as i64)
+        .unwrap_or_else(|_| k8s_openapi::jiff::Timestamp::now());
     let kubeconfig = req
         .kubeconfig
         .clone()

@@ -138,31 +138,28 @@ pub fn answer<'z>(
     query: &[u8],
 ) -> Option<Vec<u8>> {
     let q = Message::from_vec(query).ok()?;
-    if q.message_type() != MessageType::Query {
+    if q.metadata.message_type != MessageType::Query {
         return None;
     }
-    let mut r = Message::new();
-    r.set_id(q.id())
-        .set_message_type(MessageType::Response)
-        .set_op_code(q.op_code())
-        .set_recursion_desired(q.recursion_desired())
-        .set_recursion_available(false);
-    r.add_queries(q.queries().iter().cloned());
-    if q.op_code() != OpCode::Query {
-        r.set_response_code(ResponseCode::NotImp);
+    let mut r = Message::response(q.metadata.id, q.metadata.op_code);
+    r.metadata.recursion_desired = q.metadata.recursion_desired;
+    r.metadata.recursion_available = false;
+    r.add_queries(q.queries.iter().cloned());
+    if q.metadata.op_code != OpCode::Query {
+        r.metadata.response_code = ResponseCode::NotImp;
         return r.to_vec().ok();
     }
-    let [question] = q.queries() else {
-        r.set_response_code(ResponseCode::Refused);
+    let [question] = q.queries.as_slice() else {
+        r.metadata.response_code = ResponseCode::Refused;
         return r.to_vec().ok();
     };
     let name = question.name().to_ascii();
     match lookup(zones, &name, question.query_type()) {
         Lookup::Refused => {
-            r.set_response_code(ResponseCode::Refused);
+            r.metadata.response_code = ResponseCode::Refused;
         }
         found => {
-            r.set_authoritative(true);
+            r.metadata.authoritative = true;
             let owner: Name = question.name().clone();
             match found {
                 Lookup::A(ip) => {
@@ -173,7 +170,7 @@ pub fn answer<'z>(
                     r.add_answer(Record::from_rdata(owner, TTL, RData::PTR(PTR(target))));
                 }
                 Lookup::NxDomain => {
-                    r.set_response_code(ResponseCode::NXDomain);
+                    r.metadata.response_code = ResponseCode::NXDomain;
                 }
                 _ => {}
             }
@@ -326,8 +323,9 @@ mod tests {
     }
 
     fn query(name: &str, t: RecordType) -> Vec<u8> {
-        let mut m = Message::new();
-        m.set_id(4242).set_recursion_desired(true);
+        let mut m = Message::query();
+        m.metadata.id = 4242;
+        m.metadata.recursion_desired = true;
         m.add_query(hickory_proto::op::Query::query(
             Name::from_ascii(name).unwrap(),
             t,
@@ -341,28 +339,28 @@ mod tests {
         let r =
             Message::from_vec(&answer(&z, &query("api.lab1.lab.test.", RecordType::A)).unwrap())
                 .unwrap();
-        assert_eq!(r.id(), 4242);
-        assert_eq!(r.message_type(), MessageType::Response);
-        assert!(r.authoritative());
-        assert_eq!(r.response_code(), ResponseCode::NoError);
-        assert_eq!(r.queries().len(), 1);
-        assert_eq!(r.answers().len(), 1);
+        assert_eq!(r.metadata.id, 4242);
+        assert_eq!(r.metadata.message_type, MessageType::Response);
+        assert!(r.metadata.authoritative);
+        assert_eq!(r.metadata.response_code, ResponseCode::NoError);
+        assert_eq!(r.queries.len(), 1);
+        assert_eq!(r.answers.len(), 1);
         assert_eq!(
-            r.answers()[0].data(),
+            &r.answers[0].data,
             &RData::A(A("192.168.126.2".parse().unwrap()))
         );
         let r =
             Message::from_vec(&answer(&z, &query("example.com.", RecordType::A)).unwrap()).unwrap();
-        assert_eq!(r.response_code(), ResponseCode::Refused);
-        assert!(!r.authoritative());
+        assert_eq!(r.metadata.response_code, ResponseCode::Refused);
+        assert!(!r.metadata.authoritative);
         let r =
             Message::from_vec(&answer(&z, &query("nope.lab1.lab.test.", RecordType::A)).unwrap())
                 .unwrap();
-        assert_eq!(r.response_code(), ResponseCode::NXDomain);
-        assert!(r.authoritative());
+        assert_eq!(r.metadata.response_code, ResponseCode::NXDomain);
+        assert!(r.metadata.authoritative);
         // Not a query: dropped.
         let mut resp = Message::from_vec(&query("x.", RecordType::A)).unwrap();
-        resp.set_message_type(MessageType::Response);
+        resp.metadata.message_type = MessageType::Response;
         assert!(answer(&z, &resp.to_vec().unwrap()).is_none());
         assert!(answer(&z, b"\x00\x01garbage").is_none());
     }

@@ -68,9 +68,13 @@ pub async fn client_from_kubeconfig(path: &Path) -> Result<Client> {
     tracing::info!("the cluster's API through {}", path.display());
     let kubeconfig = Kubeconfig::read_from(path)
         .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .with_context(|| format!("loading kubeconfig {}", path.display()))?;
+    // kube 3+ retries 429/503/504 itself by default: shiftlab's loops retry
+    // with their own deadlines and report what held them (a drain's
+    // PodDisruptionBudget), so the client answers at once.
+    config.default_retry = false;
     Client::try_from(config).context("building the API client")
 }
 
@@ -266,7 +270,7 @@ async fn approve(
     rule: &str,
 ) -> Result<(), ::kube::Error> {
     let name = csr.metadata.name.clone().unwrap_or_default();
-    let now = Time(k8s_openapi::chrono::Utc::now());
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
     csr.status
         .get_or_insert_with(Default::default)
         .conditions
@@ -279,8 +283,7 @@ async fn approve(
             last_update_time: Some(now.clone()),
             last_transition_time: Some(now),
         });
-    let body = serde_json::to_vec(&csr).expect("a CSR serializes");
-    api.replace_subresource("approval", &name, &PostParams::default(), body)
+    api.replace_subresource("approval", &name, &PostParams::default(), &csr)
         .await
         .map(drop)
 }

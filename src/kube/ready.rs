@@ -52,7 +52,7 @@ pub fn ready_names(nodes: &[Node]) -> Vec<String> {
 /// at once, which sets the heartbeat.
 #[derive(Debug, Clone)]
 pub struct Fresh {
-    pub since: k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc>,
+    pub since: k8s_openapi::jiff::Timestamp,
     pub nodes: Vec<String>,
 }
 
@@ -226,10 +226,7 @@ mod tests {
 
     #[test]
     fn a_node_powered_on_counts_ready_only_on_a_heartbeat_since() {
-        let t = |s: &str| {
-            s.parse::<k8s_openapi::chrono::DateTime<k8s_openapi::chrono::Utc>>()
-                .unwrap()
-        };
+        let t = |s: &str| s.parse::<k8s_openapi::jiff::Timestamp>().unwrap();
         let node = |name: &str, beat: &str| -> Node {
             serde_json::from_value(serde_json::json!({
                 "metadata": {"name": name},

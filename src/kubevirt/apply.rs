@@ -98,9 +98,11 @@ pub async fn client(kubeconfig: &Path, context: Option<&str>) -> Result<Client> 
         context: context.map(String::from),
         ..KubeConfigOptions::default()
     };
-    let config = Config::from_custom_kubeconfig(kc, &opts)
+    let mut config = Config::from_custom_kubeconfig(kc, &opts)
         .await
         .with_context(|| format!("loading kubeconfig {}", kubeconfig.display()))?;
+    // As kube::approve's client: shiftlab's loops do the retrying.
+    config.default_retry = false;
     Client::try_from(config).context("building the API client")
 }
 

@@ -11,8 +11,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use rcgen::{
-    BasicConstraints, Certificate, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, PublicKeyData as _, SanType,
 };
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -42,7 +42,7 @@ fn ca_params(key: &KeyPair) -> Result<CertificateParams> {
     let mut p = CertificateParams::new(Vec::<String>::new()).context("ca parameters")?;
     // The fingerprint of the key makes every lab's CA name distinct and lets
     // the same CA be rebuilt from its key alone.
-    let id = hex::encode(&Sha256::digest(key.public_key_der())[..8]);
+    let id = hex::encode(&Sha256::digest(key.subject_public_key_info())[..8]);
     p.distinguished_name
         .push(DnType::OrganizationName, "shiftlab");
     p.distinguished_name
@@ -62,19 +62,20 @@ fn ca_params(key: &KeyPair) -> Result<CertificateParams> {
 /// certificate for `ips` and `names`. Writes `ca.crt`, `ca.key` (0600),
 /// `bmc.crt` and `bmc.key` (0600).
 pub fn ensure(dir: &Path, ips: &[IpAddr], names: &[String]) -> Result<TlsMaterial> {
-    let (ca_key, ca, ca_pem, ca_path) = load_ca(dir)?;
-    issue(dir, ips, names, &ca_key, &ca, ca_pem, ca_path)
+    let (ca, ca_pem, ca_path) = load_ca(dir)?;
+    issue(dir, ips, names, &ca, ca_pem, ca_path)
 }
 
 /// The CA certificate (PEM) of the BMC whose TLS material lives in `dir`,
 /// creating the CA on first use — the one [`ensure`] issues from later, so an
 /// install-config rendered before the BMC first started names the CA it will use.
 pub fn ca_pem(dir: &Path) -> Result<String> {
-    Ok(load_ca(dir)?.2)
+    Ok(load_ca(dir)?.1)
 }
 
-/// The CA key and certificate in `dir`, created on first use.
-fn load_ca(dir: &Path) -> Result<(KeyPair, Certificate, String, PathBuf)> {
+/// The CA (its key and name, to issue with) and certificate in `dir`, created on
+/// first use.
+fn load_ca(dir: &Path) -> Result<(Issuer<'static, KeyPair>, String, PathBuf)> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let key_path = dir.join("ca.key");
     let ca_path = dir.join("ca.crt");
@@ -87,7 +88,8 @@ fn load_ca(dir: &Path) -> Result<(KeyPair, Certificate, String, PathBuf)> {
         write_private(&key_path, k.serialize_pem().as_bytes())?;
         k
     };
-    let ca: Certificate = ca_params(&ca_key)?
+    let params = ca_params(&ca_key)?;
+    let ca = params
         .self_signed(&ca_key)
         .context("signing ca certificate")?;
     // Keep an existing CA certificate byte for byte: clients may have pinned it.
@@ -98,15 +100,14 @@ fn load_ca(dir: &Path) -> Result<(KeyPair, Certificate, String, PathBuf)> {
             ca.pem()
         }
     };
-    Ok((ca_key, ca, ca_pem, ca_path))
+    Ok((Issuer::new(params, ca_key), ca_pem, ca_path))
 }
 
 fn issue(
     dir: &Path,
     ips: &[IpAddr],
     names: &[String],
-    ca_key: &KeyPair,
-    ca: &Certificate,
+    ca: &Issuer<'_, KeyPair>,
     ca_pem: String,
     ca_path: PathBuf,
 ) -> Result<TlsMaterial> {
@@ -132,7 +133,7 @@ fn issue(
     p.not_after = rcgen::date_time_ymd(year + 2, 1, 1);
     let key = KeyPair::generate().context("generating server key")?;
     let cert = p
-        .signed_by(&key, ca, ca_key)
+        .signed_by(&key, ca)
         .context("signing server certificate")?;
     let cert_pem = cert.pem();
     let key_pem = key.serialize_pem();
@@ -201,5 +202,43 @@ mod tests {
         let served = ensure(dir.path(), &["127.0.0.1".parse().unwrap()], &[]).unwrap();
         assert_eq!(served.ca_pem, early);
         assert_eq!(ca_pem(dir.path()).unwrap(), early);
+    }
+
+    /// A lab's CA outlives shiftlab upgrades: its `ca.crt` is kept byte for byte
+    /// (pinned by install-config and Ironic) and the name certificates are issued
+    /// under is rebuilt from `ca.key`. The fixture is a CA made by shiftlab on
+    /// rcgen 0.13; what today's code issues from it must verify against it.
+    #[test]
+    fn a_ca_made_by_an_earlier_shiftlab_still_issues_certificates_that_verify() {
+        use rustls::client::danger::ServerCertVerifier as _;
+        use rustls::pki_types::{ServerName, UnixTime};
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bmc-ca-rcgen013");
+        for f in ["ca.key", "ca.crt"] {
+            fs::copy(fixture.join(f), dir.path().join(f)).unwrap();
+        }
+        let kept = fs::read_to_string(fixture.join("ca.crt")).unwrap();
+        let m = ensure(dir.path(), &["127.0.0.1".parse().unwrap()], &[]).unwrap();
+        assert_eq!(m.ca_pem, kept);
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(kept.as_bytes()).unwrap())
+            .unwrap();
+        let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .build()
+        .unwrap();
+        let leaf = CertificateDer::from_pem_slice(m.cert_pem.as_bytes()).unwrap();
+        verifier
+            .verify_server_cert(
+                &leaf,
+                &[],
+                &ServerName::try_from("127.0.0.1").unwrap(),
+                &[],
+                UnixTime::now(),
+            )
+            .expect("the leaf chains to the kept ca.crt");
     }
 }

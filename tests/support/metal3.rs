@@ -169,8 +169,8 @@ fn pass(fake: &FakeKube, agent: &ureq::Agent, auth: &str, up: bool) -> Vec<(Stri
 
 /// The Node a running kubelet keeps posting.
 fn node(name: &str) -> Value {
-    let now = k8s_openapi::chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%SZ")
+    let now = k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string();
     json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
         "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",

@@ -146,7 +146,7 @@ impl CpioEntry {
 /// mtime 0, inode numbers in order, so the same entries give the same bytes.
 pub fn cpio_newc(entries: &[CpioEntry]) -> Vec<u8> {
     fn pad4(buf: &mut Vec<u8>) {
-        while buf.len() % 4 != 0 {
+        while !buf.len().is_multiple_of(4) {
             buf.push(0);
         }
     }
