@@ -236,6 +236,8 @@ async fn client(kubeconfig: &Path) -> Result<Client> {
         .with_context(|| format!("loading kubeconfig {}", kubeconfig.display()))?;
     config.connect_timeout = Some(CONNECT_TIMEOUT);
     config.read_timeout = Some(READ_TIMEOUT);
+    // A busy API (429/503) is shown as it is; the page asks again soon anyway.
+    config.default_retry = false;
     Client::try_from(config).context("building the API client")
 }
 
