@@ -307,6 +307,7 @@ fn power_through_the_backend_is_the_run_strategy_and_waits_for_the_vmis() {
     let wait = Wait {
         timeout: Duration::from_secs(60),
         poll: Duration::from_millis(10),
+        beat: Duration::from_secs(60),
     };
     let said = std::cell::RefCell::new(Vec::<String>::new());
     let say = |line: &str| said.borrow_mut().push(line.to_string());
@@ -402,14 +403,23 @@ fn power_through_the_backend_is_the_run_strategy_and_waits_for_the_vmis() {
         .copied()
         .filter(|n| n.name.contains("worker"))
         .collect();
+    // Meanwhile the wait beats (the heartbeat, here every 50 ms), naming them.
     let short = Wait {
         timeout: Duration::from_millis(200),
         poll: Duration::from_millis(10),
+        beat: Duration::from_millis(50),
     };
     let out = backend.stop(&workers, short, &say).unwrap();
     assert!(
         actions(&out).iter().all(|(_, a)| a == "forced-off"),
         "{out:?}"
+    );
+    assert!(
+        said.borrow().iter().any(|l| l
+            .starts_with("    still waiting for the VirtualMachineInstances to shut down (")
+            && l.ends_with("): kv1-worker-0, kv1-worker-1 still running")),
+        "{:?}",
+        said.borrow()
     );
     assert!(
         !vmis(&fake).iter().any(|k| k.contains("worker")),

@@ -93,6 +93,7 @@ fn stop_then_start_brings_the_nodes_back_with_their_csrs_approved() {
     let wait = Wait {
         timeout: Duration::from_secs(5),
         poll: Duration::from_millis(50),
+        beat: Duration::from_secs(60),
     };
     let started = power::start(&backend, &p, wait).unwrap();
     let names: Vec<&str> = started
@@ -436,6 +437,55 @@ fn on_ipi_stop_takes_the_hosts_offline_so_metal3_does_not_power_them_back_on() {
     );
     drop(metal3);
     rt.block_on(server.shutdown());
+}
+
+#[test]
+fn on_ipi_the_wait_for_metal3_beats_with_the_hosts_still_on() {
+    let home = tempfile::tempdir().unwrap();
+    let (state, p) = ipi_lab(home.path(), "ipi4");
+    let host = Host::open("test:///default").unwrap();
+    for n in ["ipi4-worker-0", "ipi4-worker-1"] {
+        define(&host, &p, n, true);
+    }
+    // metal3 is not running: nothing ever reports the hosts powered off.
+    let fake = ipi_api();
+    let ns = shiftlab::kube::baremetal::NAMESPACE;
+    for n in &p.nodes {
+        fake.insert(
+            serde_json::json!({"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
+            "metadata": {"name": n.name, "namespace": ns}, "spec": {"online": true}}),
+        );
+    }
+    let kubeconfig = state.cluster("ipi4").assets().kubeconfig();
+    std::fs::create_dir_all(kubeconfig.parent().unwrap()).unwrap();
+    fake.write_kubeconfig(&kubeconfig);
+    let m = power::Metal3::new(&kubeconfig, Duration::from_millis(50)).unwrap();
+    let sink = shiftlab::progress::Sink::memory();
+    let wait = Wait {
+        timeout: Duration::from_millis(600),
+        poll: Duration::from_millis(50),
+        beat: Duration::from_millis(100),
+    };
+    let mut workers = p.clone();
+    workers.nodes.retain(|n| n.name.contains("worker"));
+    let out = power::stop_with(
+        &Libvirt::at("test:///default"),
+        &workers,
+        Some(&m),
+        wait,
+        &mut |_| Ok(()),
+        &sink,
+    )
+    .unwrap();
+    // Not reported off in time: shut down by the backend.
+    assert!(out.iter().all(|o| o.action == "acpi-shutdown"), "{out:?}");
+    let lines: Vec<String> = sink.lines().into_iter().map(|(_, l)| l).collect();
+    assert!(
+        lines.iter().any(|l| l
+            .starts_with("    still waiting for metal3 to power the BareMetalHosts off (")
+            && l.ends_with("): ipi4-worker-0, ipi4-worker-1 still on")),
+        "{lines:?}"
+    );
 }
 
 #[test]
