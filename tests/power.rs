@@ -565,6 +565,26 @@ fn on_ipi_stop_refuses_when_the_api_does_not_answer_unless_forced() {
         serde_json::from_slice(&std::fs::read(state.cluster("ipi3").power()).unwrap()).unwrap();
     assert_eq!(last["action"], "start");
     assert_eq!(last["offline_hosts"], serde_json::json!(["ipi3-worker-0"]));
+    // The same through the binary, off a terminal: the wait for the API beats,
+    // naming the hosts it is to bring back.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_shiftlab"))
+        .args(["start", "ipi3", "--timeout", "5", "--interval", "1"])
+        .current_dir(home.path())
+        .env("HOME", home.path())
+        .env("SHIFTLAB_HOME", home.path().join("state"))
+        .env("SHIFTLAB_HEARTBEAT_SECS", "1")
+        .env_remove("LIBVIRT_DEFAULT_URI")
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.lines().any(|l| l.starts_with(
+            "    still waiting for the API to set the BareMetalHosts ipi3-worker-0 online ("
+        )),
+        "{err}"
+    );
     host.domain("ipi3-worker-0")
         .unwrap()
         .unwrap()

@@ -395,9 +395,15 @@ pub fn start_cluster(
         if offline.is_empty() || req.no_api || !kubeconfig.is_file() {
             return;
         }
-        match Metal3::new(&kubeconfig, req.interval)
-            .and_then(|m| m.bring_online(&offline, req.timeout))
-        {
+        // The API comes back with the control planes: minutes, beaten.
+        let what = format!(
+            "the API to set the BareMetalHosts {} online",
+            offline.join(", ")
+        );
+        match progress.beating(&what, &Default::default(), || {
+            Metal3::new(&kubeconfig, req.interval)
+                .and_then(|m| m.bring_online(&offline, req.timeout))
+        }) {
             Ok(()) => offline.clear(),
             Err(e) => restore_err = Some(e),
         }
