@@ -262,10 +262,15 @@ pub fn lock_blocking(path: &Path) -> Result<FileLock> {
 }
 
 /// Take the lock at `path`, waiting up to `wait` for its holder (`what` names the
-/// lock in the message when the wait runs out).
+/// lock in the message when the wait runs out). Off a terminal the wait beats
+/// on stderr with the holder's pid: the host lock may be held for minutes.
 pub fn lock_waiting(path: &Path, wait: std::time::Duration, what: &str) -> Result<FileLock> {
     let deadline = std::time::Instant::now() + wait;
     let mut said = false;
+    let sink = crate::progress::Sink::stderr();
+    let mut beat = sink
+        .wants_heartbeat()
+        .then(|| crate::progress::Beat::every(sink.heartbeat_every()));
     loop {
         match try_lock(path)? {
             Ok(l) => return Ok(l),
@@ -277,6 +282,12 @@ pub fn lock_waiting(path: &Path, wait: std::time::Duration, what: &str) -> Resul
                 if !said {
                     tracing::info!("waiting for {what} (held by pid {holder})");
                     said = true;
+                }
+                if let Some(line) = beat
+                    .as_mut()
+                    .and_then(|b| b.due(what, || format!("held by pid {holder}")))
+                {
+                    sink.aside(line);
                 }
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }

@@ -222,6 +222,47 @@ pub fn heartbeat_line(what: &str, elapsed: Duration, news: Option<&str>) -> Stri
     line
 }
 
+/// A polling loop's heartbeat: the loop asks [`Beat::due`] on each round
+/// and says the line it gets, at most one per `every` (a loop that already
+/// polls needs no second thread, unlike [`Sink::beating`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Beat {
+    start: Instant,
+    every: Duration,
+    next: Duration,
+}
+
+impl Beat {
+    /// Beats every `every` from now.
+    pub fn every(every: Duration) -> Beat {
+        Beat {
+            start: Instant::now(),
+            every,
+            next: every,
+        }
+    }
+
+    /// The heartbeat line for `what` with the news (what is still pending),
+    /// when one is due now.
+    pub fn due(&mut self, what: &str, news: impl FnOnce() -> String) -> Option<String> {
+        let elapsed = self.start.elapsed();
+        self.due_at(elapsed)
+            .then(|| heartbeat_line(what, elapsed, Some(&news())))
+    }
+
+    /// Whether a beat is due at `elapsed` since the start; one per interval
+    /// however late the loop looks. Pure but for the state it advances.
+    pub fn due_at(&mut self, elapsed: Duration) -> bool {
+        if elapsed < self.next || self.every.is_zero() {
+            return false;
+        }
+        while self.next <= elapsed {
+            self.next += self.every;
+        }
+        true
+    }
+}
+
 /// `45s`, `3m07s`, `1h02m03s`. Pure.
 pub fn elapsed_text(d: Duration) -> String {
     let s = d.as_secs();
@@ -305,6 +346,29 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn a_polling_loop_beats_once_per_interval_however_late_it_looks() {
+        let mut b = Beat::every(Duration::from_secs(60));
+        let at = |s| Duration::from_secs(s);
+        let due: Vec<u64> = [0, 30, 59, 60, 61, 119, 250, 251, 300]
+            .into_iter()
+            .filter(|&s| b.due_at(at(s)))
+            .collect();
+        // 250 s makes up for the missed 180 s and 240 s with one line.
+        assert_eq!(due, [60, 250, 300]);
+        let mut b = Beat::every(Duration::ZERO);
+        assert!(!b.due_at(at(5)));
+        let mut b = Beat::every(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(2));
+        let line = b.due("the ACPI shutdown", || "w-1, w-2 still on".into());
+        let line = line.unwrap();
+        assert!(
+            line.starts_with("    still waiting for the ACPI shutdown (")
+                && line.ends_with("): w-1, w-2 still on"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -307,6 +307,7 @@ fn power_through_the_backend_is_the_run_strategy_and_waits_for_the_vmis() {
     let wait = Wait {
         timeout: Duration::from_secs(60),
         poll: Duration::from_millis(10),
+        beat: Duration::from_secs(60),
     };
     let said = std::cell::RefCell::new(Vec::<String>::new());
     let say = |line: &str| said.borrow_mut().push(line.to_string());
@@ -402,14 +403,23 @@ fn power_through_the_backend_is_the_run_strategy_and_waits_for_the_vmis() {
         .copied()
         .filter(|n| n.name.contains("worker"))
         .collect();
+    // Meanwhile the wait beats (the heartbeat, here every 50 ms), naming them.
     let short = Wait {
         timeout: Duration::from_millis(200),
         poll: Duration::from_millis(10),
+        beat: Duration::from_millis(50),
     };
     let out = backend.stop(&workers, short, &say).unwrap();
     assert!(
         actions(&out).iter().all(|(_, a)| a == "forced-off"),
         "{out:?}"
+    );
+    assert!(
+        said.borrow().iter().any(|l| l
+            .starts_with("    still waiting for the VirtualMachineInstances to shut down (")
+            && l.ends_with("): kv1-worker-0, kv1-worker-1 still running")),
+        "{:?}",
+        said.borrow()
     );
     assert!(
         !vmis(&fake).iter().any(|k| k.contains("worker")),
@@ -892,6 +902,63 @@ fn destroy_then_create_at_once_against_an_api_that_deletes_asynchronously() {
     for (k, o) in &objs {
         assert!(o["metadata"]["deletionTimestamp"].is_null(), "{k}");
     }
+}
+
+#[test]
+fn destroy_off_a_terminal_beats_with_what_is_still_terminating() {
+    use std::io::BufRead;
+    let fake = FakeKube::start(all_types());
+    let home = tempfile::tempdir().unwrap();
+    let file = cluster_file(home.path(), &fake, "pod", "");
+    ok(&shiftlab(
+        home.path(),
+        &["create", "infra", "-f", file.to_str().unwrap()],
+    ));
+    // Deletions wait for the controllers, held until the beat has been seen.
+    fake.hold_deletions(true);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shiftlab"))
+        .args(["destroy", "cluster", "kv1"])
+        .current_dir(home.path())
+        .env("HOME", home.path())
+        .env("SHIFTLAB_HOME", home.path().join("state"))
+        .env("SHIFTLAB_HEARTBEAT_SECS", "1")
+        .env_remove("LIBVIRT_DEFAULT_URI")
+        .env_remove("XDG_DATA_HOME")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    // Bounded: the beat, or give up after 60 s.
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    let beat = loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) if l.starts_with("    still waiting for Kubernetes to finish deleting (") => {
+                break Some(l)
+            }
+            Ok(l) => seen.push(l),
+            Err(_) => break None,
+        }
+    };
+    fake.hold_deletions(false);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let beat = beat.unwrap_or_else(|| panic!("no heartbeat: {seen:?}"));
+    assert!(beat.contains(" still Terminating: "), "{beat}");
+    for o in ["VirtualMachine/kv1-ctlplane-0", "Namespace/kv1-lab"] {
+        assert!(beat.contains(o), "{o}: {beat}");
+    }
+    assert!(status.success(), "{seen:?}");
+    assert!(fake.objects().is_empty(), "{:?}", fake.objects().keys());
 }
 
 #[test]

@@ -93,6 +93,7 @@ fn stop_then_start_brings_the_nodes_back_with_their_csrs_approved() {
     let wait = Wait {
         timeout: Duration::from_secs(5),
         poll: Duration::from_millis(50),
+        beat: Duration::from_secs(60),
     };
     let started = power::start(&backend, &p, wait).unwrap();
     let names: Vec<&str> = started
@@ -439,6 +440,55 @@ fn on_ipi_stop_takes_the_hosts_offline_so_metal3_does_not_power_them_back_on() {
 }
 
 #[test]
+fn on_ipi_the_wait_for_metal3_beats_with_the_hosts_still_on() {
+    let home = tempfile::tempdir().unwrap();
+    let (state, p) = ipi_lab(home.path(), "ipi4");
+    let host = Host::open("test:///default").unwrap();
+    for n in ["ipi4-worker-0", "ipi4-worker-1"] {
+        define(&host, &p, n, true);
+    }
+    // metal3 is not running: nothing ever reports the hosts powered off.
+    let fake = ipi_api();
+    let ns = shiftlab::kube::baremetal::NAMESPACE;
+    for n in &p.nodes {
+        fake.insert(
+            serde_json::json!({"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
+            "metadata": {"name": n.name, "namespace": ns}, "spec": {"online": true}}),
+        );
+    }
+    let kubeconfig = state.cluster("ipi4").assets().kubeconfig();
+    std::fs::create_dir_all(kubeconfig.parent().unwrap()).unwrap();
+    fake.write_kubeconfig(&kubeconfig);
+    let m = power::Metal3::new(&kubeconfig, Duration::from_millis(50)).unwrap();
+    let sink = shiftlab::progress::Sink::memory();
+    let wait = Wait {
+        timeout: Duration::from_millis(600),
+        poll: Duration::from_millis(50),
+        beat: Duration::from_millis(100),
+    };
+    let mut workers = p.clone();
+    workers.nodes.retain(|n| n.name.contains("worker"));
+    let out = power::stop_with(
+        &Libvirt::at("test:///default"),
+        &workers,
+        Some(&m),
+        wait,
+        &mut |_| Ok(()),
+        &sink,
+    )
+    .unwrap();
+    // Not reported off in time: shut down by the backend.
+    assert!(out.iter().all(|o| o.action == "acpi-shutdown"), "{out:?}");
+    let lines: Vec<String> = sink.lines().into_iter().map(|(_, l)| l).collect();
+    assert!(
+        lines.iter().any(|l| l
+            .starts_with("    still waiting for metal3 to power the BareMetalHosts off (")
+            && l.ends_with("): ipi4-worker-0, ipi4-worker-1 still on")),
+        "{lines:?}"
+    );
+}
+
+#[test]
 fn on_ipi_stop_refuses_when_the_api_does_not_answer_unless_forced() {
     let home = tempfile::tempdir().unwrap();
     let (state, p) = ipi_lab(home.path(), "ipi3");
@@ -515,6 +565,26 @@ fn on_ipi_stop_refuses_when_the_api_does_not_answer_unless_forced() {
         serde_json::from_slice(&std::fs::read(state.cluster("ipi3").power()).unwrap()).unwrap();
     assert_eq!(last["action"], "start");
     assert_eq!(last["offline_hosts"], serde_json::json!(["ipi3-worker-0"]));
+    // The same through the binary, off a terminal: the wait for the API beats,
+    // naming the hosts it is to bring back.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_shiftlab"))
+        .args(["start", "ipi3", "--timeout", "5", "--interval", "1"])
+        .current_dir(home.path())
+        .env("HOME", home.path())
+        .env("SHIFTLAB_HOME", home.path().join("state"))
+        .env("SHIFTLAB_HEARTBEAT_SECS", "1")
+        .env_remove("LIBVIRT_DEFAULT_URI")
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.lines().any(|l| l.starts_with(
+            "    still waiting for the API to set the BareMetalHosts ipi3-worker-0 online ("
+        )),
+        "{err}"
+    );
     host.domain("ipi3-worker-0")
         .unwrap()
         .unwrap()

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
@@ -16,10 +16,8 @@ use crate::kubevirt::apply::{self, Ledger};
 use crate::kubevirt::render::{self, Kind};
 use crate::kubevirt::{dns, plan_of, registry, KubevirtPlan};
 use crate::plan::{Boot, Node, Plan};
+use crate::progress::Beat;
 use crate::state::ClusterDir;
-
-/// How often a long wait on VMIs says what it still waits for.
-const PROGRESS_EVERY: Duration = Duration::from_secs(30);
 
 /// The KubeVirt API and namespace a cluster's objects are in (the plan's, or
 /// the ledger's for a recorded cluster).
@@ -260,7 +258,7 @@ impl Backend for Kubevirt {
                 ));
                 let begin = Instant::now();
                 let mut pending = started.clone();
-                let mut next_word = PROGRESS_EVERY;
+                let mut beat = Beat::every(wait.beat);
                 loop {
                     let mut still = Vec::new();
                     let mut phases = Vec::new();
@@ -276,16 +274,18 @@ impl Backend for Kubevirt {
                     if pending.is_empty() {
                         break;
                     }
+                    // Before the timeout's check: a wait that ends there has beaten.
+                    if let Some(line) = beat.due("the VirtualMachineInstances to run", || {
+                        format!("{} not Running yet", phases.join(", "))
+                    }) {
+                        say(&line);
+                    }
                     if begin.elapsed() >= wait.timeout {
                         bail!(
                             "not Running within {}s: {} (VirtualMachineInstance phase in brackets; kubectl -n {ns} describe vmi <node>)",
                             wait.timeout.as_secs(),
                             phases.join(", ")
                         );
-                    }
-                    if begin.elapsed() >= next_word {
-                        say(&format!("after {}s still starting: {}", begin.elapsed().as_secs(), phases.join(", ")));
-                        next_word += PROGRESS_EVERY;
                     }
                     tokio::time::sleep(wait.poll).await;
                 }
@@ -326,7 +326,7 @@ impl Backend for Kubevirt {
                 names(&waiting)
             ));
             let begin = Instant::now();
-            let mut next_word = PROGRESS_EVERY;
+            let mut beat = Beat::every(wait.beat);
             loop {
                 let mut still = Vec::new();
                 for node in waiting {
@@ -341,6 +341,12 @@ impl Backend for Kubevirt {
                 if waiting.is_empty() {
                     break;
                 }
+                // Before the timeout's check: a wait that ends there has beaten.
+                if let Some(line) = beat.due("the VirtualMachineInstances to shut down", || {
+                    format!("{} still running", names(&waiting))
+                }) {
+                    say(&line);
+                }
                 if begin.elapsed() >= wait.timeout {
                     say(&format!(
                         "not shut down within {}s: {}; forcing them off (their VirtualMachineInstances deleted without a grace period)",
@@ -353,14 +359,6 @@ impl Backend for Kubevirt {
                         out.push(NodeOutcome::of(node, "forced-off", Some(took)));
                     }
                     break;
-                }
-                if begin.elapsed() >= next_word {
-                    say(&format!(
-                        "after {}s still shutting down: {}",
-                        begin.elapsed().as_secs(),
-                        names(&waiting)
-                    ));
-                    next_word += PROGRESS_EVERY;
                 }
                 tokio::time::sleep(wait.poll).await;
             }

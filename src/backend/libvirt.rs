@@ -12,6 +12,7 @@ use crate::doctor::preflight;
 use crate::libvirt::xml::write::Accel;
 use crate::libvirt::{apply, inspect, ledger, parallel, Host};
 use crate::plan::{Node, Plan};
+use crate::progress::Beat;
 use crate::state::ClusterDir;
 
 /// The libvirt at one URI, connected for each call.
@@ -136,8 +137,8 @@ impl Backend for Libvirt {
         results.into_iter().collect()
     }
 
-    fn stop(&self, nodes: &[&Node], wait: Wait, _say: &dyn Fn(&str)) -> Result<Vec<NodeOutcome>> {
-        shut_down(&self.host()?, nodes, wait)
+    fn stop(&self, nodes: &[&Node], wait: Wait, say: &dyn Fn(&str)) -> Result<Vec<NodeOutcome>> {
+        shut_down(&self.host()?, nodes, wait, say)
     }
 
     fn remove_node(&self, plan: &Plan, cluster: &ClusterDir, node: &Node) -> Result<Vec<String>> {
@@ -193,8 +194,14 @@ fn of_inspect(st: inspect::ClusterStatus) -> Status {
     }
 }
 
-/// One group's ACPI shutdown, forced off after `wait.timeout`.
-fn shut_down(host: &Host, nodes: &[&Node], wait: Wait) -> Result<Vec<NodeOutcome>> {
+/// One group's ACPI shutdown, forced off after `wait.timeout`; every
+/// `wait.beat` a line to `say` names the nodes still on.
+fn shut_down(
+    host: &Host,
+    nodes: &[&Node],
+    wait: Wait,
+    say: &dyn Fn(&str),
+) -> Result<Vec<NodeOutcome>> {
     let mut out = Vec::new();
     let mut waiting: Vec<(&Node, Domain)> = Vec::new();
     for &node in nodes {
@@ -218,6 +225,7 @@ fn shut_down(host: &Host, nodes: &[&Node], wait: Wait) -> Result<Vec<NodeOutcome
         waiting.push((node, d));
     }
     let start = Instant::now();
+    let mut beat = Beat::every(wait.beat);
     while !waiting.is_empty() {
         let mut still = Vec::new();
         for (node, d) in waiting {
@@ -234,6 +242,16 @@ fn shut_down(host: &Host, nodes: &[&Node], wait: Wait) -> Result<Vec<NodeOutcome
         waiting = still;
         if waiting.is_empty() {
             break;
+        }
+        if let Some(line) = beat.due("the ACPI shutdown", || {
+            let on: Vec<&str> = waiting.iter().map(|(n, _)| n.name.as_str()).collect();
+            format!(
+                "{} still on; forced off at {}",
+                on.join(", "),
+                crate::progress::elapsed_text(wait.timeout)
+            )
+        }) {
+            say(&line);
         }
         if start.elapsed() >= wait.timeout {
             for (node, d) in waiting.drain(..) {

@@ -100,11 +100,14 @@ impl NodeOutcome {
     }
 }
 
-/// How long a power change is waited for, and how often it is looked at.
+/// How long a power change is waited for, how often it is looked at, and how
+/// often the wait says what is still pending (the heartbeat's interval,
+/// `crate::progress`).
 #[derive(Debug, Clone, Copy)]
 pub struct Wait {
     pub timeout: Duration,
     pub poll: Duration,
+    pub beat: Duration,
 }
 
 /// A cluster's infrastructure as its backend has it now: the first part of

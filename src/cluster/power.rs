@@ -228,7 +228,11 @@ unless their BareMetalHosts are set offline first. Bring the API back, or stop a
         c.backend.as_ref(),
         &c.plan,
         metal3.as_ref(),
-        Wait { timeout, poll },
+        Wait {
+            timeout,
+            poll,
+            beat: progress.heartbeat_every(),
+        },
         &mut remember,
         progress,
     )?;
@@ -303,14 +307,16 @@ impl Metal3 {
     }
 
     /// Set the online hosts among `names` offline (`remember` told them first)
-    /// and wait up to `timeout` until metal3 reports them off; returns them.
+    /// and wait up to `wait.timeout` until metal3 reports them off (beating
+    /// every `wait.beat` with those still on); returns them.
     fn take_offline(
         &self,
         names: &[&str],
-        timeout: Duration,
+        wait: Wait,
         remember: &mut dyn FnMut(&[String]) -> Result<()>,
         progress: &Sink,
     ) -> Result<Vec<String>> {
+        let timeout = wait.timeout;
         use crate::kube::bmh_online as b;
         let hosts = self.rt.block_on(b::online(&self.client, names))?;
         if hosts.is_empty() {
@@ -324,10 +330,13 @@ impl Metal3 {
             hosts.join(", "),
             timeout.as_secs()
         ));
-        match self
-            .rt
-            .block_on(b::wait_off(&self.client, &hosts, timeout, self.interval))
-        {
+        match self.rt.block_on(b::wait_off(
+            &self.client,
+            &hosts,
+            timeout,
+            self.interval,
+            (wait.beat, &say(progress)),
+        )) {
             Ok(on) if on.is_empty() => {}
             Ok(on) => tracing::warn!(
                 "metal3 did not report {} powered off within {}s: shutting them down",
@@ -380,14 +389,21 @@ pub fn start_cluster(
     let wait = Wait {
         timeout: req.timeout,
         poll: req.interval.min(Duration::from_secs(2)),
+        beat: progress.heartbeat_every(),
     };
     let nodes = start_with(c.backend.as_ref(), &c.plan, wait, progress, &mut || {
         if offline.is_empty() || req.no_api || !kubeconfig.is_file() {
             return;
         }
-        match Metal3::new(&kubeconfig, req.interval)
-            .and_then(|m| m.bring_online(&offline, req.timeout))
-        {
+        // The API comes back with the control planes: minutes, beaten.
+        let what = format!(
+            "the API to set the BareMetalHosts {} online",
+            offline.join(", ")
+        );
+        match progress.beating(&what, &Default::default(), || {
+            Metal3::new(&kubeconfig, req.interval)
+                .and_then(|m| m.bring_online(&offline, req.timeout))
+        }) {
             Ok(()) => offline.clear(),
             Err(e) => restore_err = Some(e),
         }
@@ -525,7 +541,11 @@ pub fn stop(
         backend,
         plan,
         None,
-        Wait { timeout, poll },
+        Wait {
+            timeout,
+            poll,
+            beat: crate::progress::HEARTBEAT,
+        },
         &mut |_| Ok(()),
         &Sink::memory(),
     )
@@ -550,7 +570,7 @@ pub fn stop_with(
             let before = running(backend, plan)?;
             let start = Instant::now();
             let names: Vec<&str> = group.iter().map(|n| n.name.as_str()).collect();
-            let hosts = m.take_offline(&names, wait.timeout, remember, progress)?;
+            let hosts = m.take_offline(&names, wait, remember, progress)?;
             let after = running(backend, plan)?;
             let mut rest = Vec::new();
             for node in group {

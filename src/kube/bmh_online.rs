@@ -22,6 +22,7 @@ use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
 use super::baremetal::{bmh_resource, NAMESPACE};
+use crate::progress::Beat;
 
 fn hosts(client: &Client) -> Api<DynamicObject> {
     Api::namespaced_with(client.clone(), NAMESPACE, &bmh_resource())
@@ -78,15 +79,18 @@ pub async fn set_online(client: &Client, names: &[String], online: bool) -> Resu
 }
 
 /// Wait until metal3 reports each of `names` powered off, or `timeout` passed;
-/// returns the hosts still not reported off.
+/// every `beat` a line to `say` names the hosts still on. Returns the hosts
+/// still not reported off.
 pub async fn wait_off(
     client: &Client,
     names: &[String],
     timeout: Duration,
     interval: Duration,
+    (beat, say): (Duration, &dyn Fn(&str)),
 ) -> Result<Vec<String>> {
     let api = hosts(client);
     let deadline = Instant::now() + timeout;
+    let mut beat = Beat::every(beat);
     loop {
         let mut on = Vec::new();
         for n in names {
@@ -98,7 +102,16 @@ pub async fn wait_off(
                 on.push(n.clone());
             }
         }
-        if on.is_empty() || Instant::now() + interval > deadline {
+        if on.is_empty() {
+            return Ok(on);
+        }
+        // Before the deadline's check: a wait that ends there has beaten.
+        if let Some(line) = beat.due("metal3 to power the BareMetalHosts off", || {
+            format!("{} still on", on.join(", "))
+        }) {
+            say(&line);
+        }
+        if Instant::now() + interval > deadline {
             return Ok(on);
         }
         tokio::time::sleep(interval).await;

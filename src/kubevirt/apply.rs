@@ -243,7 +243,9 @@ pub fn poll_pause(n: u32) -> Duration {
 }
 
 /// Wait until each of `targets` (kind and name in `ns`) is gone from the API,
-/// at most `bound`, with a spinner on a terminal. Returns those still there.
+/// at most `bound`, with a spinner on a terminal; off one (where the spinner
+/// draws nothing) a heartbeat on stderr names what is still terminating.
+/// Returns those still there.
 pub async fn wait_gone(
     client: &Client,
     ns: &str,
@@ -260,6 +262,10 @@ pub async fn wait_gone(
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
     );
     bar.enable_steady_tick(Duration::from_millis(200));
+    let sink = crate::progress::Sink::stderr();
+    let mut beat = sink
+        .wants_heartbeat()
+        .then(|| crate::progress::Beat::every(sink.heartbeat_every()));
     let deadline = Instant::now() + bound;
     let mut n = 0;
     loop {
@@ -277,12 +283,20 @@ pub async fn wait_gone(
         if left.is_empty() || Instant::now() >= deadline {
             break;
         }
+        let pending = left
+            .iter()
+            .map(|(k, n)| format!("{}/{n}", k.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if let Some(line) = beat.as_mut().and_then(|b| {
+            b.due("Kubernetes to finish deleting", || {
+                format!("{} still Terminating: {pending}", left.len())
+            })
+        }) {
+            sink.aside(line);
+        }
         bar.set_message(format!(
-            "waiting for Kubernetes to finish deleting {} ({} left)",
-            left.iter()
-                .map(|(k, n)| format!("{}/{n}", k.as_str()))
-                .collect::<Vec<_>>()
-                .join(", "),
+            "waiting for Kubernetes to finish deleting {pending} ({} left)",
             left.len()
         ));
         let pause = poll_pause(n).min(deadline.saturating_duration_since(Instant::now()));
