@@ -63,11 +63,17 @@ pub fn record_scaled(
     workers: u32,
 ) -> Result<()> {
     let dir = known(state, name, "")?;
+    let converged = |dir: &ClusterDir| {
+        dir.read_plan()
+            .is_ok_and(|p| crate::plan::diff::workers(&p) as u64 == u64::from(workers))
+    };
+    // A scale refused before it changed anything leaves no trace, not even
+    // the lock file: looked at first without the lock, then again under it.
+    if !converged(&dir) {
+        return Ok(());
+    }
     let _lock = dir.lock()?;
-    let converged = dir
-        .read_plan()
-        .is_ok_and(|p| crate::plan::diff::workers(&p) as u64 == u64::from(workers));
-    if converged {
+    if converged(&dir) {
         source.with_workers(workers).record(&dir)?;
     }
     Ok(())
