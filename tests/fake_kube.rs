@@ -18,21 +18,28 @@ const MERGE: &str = "application/merge-patch+json";
 /// One request; the status code and the JSON answer.
 fn call(fake: &FakeKube, method: &str, path: &str, ct: &str, body: &Value) -> (u16, Value) {
     let url = format!("{}{path}", fake.url());
-    let req = ureq::request(method, &url).set("content-type", ct);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .proxy(None)
+        .build()
+        .into();
+    let mut req = ureq::http::Request::builder().method(method).uri(&url);
+    if !ct.is_empty() {
+        req = req.header("content-type", ct);
+    }
     let r = if body.is_null() {
-        req.call()
+        agent.run(req.body(()).unwrap())
     } else {
-        req.send_string(&body.to_string())
+        agent.run(req.body(body.to_string()).unwrap())
     };
-    let resp = match r {
+    let mut resp = match r {
         Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
         Err(e) => panic!("{method} {path}: {e}"),
     };
-    let code = resp.status();
+    let code = resp.status().as_u16();
     (
         code,
-        serde_json::from_str(&resp.into_string().unwrap()).unwrap(),
+        serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap(),
     )
 }
 

@@ -286,17 +286,22 @@ fn redfish_over_http_drives_the_kubevirt_vm() {
     let base = format!("http://{}/redfish/v1", server.local_addr());
     let node = &plan.nodes[2];
     let sys = format!("{base}/Systems/{}", node.uuid);
-    let agent = ureq::AgentBuilder::new().build();
+    let agent: ureq::Agent = ureq::Agent::config_builder().proxy(None).build().into();
     let get = |url: &str| -> Value {
-        serde_json::from_str(&agent.get(url).call().unwrap().into_string().unwrap()).unwrap()
+        let mut resp = agent.get(url).call().unwrap();
+        serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap()
     };
     let systems = get(&format!("{base}/Systems"));
     assert_eq!(systems["Members@odata.count"], 3);
     let send = |method: &str, url: &str, body: Value| {
-        let r = agent
-            .request(method, url)
-            .set("Content-Type", "application/json")
-            .send_string(&body.to_string());
+        let r = agent.run(
+            ureq::http::Request::builder()
+                .method(method)
+                .uri(url)
+                .header("Content-Type", "application/json")
+                .body(body.to_string())
+                .unwrap(),
+        );
         assert!(r.is_ok(), "{method} {url}: {r:?}");
     };
     send(

@@ -11,6 +11,7 @@
 //! handshake's signatures are checked, so a TLS session is really with the
 //! holder of the certificate shown.
 
+use std::io::{Read as _, Write as _};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,11 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
+
+use ureq::unversioned::transport::{
+    Buffers, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout, TcpConnector,
+    Transport, TransportAdapter,
+};
 
 use super::machine::MachineError;
 use super::source::{self, ImageSources, UNREACHABLE};
@@ -33,24 +39,31 @@ pub struct Fetcher {
     agent: ureq::Agent,
 }
 
+/// A fetched image's response.
+pub type Response = ureq::http::Response<ureq::Body>;
+
 impl Fetcher {
     /// A fetcher under `sources`; `media_ca` (a PEM file) turns certificate
     /// verification on against the CAs in it.
     pub fn new(sources: ImageSources, media_ca: Option<&Path>) -> Result<Fetcher> {
-        let agent = ureq::AgentBuilder::new()
-            .timeout_connect(Duration::from_secs(10))
-            .timeout_read(Duration::from_secs(60))
-            .redirects(0)
-            .resolver(source::Resolver(Arc::new(sources)))
-            .tls_config(client_tls(media_ca)?)
+        let config = ureq::Agent::config_builder()
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .timeout_per_read(Some(Duration::from_secs(60)))
+            .max_redirects(0)
+            .http_status_as_error(false)
+            // no proxy from the environment: the resolver would check the
+            // proxy's address, not the image server's
+            .proxy(None)
             .build();
+        let connector = ().chain(TcpConnector::default()).chain(MediaTls(client_tls(media_ca)?));
+        let agent = ureq::Agent::with_parts(config, connector, source::Resolver::new(sources));
         Ok(Fetcher { agent })
     }
 
     /// GETs `url` with `headers`, following up to [`MAX_REDIRECTS`]
     /// redirects. A failure is a [`MachineError::BadRequest`] naming the URL
     /// (without user-info or query) and its [`Cause`].
-    pub fn get(&self, url: &str, headers: &[(&str, &str)]) -> Result<ureq::Response, MachineError> {
+    pub fn get(&self, url: &str, headers: &[(&str, &str)]) -> Result<Response, MachineError> {
         let shown = crate::redact::url(url);
         let failed = |cause: Cause| {
             MachineError::BadRequest(format!(
@@ -62,29 +75,33 @@ impl Fetcher {
             .map_err(|r| failed(refused(source::written_host(url).unwrap_or(""), &r)))?;
         for hop in 0..=MAX_REDIRECTS {
             let host = next.host_str().unwrap_or("").to_string();
-            let mut req = self.agent.request_url("GET", &next);
+            let uri = source::as_sent(&next).map_err(|r| failed(refused(&host, &r)))?;
+            let mut req = self.agent.get(uri);
             for (k, v) in headers {
-                req = req.set(k, v);
+                req = req.header(*k, *v);
             }
             match req.call() {
-                Ok(resp) if is_redirect(resp.status()) => {
-                    let Some(location) = resp.header("Location") else {
+                Ok(resp) if is_redirect(resp.status().as_u16()) => {
+                    let Some(location) =
+                        resp.headers().get("Location").and_then(|v| v.to_str().ok())
+                    else {
                         return Err(failed(Cause::Other(format!(
                             "the server answered HTTP {} without a Location",
-                            resp.status()
+                            resp.status().as_u16()
                         ))));
                     };
                     next = source::check_redirect(&next, location)
                         .map_err(|r| failed(refused(&host, &format!("redirect: {r}"))))?;
                 }
-                Ok(resp) => return Ok(resp),
-                Err(ureq::Error::Status(code, _)) => {
+                Ok(resp) if resp.status().as_u16() >= 400 => {
                     return Err(failed(Cause::Other(format!(
-                        "the server answered HTTP {code}"
+                        "the server answered HTTP {}",
+                        resp.status().as_u16()
                     ))))
                 }
-                Err(ureq::Error::Transport(t)) => {
-                    let cause = Cause::classify(t.kind(), &chain(&t));
+                Ok(resp) => return Ok(resp),
+                Err(e) => {
+                    let cause = Cause::classify(&e);
                     if let Cause::Rule(reason) = &cause {
                         refused(&host, reason);
                     }
@@ -126,12 +143,16 @@ pub enum Cause {
 }
 
 impl Cause {
-    /// The cause of a transport failure of kind `kind`, whose error chain
-    /// (the error's sources, and what each I/O error wraps) is `chain`.
-    pub fn classify(kind: ureq::ErrorKind, chain: &[&(dyn std::error::Error + 'static)]) -> Cause {
-        for e in chain {
+    /// The cause of a failed request, read from the error and what it
+    /// carries (its sources, and what each I/O error wraps).
+    pub fn classify(err: &ureq::Error) -> Cause {
+        let chain = chain(err);
+        for e in &chain {
             if let Some(r) = e.downcast_ref::<source::Refused>() {
                 return Cause::Rule(r.0.clone());
+            }
+            if let Some(l) = e.downcast_ref::<source::Lookup>() {
+                return Cause::Dns(l.0.to_string());
             }
             if let Some(t) = e.downcast_ref::<rustls::Error>() {
                 return match t {
@@ -153,17 +174,10 @@ impl Cause {
             }
             _ => {}
         }
-        let detail = || {
-            chain
-                .iter()
-                .map(|e| e.to_string())
-                .collect::<Vec<_>>()
-                .join(": ")
-        };
-        match kind {
-            ureq::ErrorKind::Dns => Cause::Dns(detail()),
-            _ if detail().is_empty() => Cause::Other(kind.to_string()),
-            _ => Cause::Other(format!("{kind}: {}", detail())),
+        match err {
+            ureq::Error::Timeout(_) => Cause::Timeout,
+            ureq::Error::HostNotFound => Cause::Dns(err.to_string()),
+            _ => Cause::Other(err.to_string()),
         }
     }
 
@@ -197,11 +211,17 @@ fn certificate(c: &rustls::CertificateError) -> String {
     }
 }
 
-/// The error's sources and, for each I/O error, the error it wraps (an
-/// `io::Error`'s own `source` skips it).
-fn chain(t: &ureq::Transport) -> Vec<&(dyn std::error::Error + 'static)> {
+/// What the error carries and its sources, and for each I/O error the
+/// error it wraps (an `io::Error`'s own `source` skips it; ureq's error has
+/// no `source`).
+fn chain(err: &ureq::Error) -> Vec<&(dyn std::error::Error + 'static)> {
     let mut out = Vec::new();
-    let mut next = std::error::Error::source(t);
+    let mut next: Option<&(dyn std::error::Error + 'static)> = match err {
+        ureq::Error::Io(e) => Some(e),
+        ureq::Error::Rustls(e) => Some(e),
+        ureq::Error::Other(e) => Some(e.as_ref()),
+        _ => None,
+    };
     while let Some(e) = next {
         out.push(e);
         if let Some(inner) = e
@@ -264,6 +284,86 @@ fn client_tls(media_ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>> {
     Ok(Arc::new(config))
 }
 
+/// The TLS step of the fetch's connector chain, with [`client_tls`]'s
+/// config: ureq's own connector, with verification off, checks no handshake
+/// signature.
+#[derive(Debug)]
+struct MediaTls(Arc<rustls::ClientConfig>);
+
+impl<In: Transport> Connector<In> for MediaTls {
+    type Out = Either<In, MediaTlsTransport>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        let Some(transport) = chained else {
+            return Err(ureq::Error::ConnectionFailed);
+        };
+        if !details.needs_tls() || transport.is_tls() {
+            return Ok(Some(Either::A(transport)));
+        }
+        let host = details.uri.host().unwrap_or("");
+        // an IPv6 literal comes in brackets
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let name = ServerName::try_from(bare.to_string())
+            .map_err(|_| ureq::Error::Tls("the server's name is not a DNS name or an address"))?;
+        let mut conn = rustls::ClientConnection::new(self.0.clone(), name)?;
+        let mut sock = TransportAdapter::new(transport.boxed(), details.current_time.clone());
+        sock.set_timeout(details.timeout);
+        conn.complete_io(&mut sock)?;
+        Ok(Some(Either::B(MediaTlsTransport {
+            buffers: LazyBuffers::new(
+                details.config.input_buffer_size(),
+                details.config.output_buffer_size(),
+            ),
+            stream: rustls::StreamOwned { conn, sock },
+        })))
+    }
+}
+
+/// A TLS session over the chained transport.
+struct MediaTlsTransport {
+    buffers: LazyBuffers,
+    stream: rustls::StreamOwned<rustls::ClientConnection, TransportAdapter>,
+}
+
+impl std::fmt::Debug for MediaTlsTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MediaTlsTransport").finish_non_exhaustive()
+    }
+}
+
+impl Transport for MediaTlsTransport {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        &mut self.buffers
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        self.stream.get_mut().set_timeout(timeout);
+        let output = &self.buffers.output()[..amount];
+        self.stream.write_all(output)?;
+        Ok(())
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        self.stream.get_mut().set_timeout(timeout);
+        let input = self.buffers.input_append_buf();
+        let amount = self.stream.read(input)?;
+        self.buffers.input_appended(amount);
+        Ok(amount > 0)
+    }
+
+    fn is_open(&mut self) -> bool {
+        self.stream.get_mut().get_mut().is_open()
+    }
+
+    fn is_tls(&self) -> bool {
+        true
+    }
+}
+
 /// Accepts any server certificate, as BMCs do for virtual media, but checks
 /// the handshake's signatures against it.
 #[derive(Debug)]
@@ -317,7 +417,6 @@ impl ServerCertVerifier for AnyCertificate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read as _;
     use std::net::{SocketAddr, TcpListener};
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::time::Instant;
@@ -393,13 +492,16 @@ mod tests {
         "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello".into()
     }
 
-    fn body(resp: ureq::Response) -> String {
+    fn body(resp: Response) -> String {
         let mut s = String::new();
-        resp.into_reader().read_to_string(&mut s).unwrap();
+        resp.into_body()
+            .into_reader()
+            .read_to_string(&mut s)
+            .unwrap();
         s
     }
 
-    fn refused(r: Result<ureq::Response, MachineError>) -> String {
+    fn refused(r: Result<Response, MachineError>) -> String {
         match r {
             Err(MachineError::BadRequest(msg)) => msg,
             Err(e) => panic!("{e:?}"),
@@ -532,44 +634,97 @@ mod tests {
         assert!(format!("{e:#}").contains("no PEM certificate"), "{e:#}");
     }
 
+    /// Presents `cert` but signs the handshake with `key`: a server that
+    /// shows a certificate it does not hold.
+    #[derive(Debug)]
+    struct Borrowed(Arc<rustls::sign::CertifiedKey>);
+
+    impl rustls::server::ResolvesServerCert for Borrowed {
+        fn resolve(
+            &self,
+            _: rustls::server::ClientHello<'_>,
+        ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+            Some(self.0.clone())
+        }
+    }
+
+    #[test]
+    fn unverified_https_still_checks_the_handshake_signature() {
+        let dir = tempfile::tempdir().unwrap();
+        let ips = ["127.0.0.1".parse().unwrap()];
+        let shown = tls::ensure(&dir.path().join("shown"), &ips, &[]).unwrap();
+        let held = tls::ensure(&dir.path().join("held"), &ips, &[]).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let key =
+            rustls::pki_types::PrivateKeyDer::from_pem_slice(held.key_pem.as_bytes()).unwrap();
+        let key = provider.key_provider.load_private_key(key).unwrap();
+        let chain = CertificateDer::pem_slice_iter(shown.cert_pem.as_bytes())
+            .map(|c| c.unwrap())
+            .collect();
+        let cfg = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_cert_resolver(Arc::new(Borrowed(Arc::new(
+                rustls::sign::CertifiedKey::new(chain, key),
+            ))));
+        let server = loopback("127.0.0.1:0", Some(Arc::new(cfg)), ok).unwrap();
+        let url = format!("https://127.0.0.1:{}/x.iso", server.addr.port());
+        let f = Fetcher::new(
+            ImageSources::anywhere(vec!["127.0.0.1/32".parse().unwrap()]),
+            None,
+        )
+        .unwrap();
+        let msg = refused(f.get(&url, &[]));
+        assert!(
+            msg.starts_with(&format!("fetching the image {url} failed: TLS")),
+            "{msg}"
+        );
+        assert_eq!(server.hits.load(Ordering::SeqCst), 1);
+    }
+
     #[test]
     fn causes_are_read_from_the_error_chain() {
         use std::io::{Error as Io, ErrorKind as K};
-        use ureq::ErrorKind::{ConnectionFailed, Dns, Io as IoKind};
-        let classify =
-            |kind, errors: &[&(dyn std::error::Error + 'static)]| Cause::classify(kind, errors);
-        let refused = Io::from(K::ConnectionRefused);
+        use ureq::Error as E;
+        let classify = |e: E| Cause::classify(&e);
         assert_eq!(
-            classify(ConnectionFailed, &[&refused]),
+            classify(E::Io(Io::from(K::ConnectionRefused))),
             Cause::ConnectionRefused
         );
-        let timed_out = Io::from(K::TimedOut);
-        assert_eq!(classify(ConnectionFailed, &[&timed_out]), Cause::Timeout);
-        let would_block = Io::from(K::WouldBlock);
-        assert_eq!(classify(IoKind, &[&would_block]), Cause::Timeout);
+        assert_eq!(classify(E::Io(Io::from(K::TimedOut))), Cause::Timeout);
+        assert_eq!(classify(E::Io(Io::from(K::WouldBlock))), Cause::Timeout);
+        assert_eq!(classify(E::Timeout(ureq::Timeout::Connect)), Cause::Timeout);
+        // a failed lookup comes through the resolver as such
         let lookup = Io::other("failed to lookup address information: Name or service not known");
         assert!(
-            matches!(classify(Dns, &[&lookup]), Cause::Dns(d) if d.contains("Name or service not known"))
+            matches!(classify(E::Other(Box::new(source::Lookup(lookup)))), Cause::Dns(d) if d.contains("Name or service not known"))
         );
-        // the rule's refusal comes through the resolver as a DNS error
+        assert!(matches!(classify(E::HostNotFound), Cause::Dns(_)));
+        // the rule's refusal comes through the resolver
         let rule = source::Refused("127.0.0.2 is a loopback address".into());
-        let io = Io::new(K::PermissionDenied, source::Refused("x".into()));
         assert_eq!(
-            classify(Dns, &[&io, &rule]),
+            classify(E::Other(Box::new(rule))),
             Cause::Rule("127.0.0.2 is a loopback address".into())
         );
         // TLS, wrapped in an I/O error as the TLS stream reports it
         let unknown = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
-        let io = Io::new(K::InvalidData, unknown.clone());
-        assert_eq!(classify(IoKind, &[&io, &unknown]), Cause::UnknownCa);
+        assert_eq!(
+            classify(E::Io(Io::new(K::InvalidData, unknown.clone()))),
+            Cause::UnknownCa
+        );
+        assert_eq!(classify(E::Rustls(unknown)), Cause::UnknownCa);
         let expired = rustls::Error::InvalidCertificate(rustls::CertificateError::Expired);
         assert_eq!(
-            classify(IoKind, &[&expired]),
+            classify(E::Io(Io::new(K::InvalidData, expired))),
             Cause::BadCertificate("the certificate has expired".into())
         );
         let alert = rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure);
-        assert!(matches!(classify(IoKind, &[&alert]), Cause::Tls(_)));
-        assert_eq!(classify(IoKind, &[]), Cause::Other(IoKind.to_string()));
+        assert!(matches!(classify(E::Rustls(alert)), Cause::Tls(_)));
+        assert_eq!(
+            classify(E::ConnectionFailed),
+            Cause::Other("connection failed".into())
+        );
         // what the client reads names the cause
         assert!(Cause::UnknownCa.describe().starts_with("TLS: unknown CA"));
         assert_eq!(Cause::Rule("secret detail".into()).describe(), UNREACHABLE);

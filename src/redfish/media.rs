@@ -125,11 +125,11 @@ impl MediaStore {
         if resp.status() != 200 {
             return Err(MachineError::BadRequest(format!(
                 "fetching the image failed: HTTP {}",
-                resp.status()
+                resp.status().as_u16()
             )));
         }
-        let length: u64 = resp
-            .header("Content-Length")
+        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok());
+        let length: u64 = header("Content-Length")
             .and_then(|v| v.parse().ok())
             .ok_or_else(|| {
                 MachineError::BadRequest("the image server sent no Content-Length".into())
@@ -140,21 +140,22 @@ impl MediaStore {
                 self.max_bytes
             )));
         }
-        let etag = resp.header("ETag").map(str::to_string);
-        let last_modified = resp.header("Last-Modified").map(str::to_string);
+        let etag = header("ETag").map(str::to_string);
+        let last_modified = header("Last-Modified").map(str::to_string);
         let name = format!(
             "{VOLUME_PREFIX}{}.iso",
             hex::encode(super::auth::random_bytes(6).map_err(MachineError::Backend)?)
         );
         self.pin_name(&name);
         let started = std::time::Instant::now();
-        let digest = match self.stream_into_volume(host, &name, length, resp.into_reader()) {
-            Ok(d) => d,
-            Err(e) => {
-                self.unpin(&name);
-                return Err(e);
-            }
-        };
+        let digest =
+            match self.stream_into_volume(host, &name, length, resp.into_body().into_reader()) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.unpin(&name);
+                    return Err(e);
+                }
+            };
         tracing::info!(volume = %name, bytes = length, elapsed_ms = started.elapsed().as_millis() as u64, "image streamed into the pool");
         let mut st = self.state();
         // Same content already stored under another volume: keep that one.

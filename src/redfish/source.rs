@@ -25,6 +25,8 @@ use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs as _};
 
 use ipnet::IpNet;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs};
+use ureq::unversioned::transport::NextTimeout;
 
 /// The answer for every image source the rule refuses, whichever rule: the
 /// BMC's log says which.
@@ -194,6 +196,32 @@ pub fn check_redirect(base: &url::Url, location: &str) -> Result<url::Url, Strin
     Ok(url)
 }
 
+/// The checked URL as the client sends it: ureq parses it again with
+/// `http`'s parser, which must read the same host and port, or the check
+/// would be of another server than the one fetched from.
+pub fn as_sent(url: &url::Url) -> Result<ureq::http::Uri, String> {
+    let uri: ureq::http::Uri = url
+        .as_str()
+        .parse()
+        .map_err(|e| format!("the URL does not parse as the client reads it: {e}"))?;
+    let checked = (url.host_str(), url.port_or_known_default());
+    let sent = (
+        uri.host(),
+        uri.port_u16().or(match uri.scheme_str() {
+            Some("http") => Some(80),
+            Some("https") => Some(443),
+            _ => None,
+        }),
+    );
+    if checked != sent {
+        return Err(format!(
+            "the client reads the host {:?} port {:?}, not the {:?} port {:?} checked",
+            sent.0, sent.1, checked.0, checked.1
+        ));
+    }
+    Ok(uri)
+}
+
 fn check_text(raw: &str) -> Result<(), String> {
     // URL parsers drop tabs and newlines and trim spaces: what they fetch
     // would differ from what was checked.
@@ -311,7 +339,20 @@ pub fn host_addresses() -> io::Result<Vec<IpAddr>> {
 /// A resolver for the image fetch: resolves as usual, then keeps only the
 /// addresses the rule admits, so every connection (each redirect hop, each
 /// DNS answer) is checked right before it is made.
-pub struct Resolver(pub std::sync::Arc<ImageSources>);
+#[derive(Debug)]
+pub struct Resolver {
+    sources: std::sync::Arc<ImageSources>,
+    lookup: DefaultResolver,
+}
+
+impl Resolver {
+    pub fn new(sources: ImageSources) -> Resolver {
+        Resolver {
+            sources: std::sync::Arc::new(sources),
+            lookup: DefaultResolver::default(),
+        }
+    }
+}
 
 /// The rule's refusal of a resolved address, as the resolver's error carries
 /// it (so the fetch tells it from a failed lookup).
@@ -319,13 +360,34 @@ pub struct Resolver(pub std::sync::Arc<ImageSources>);
 #[error("{0}")]
 pub struct Refused(pub String);
 
-impl ureq::Resolver for Resolver {
-    fn resolve(&self, netloc: &str) -> io::Result<Vec<SocketAddr>> {
-        let addrs = netloc.to_socket_addrs()?.collect();
+/// A failed lookup of the server's name, as the resolver's error carries it
+/// (ureq reports it as any other I/O error).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Lookup(pub io::Error);
+
+impl ureq::unversioned::resolver::Resolver for Resolver {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let addrs = match self.lookup.resolve(uri, config, timeout) {
+            Ok(addrs) => addrs.to_vec(),
+            Err(ureq::Error::Io(e)) => return Err(ureq::Error::Other(Box::new(Lookup(e)))),
+            Err(e) => return Err(e),
+        };
         let own = host_addresses()?;
-        self.0
+        let admitted = self
+            .sources
             .admit(addrs, &own)
-            .map_err(|reason| io::Error::new(io::ErrorKind::PermissionDenied, Refused(reason)))
+            .map_err(|reason| ureq::Error::Other(Box::new(Refused(reason))))?;
+        let mut out = self.empty();
+        for addr in admitted {
+            out.push(addr);
+        }
+        Ok(out)
     }
 }
 
@@ -388,6 +450,23 @@ mod tests {
             "http://[fd00::5]/x.iso",
         ] {
             assert!(check_url(raw).is_ok(), "{raw}");
+        }
+    }
+
+    #[test]
+    fn the_client_reads_the_host_and_port_checked() {
+        for raw in [
+            "http://127.0.0.1:8080/x.iso",
+            "https://10.0.0.5:6183/images/ironic-python-agent.iso?a=b#frag",
+            "http://Mirror.Example.COM/rhcos.iso",
+            "http://user:p%40w@mirror.example.com/x.iso",
+            "http://[::1]:8080/x.iso",
+            "https://[fd00::5]/x.iso",
+            "http://10.0.0.5:80/x.iso",
+        ] {
+            let url = check_url(raw).unwrap();
+            let uri = as_sent(&url).unwrap_or_else(|e| panic!("{raw}: {e}"));
+            assert_eq!(uri.host(), url.host_str(), "{raw}");
         }
     }
 

@@ -134,11 +134,37 @@ fn short_name(src: &str) -> &str {
 }
 
 pub(crate) fn agent() -> ureq::Agent {
-    ureq::AgentBuilder::new()
-        .timeout_connect(CONNECT_TIMEOUT)
-        .timeout_read(READ_TIMEOUT)
+    ureq::Agent::config_builder()
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_per_read(Some(READ_TIMEOUT))
+        .max_redirects(5)
+        .http_status_as_error(false)
+        .proxy(None)
         .user_agent(concat!("shiftlab/", env!("CARGO_PKG_VERSION")))
         .build()
+        .into()
+}
+
+type Response = ureq::http::Response<ureq::Body>;
+
+/// Why a request got no usable answer: the mirror answered 4xx/5xx (its
+/// code and reason), or it could not be reached or read.
+enum Fail {
+    Status(u16, &'static str),
+    Transport(ureq::Error),
+}
+
+/// Sends `req`, an answer of 400 or more being a [`Fail::Status`].
+fn call(req: ureq::RequestBuilder<ureq::typestate::WithoutBody>) -> Result<Response, Fail> {
+    let resp = req.call().map_err(Fail::Transport)?;
+    let status = resp.status();
+    if status.as_u16() >= 400 {
+        return Err(Fail::Status(
+            status.as_u16(),
+            status.canonical_reason().unwrap_or(""),
+        ));
+    }
+    Ok(resp)
 }
 
 /// The sha256 of a file, as lowercase hex.
@@ -300,35 +326,32 @@ fn download_attempt(
     let offset = fs::metadata(partial).map(|m| m.len()).unwrap_or(0);
     let mut req = agent().get(url);
     if offset > 0 {
-        req = req.set("Range", &format!("bytes={offset}-"));
+        req = req.header("Range", &format!("bytes={offset}-"));
     }
-    let resp = match req.call() {
+    let resp = match call(req) {
         Ok(r) => r,
-        Err(ureq::Error::Status(416, _)) if offset > 0 => {
+        Err(Fail::Status(416, _)) if offset > 0 => {
             let _ = fs::remove_file(partial);
             return Err(Failure::Interrupted(
                 "the mirror refused to resume; starting over".into(),
             ));
         }
-        Err(ureq::Error::Status(code, r)) => {
-            return Err(Failure::Fatal(anyhow!(
-                "GET {url}: HTTP {code} {}",
-                r.status_text()
-            )))
+        Err(Fail::Status(code, reason)) => {
+            return Err(Failure::Fatal(anyhow!("GET {url}: HTTP {code} {reason}")))
         }
-        Err(ureq::Error::Transport(t)) if offset > 0 => {
+        Err(Fail::Transport(t)) if offset > 0 => {
             return Err(Failure::Interrupted(format!(
                 "cannot reach the mirror: {t}"
             )))
         }
-        Err(ureq::Error::Transport(t)) => {
+        Err(Fail::Transport(t)) => {
             return Err(Failure::Fatal(anyhow!("cannot download {url}: {t}")))
         }
     };
+    let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok());
     let resumed = resp.status() == 206 && offset > 0 && {
         let want = format!("bytes {offset}-");
-        resp.header("Content-Range")
-            .is_some_and(|r| r.trim().starts_with(&want))
+        header("Content-Range").is_some_and(|r| r.trim().starts_with(&want))
     };
     if offset > 0 && !resumed {
         progress.note(format!(
@@ -336,9 +359,7 @@ fn download_attempt(
         ));
     }
     let start = if resumed { offset } else { 0 };
-    let body_len = resp
-        .header("Content-Length")
-        .and_then(|l| l.trim().parse::<u64>().ok());
+    let body_len = header("Content-Length").and_then(|l| l.trim().parse::<u64>().ok());
     let total = body_len.map(|l| l + start);
     let too_large = |what: String| {
         let _ = fs::remove_file(partial);
@@ -360,7 +381,7 @@ fn download_attempt(
 
     let bar = progress.bar(total, short_name(url));
     bar.set_position(start);
-    let mut reader = resp.into_reader();
+    let mut reader = resp.into_body().into_reader();
     let mut buf = vec![0u8; 1 << 18];
     let mut got: u64 = 0;
     let outcome = loop {
@@ -397,9 +418,10 @@ fn download_attempt(
 }
 
 /// A response body of at most `limit` bytes.
-fn read_bounded(resp: ureq::Response, url: &str, limit: u64) -> Result<Vec<u8>> {
+fn read_bounded(resp: Response, url: &str, limit: u64) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    resp.into_reader()
+    resp.into_body()
+        .into_reader()
         .take(limit + 1)
         .read_to_end(&mut out)
         .with_context(|| format!("reading {url}"))?;
@@ -432,13 +454,11 @@ pub fn fetch_optional(src: &str) -> Result<Option<Vec<u8>>> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
         },
-        Origin::Http(url) => match agent().get(&url).call() {
+        Origin::Http(url) => match call(agent().get(&url)) {
             Ok(resp) => Ok(Some(read_bounded(resp, &url, MAX_TEXT_BYTES)?)),
-            Err(ureq::Error::Status(404, _)) => Ok(None),
-            Err(ureq::Error::Status(code, r)) => {
-                bail!("GET {url}: HTTP {code} {}", r.status_text())
-            }
-            Err(ureq::Error::Transport(t)) => bail!("cannot reach {url}: {t}"),
+            Err(Fail::Status(404, _)) => Ok(None),
+            Err(Fail::Status(code, reason)) => bail!("GET {url}: HTTP {code} {reason}"),
+            Err(Fail::Transport(t)) => bail!("cannot reach {url}: {t}"),
         },
     }
 }
@@ -476,15 +496,15 @@ pub fn fetch_text(
             return Ok(text);
         }
     }
-    match agent().get(&url).call() {
+    match call(agent().get(&url)) {
         Ok(resp) => {
             let text = read_bounded(resp, &url, MAX_TEXT_BYTES)?;
             let text = String::from_utf8(text).with_context(|| format!("{url} is not text"))?;
             crate::files::write_atomic(&meta, text.as_bytes())?;
             Ok(text)
         }
-        Err(ureq::Error::Status(code, r)) => bail!("GET {url}: HTTP {code} {}", r.status_text()),
-        Err(ureq::Error::Transport(t)) => match cached() {
+        Err(Fail::Status(code, reason)) => bail!("GET {url}: HTTP {code} {reason}"),
+        Err(Fail::Transport(t)) => match cached() {
             Some(text) => {
                 progress.note(format!("offline: using cached {url} ({t})"));
                 Ok(text)

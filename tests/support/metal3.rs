@@ -62,9 +62,11 @@ impl Metal3 {
             base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
         );
         std::thread::spawn(move || {
-            let agent = ureq::AgentBuilder::new()
-                .timeout(Duration::from_secs(10))
-                .build();
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .timeout_global(Some(Duration::from_secs(10)))
+                .proxy(None)
+                .build()
+                .into();
             while !done.load(Ordering::SeqCst) {
                 let up = running.load(Ordering::SeqCst);
                 for (host, on) in pass(&fake, &agent, &auth, up) {
@@ -128,8 +130,12 @@ fn pass(fake: &FakeKube, agent: &ureq::Agent, auth: &str, up: bool) -> Vec<(Stri
             .map_or(address, |(_, rest)| rest)
             .to_string();
         let power = |agent: &ureq::Agent| -> Option<bool> {
-            let r = agent.get(&system).set("Authorization", auth).call().ok()?;
-            let v: Value = serde_json::from_str(&r.into_string().ok()?).ok()?;
+            let mut r = agent
+                .get(&system)
+                .header("Authorization", auth)
+                .call()
+                .ok()?;
+            let v: Value = serde_json::from_str(&r.body_mut().read_to_string().ok()?).ok()?;
             Some(v["PowerState"] == "On")
         };
         let Some(on) = power(agent) else { continue };
@@ -146,9 +152,9 @@ fn pass(fake: &FakeKube, agent: &ureq::Agent, auth: &str, up: bool) -> Vec<(Stri
             let reset = if online { "On" } else { "GracefulShutdown" };
             let r = agent
                 .post(&format!("{system}/Actions/ComputerSystem.Reset"))
-                .set("Authorization", auth)
-                .set("Content-Type", "application/json")
-                .send_string(&json!({ "ResetType": reset }).to_string());
+                .header("Authorization", auth)
+                .header("Content-Type", "application/json")
+                .send(json!({ "ResetType": reset }).to_string());
             if r.is_ok() {
                 acted.push((name.clone(), online));
             }

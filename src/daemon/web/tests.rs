@@ -59,31 +59,37 @@ impl Got {
     }
 }
 
+/// A client for the page on loopback: redirects not followed, statuses
+/// returned as answers, no proxy from the environment.
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .proxy(None)
+        .build()
+        .into()
+}
+
 /// One request with ureq (redirects not followed), on a blocking thread.
 async fn get(url: String, headers: Vec<(&'static str, String)>, method: &'static str) -> Got {
     tokio::task::spawn_blocking(move || {
-        let agent = ureq::AgentBuilder::new().redirects(0).build();
-        let mut req = agent.request(method, &url);
-        for (k, v) in &headers {
-            req = req.set(k, v);
-        }
-        let resp = match req.call() {
+        let req = ureq::http::Request::builder().method(method).uri(&url);
+        let req = headers
+            .iter()
+            .fold(req, |req, (k, v)| req.header(*k, v.as_str()));
+        let mut resp = match agent().run(req.body(()).unwrap()) {
             Ok(r) => r,
-            Err(ureq::Error::Status(_, r)) => r,
             Err(e) => panic!("{url}: {e}"),
         };
         let headers = resp
-            .headers_names()
-            .into_iter()
-            .map(|n| {
-                let v = resp.header(&n).unwrap_or_default().to_string();
-                (n, v)
-            })
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap_or_default().to_string()))
             .collect();
         Got {
-            status: resp.status(),
+            status: resp.status().as_u16(),
             headers,
-            body: resp.into_string().unwrap_or_default(),
+            body: resp.body_mut().read_to_string().unwrap_or_default(),
         }
     })
     .await
@@ -288,9 +294,9 @@ async fn events_stream_what_the_api_says() {
     let s = start(&st, None).await;
     let url = format!("http://{}/api/clusters/lab1/events", s.local_addr());
     let lines = tokio::task::spawn_blocking(move || {
-        let resp = ureq::get(&url).call().unwrap();
-        assert_eq!(resp.content_type(), "text/event-stream");
-        let mut reader = std::io::BufReader::new(resp.into_reader());
+        let resp = agent().get(&url).call().unwrap();
+        assert_eq!(resp.body().mime_type(), Some("text/event-stream"));
+        let mut reader = std::io::BufReader::new(resp.into_body().into_reader());
         let mut lines = Vec::new();
         let mut line = String::new();
         while lines.len() < 6 {
@@ -325,8 +331,8 @@ async fn events_of_an_unknown_cluster_say_so() {
     let s = start(&st, None).await;
     let url = format!("http://{}/api/clusters/nope/events", s.local_addr());
     let text = tokio::task::spawn_blocking(move || {
-        let resp = ureq::get(&url).call().unwrap();
-        let mut reader = std::io::BufReader::new(resp.into_reader());
+        let resp = agent().get(&url).call().unwrap();
+        let mut reader = std::io::BufReader::new(resp.into_body().into_reader());
         let mut text = String::new();
         let mut line = String::new();
         while !text.contains("data: ") {
@@ -473,11 +479,11 @@ async fn every_response(base: &str, auth: Vec<(&'static str, String)>) -> Vec<(S
     }
     let url = format!("{base}/api/clusters/webleak/events");
     let event = tokio::task::spawn_blocking(move || {
-        let mut req = ureq::get(&url);
+        let mut req = agent().get(&url);
         for (k, v) in &auth {
-            req = req.set(k, v);
+            req = req.header(*k, v.as_str());
         }
-        let mut reader = std::io::BufReader::new(req.call().unwrap().into_reader());
+        let mut reader = std::io::BufReader::new(req.call().unwrap().into_body().into_reader());
         let (mut text, mut line) = (String::new(), String::new());
         while !text.contains("\ndata: ") {
             line.clear();
