@@ -582,3 +582,95 @@ fn one_insert_per_slot_and_a_few_downloads_at_once() {
     assert_eq!(reached(), 6);
     rt.block_on(server.shutdown());
 }
+
+/// SHIFTLAB_BMC_TRACE's trace over the wire: every request, the ones refused
+/// from their headers too, with its status; the Authorization's scheme and
+/// no credential; a session's password gone from its body; the file 0600.
+#[test]
+fn the_trace_records_requests_without_credentials() {
+    use shiftlab::redfish::trace::Trace;
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    let mut redactor = shiftlab::redact::Redactor::default();
+    redactor.add("hunter2");
+    let trace = Arc::new(Trace::open(&path, redactor).unwrap());
+    let rt = runtime();
+    let server = rt
+        .block_on(Server::start_traced(
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+            service(),
+            Some(trace),
+        ))
+        .unwrap();
+    let base = format!("http://{}", server.local_addr());
+    let agent = agent();
+    let j = Some("application/json");
+    let b = basic();
+    let systems = format!("{base}/redfish/v1/Systems");
+    assert_eq!(call(&agent, "GET", &systems, None, None, "").0, 401);
+    assert_eq!(call(&agent, "GET", &systems, Some(&b), None, "").0, 200);
+    let sessions = format!("{base}/redfish/v1/SessionService/Sessions");
+    let login = r#"{"UserName":"admin","Password":"hunter2"}"#;
+    let (s, r) = call(&agent, "POST", &sessions, None, j, login);
+    assert_eq!(s, 201);
+    let token = header(&r, "X-Auth-Token").unwrap().to_string();
+    let reset = format!("{base}/redfish/v1/Systems/{UUID}/Actions/ComputerSystem.Reset");
+    let req = ureq::http::Request::builder()
+        .method("POST")
+        .uri(&reset)
+        .header("X-Auth-Token", &token)
+        .header("Content-Type", "application/json")
+        .header("OData-Version", "4.0")
+        .body(r#"{"ResetType":"On"}"#.to_string())
+        .unwrap();
+    assert_eq!(agent.run(req).unwrap().status().as_u16(), 204);
+    rt.block_on(server.shutdown());
+
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let basic_credentials = b.split_whitespace().nth(1).unwrap();
+    for secret in ["hunter2", basic_credentials, token.as_str()] {
+        assert!(!text.contains(secret), "a credential in the trace: {text}");
+    }
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen: Vec<(String, String, u64)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["method"].as_str().unwrap().to_string(),
+                l["target"].as_str().unwrap().to_string(),
+                l["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want = |m: &str, t: &str, s: u64| (m.to_string(), t.to_string(), s);
+    assert_eq!(
+        seen,
+        [
+            want("GET", "/redfish/v1/Systems", 401),
+            want("GET", "/redfish/v1/Systems", 200),
+            want("POST", "/redfish/v1/SessionService/Sessions", 201),
+            want(
+                "POST",
+                &format!("/redfish/v1/Systems/{UUID}/Actions/ComputerSystem.Reset"),
+                204
+            ),
+        ]
+    );
+    assert_eq!(lines[1]["headers"]["authorization"], "Basic");
+    assert_eq!(lines[2]["body"]["UserName"], "admin");
+    assert_eq!(lines[2]["body"]["Password"], "<redacted>");
+    assert!(lines[2]["response_headers"]["location"]
+        .as_str()
+        .unwrap()
+        .starts_with("/redfish/v1/SessionService/Sessions/"));
+    assert_eq!(lines[3]["headers"]["x-auth-token"], "<redacted>");
+    assert_eq!(lines[3]["headers"]["odata-version"], "4.0");
+    assert_eq!(lines[3]["body"]["ResetType"], "On");
+}

@@ -87,6 +87,8 @@ pub struct Bmc {
     listen: SocketAddr,
     service: Arc<Service<dyn Machine>>,
     tls: Option<Arc<rustls::ServerConfig>>,
+    /// `SHIFTLAB_BMC_TRACE`'s request trace, when set.
+    trace: Option<Arc<super::trace::Trace>>,
     /// Where the CA certificate that clients verify the BMC with was exported.
     pub ca_path: Option<PathBuf>,
 }
@@ -102,7 +104,7 @@ impl Bmc {
 
     /// Binds the listen address and serves until [`Server::shutdown`].
     pub async fn start(self) -> Result<Server> {
-        Server::start(self.listen, self.tls, self.service).await
+        Server::start_traced(self.listen, self.tls, self.service, self.trace).await
     }
 }
 
@@ -156,10 +158,16 @@ pub fn build(config: Config) -> Result<Bmc> {
         }
         None => (None, None),
     };
+    let mut redactor = crate::redact::Redactor::default();
+    if let Some(c) = &config.credentials {
+        redactor.add(&c.password);
+    }
+    let trace = super::trace::Trace::from_env(redactor)?.map(Arc::new);
     Ok(Bmc {
         listen: config.listen,
         service,
         tls,
+        trace,
         ca_path,
     })
 }

@@ -13,7 +13,9 @@
 //!   [`crate::libvirt`] (connection, XML parsing and editing), with
 //!   [`metadata`] (the BMC's record in a domain) and [`media`] (virtual media
 //!   volumes), filled by [`fetch`] under [`source`]'s rule (where images may
-//!   come from).
+//!   come from);
+//! - [`trace`]: the hidden request trace (`SHIFTLAB_BMC_TRACE`), for
+//!   recording what a client sends.
 
 pub mod auth;
 pub mod bmc;
@@ -32,6 +34,7 @@ pub mod server;
 pub mod service;
 pub mod source;
 pub mod tls;
+pub mod trace;
 
 pub use error::RedfishError;
 pub use machine::{Machine, MachineError, MemoryMachine, MemorySystem};

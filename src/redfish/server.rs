@@ -20,6 +20,7 @@ use super::error::RedfishError;
 use super::machine::Machine;
 use super::request::MAX_BODY;
 use super::service::{Request, Response, Service};
+use super::trace::Trace;
 
 /// Oversized bodies up to this size are read and discarded before the 413.
 const DRAIN_LIMIT: usize = 1024 * 1024;
@@ -40,9 +41,20 @@ impl Server {
         tls: Option<Arc<rustls::ServerConfig>>,
         service: Arc<Service<M>>,
     ) -> Result<Server> {
-        let listener =
-            crate::httpd::Listener::start(addr, tls, move |req| handle(req, service.clone()))
-                .await?;
+        Server::start_traced(addr, tls, service, None).await
+    }
+
+    /// [`Server::start`], each request and its answer recorded in `trace`.
+    pub async fn start_traced<M: Machine + ?Sized>(
+        addr: SocketAddr,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        service: Arc<Service<M>>,
+        trace: Option<Arc<Trace>>,
+    ) -> Result<Server> {
+        let listener = crate::httpd::Listener::start(addr, tls, move |req| {
+            handle(req, service.clone(), trace.clone())
+        })
+        .await?;
         tracing::info!(local_addr = %listener.local_addr(), "redfish bmc listening");
         Ok(Server { listener })
     }
@@ -67,14 +79,44 @@ fn header(req: &HttpRequest<Incoming>, name: &str) -> Option<String> {
 async fn handle<M: Machine + ?Sized>(
     req: HttpRequest<Incoming>,
     service: Arc<Service<M>>,
+    trace: Option<Arc<Trace>>,
 ) -> HttpResponse<Full<Bytes>> {
+    let Some(trace) = trace else {
+        let (resp, close, _) = serve(req, service).await;
+        return to_http(resp, close);
+    };
+    let method = req.method().as_str().to_string();
+    let target = target(&req);
+    let headers = super::trace::kept_headers(
+        req.headers()
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
+    );
+    let (resp, close, body) = serve(req, service).await;
+    let answer = super::trace::Answer {
+        status: resp.status,
+        headers: &resp.headers,
+    };
+    trace.record(&method, &target, &headers, &body, &answer);
+    to_http(resp, close)
+}
+
+fn target(req: &HttpRequest<Incoming>) -> String {
+    req.uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into())
+}
+
+/// The answer to `req`, whether its connection ends with it, and the body
+/// read (empty when it was answered from its headers).
+async fn serve<M: Machine + ?Sized>(
+    req: HttpRequest<Incoming>,
+    service: Arc<Service<M>>,
+) -> (Response, bool, Bytes) {
     let mut r = Request {
         method: req.method().as_str().to_string(),
-        target: req
-            .uri()
-            .path_and_query()
-            .map(|p| p.as_str().to_string())
-            .unwrap_or_else(|| "/".into()),
+        target: target(&req),
         content_type: header(&req, "content-type"),
         authorization: header(&req, "authorization"),
         auth_token: header(&req, "x-auth-token"),
@@ -84,7 +126,7 @@ async fn handle<M: Machine + ?Sized>(
     // a byte of the body is read, and the connection ends with that answer.
     let cap = match service.admit(&r) {
         Ok(cap) => cap,
-        Err(resp) => return to_http(resp, true),
+        Err(resp) => return (resp, true, Bytes::new()),
     };
     let declared = req
         .headers()
@@ -98,7 +140,8 @@ async fn handle<M: Machine + ?Sized>(
             let drain = Limited::new(req.into_body(), DRAIN_LIMIT).collect();
             let _ = tokio::time::timeout(BODY_TIMEOUT, drain).await;
         }
-        return to_http(error_response(&RedfishError::payload_too_large(cap)), true);
+        let resp = error_response(&RedfishError::payload_too_large(cap));
+        return (resp, true, Bytes::new());
     }
     let read = tokio::time::timeout(BODY_TIMEOUT, Limited::new(req.into_body(), cap).collect());
     let body = match read.await {
@@ -112,18 +155,18 @@ async fn handle<M: Machine + ?Sized>(
             } else {
                 RedfishError::malformed_json("the request body could not be read")
             };
-            return to_http(error_response(&err), true);
+            return (error_response(&err), true, Bytes::new());
         }
         Err(_) => {
             let err = RedfishError::request_timeout(BODY_TIMEOUT.as_secs());
-            return to_http(error_response(&err), true);
+            return (error_response(&err), true, Bytes::new());
         }
     };
     r.body = body.to_vec();
     let started = std::time::Instant::now();
     if let Some(resp) = service.handle_in_memory(&r) {
         tracing::debug!(method = %r.method, target = %r.target, status = resp.status, elapsed_us = started.elapsed().as_micros() as u64, "request from memory");
-        return to_http(resp, false);
+        return (resp, false, body);
     }
     let method = r.method.clone();
     let target = r.target.clone();
@@ -135,7 +178,7 @@ async fn handle<M: Machine + ?Sized>(
         }
     };
     tracing::debug!(%method, %target, status = resp.status, elapsed_us = started.elapsed().as_micros() as u64, "request");
-    to_http(resp, false)
+    (resp, false, body)
 }
 
 fn error_response(e: &RedfishError) -> Response {
