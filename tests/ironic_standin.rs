@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -343,4 +344,128 @@ fn bad_input_is_named_and_changes_nothing() {
         "{stderr}"
     );
     assert!(!state.exists(), "nothing made");
+}
+
+/// The in-memory machine whose InsertMedia fetches the image as the libvirt
+/// BMC does (`redfish::fetch`, with its `--media-ca`) before it takes it.
+struct Fetching {
+    inner: shiftlab::redfish::MemoryMachine,
+    fetcher: shiftlab::redfish::fetch::Fetcher,
+    fetched: std::sync::Mutex<Vec<u8>>,
+}
+
+mod fetching {
+    use super::Fetching;
+    use shiftlab::redfish::machine::{Machine, MachineError};
+    use shiftlab::redfish::model::*;
+    use std::io::Read as _;
+
+    impl Machine for Fetching {
+        fn list(&self) -> Result<Vec<SystemRef>, MachineError> {
+            self.inner.list()
+        }
+        fn resolve(&self, id: &str) -> Result<SystemRef, MachineError> {
+            self.inner.resolve(id)
+        }
+        fn system(&self, uuid: &str) -> Result<SystemInfo, MachineError> {
+            self.inner.system(uuid)
+        }
+        fn reset(&self, uuid: &str, reset: ResetType) -> Result<(), MachineError> {
+            self.inner.reset(uuid, reset)
+        }
+        fn set_boot(&self, uuid: &str, patch: BootPatch) -> Result<(), MachineError> {
+            self.inner.set_boot(uuid, patch)
+        }
+        fn insert_media(
+            &self,
+            uuid: &str,
+            slot: MediaSlot,
+            r: &InsertRequest,
+        ) -> Result<(), MachineError> {
+            let mut resp = self.fetcher.get(&r.image, &[])?;
+            let mut head = vec![0u8; 16];
+            resp.body_mut()
+                .as_reader()
+                .read_exact(&mut head)
+                .map_err(|e| MachineError::BadRequest(e.to_string()))?;
+            *self.fetched.lock().unwrap() = head;
+            self.inner.insert_media(uuid, slot, r)
+        }
+        fn eject_media(&self, uuid: &str, slot: MediaSlot) -> Result<(), MachineError> {
+            self.inner.eject_media(uuid, slot)
+        }
+    }
+}
+
+/// A BMC over 127.0.0.1 trusting `media_ca` for image servers; its base URL.
+fn fetching_bmc(
+    rt: &tokio::runtime::Runtime,
+    media_ca: &Path,
+) -> (shiftlab::redfish::Server, Arc<Fetching>) {
+    use shiftlab::redfish::{auth::Auth, MemorySystem, Service};
+    let uuid = shiftlab::redfish::bmc::derived_uuid(HOST);
+    let machine = Arc::new(Fetching {
+        inner: shiftlab::redfish::MemoryMachine::new([MemorySystem::new(&uuid, HOST)]),
+        fetcher: shiftlab::redfish::fetch::Fetcher::new(
+            shiftlab::redfish::source::ImageSources::anywhere(vec!["127.0.0.0/8".parse().unwrap()]),
+            Some(media_ca),
+        )
+        .unwrap(),
+        fetched: Default::default(),
+    });
+    let service = Arc::new(Service::new(
+        machine.clone(),
+        Auth::new("admin", PASSWORD, Duration::from_secs(600)),
+        "svc",
+    ));
+    let server = rt
+        .block_on(shiftlab::redfish::Server::start(
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+            service,
+        ))
+        .unwrap();
+    (server, machine)
+}
+
+#[test]
+fn the_bmc_fetches_the_media_over_https_from_the_standins_ca_and_refuses_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let isos = isos(dir.path());
+    let (report, _) = report_server();
+
+    // The BMC trusts the stand-in's CA (made before, as serve would find it).
+    let state = dir.path().join("ironic");
+    let ca = shiftlab::rehearse::ironic::ensure_ca(&state).unwrap();
+    let (server, machine) = fetching_bmc(&rt, &ca);
+    let base = format!("http://{}", server.local_addr());
+    let out = standin(&input(&state, &isos, None, &base, &report));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        *machine.fetched.lock().unwrap(),
+        vec![7u8; 16],
+        "the ISO's bytes"
+    );
+    rt.block_on(server.shutdown());
+
+    // A BMC trusting another CA refuses the media: the BMC's message.
+    let state = dir.path().join("ironic2");
+    let other = shiftlab::rehearse::ironic::ensure_ca(&dir.path().join("other")).unwrap();
+    let (server, machine) = fetching_bmc(&rt, &other);
+    let base = format!("http://{}", server.local_addr());
+    let out = standin(&input(&state, &isos, None, &base, &report));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let last = stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with(&format!("level=error msg=\"{HOST}: InsertMedia")),
+        "{stderr}"
+    );
+    assert!(last.contains("unknown CA"), "{stderr}");
+    assert!(machine.fetched.lock().unwrap().is_empty());
+    assert!(!state.join("deployed").join(HOST).exists());
+    assert!(!stderr.contains(PASSWORD), "{stderr}");
+    rt.block_on(server.shutdown());
 }

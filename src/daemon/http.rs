@@ -38,7 +38,7 @@ use crate::state::ClusterDir;
 pub const SUMS: &str = "SHA512SUMS";
 const CHUNK: usize = 64 * 1024;
 
-pub(crate) type HttpBody = BoxBody<Bytes, std::io::Error>;
+type HttpBody = BoxBody<Bytes, std::io::Error>;
 
 /// A request path mapped into the served directory, or why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -350,7 +350,7 @@ pub async fn respond(
     }
 }
 
-pub(crate) async fn serve_file(
+async fn serve_file(
     path: &Path,
     req: &Request<Incoming>,
     head: bool,

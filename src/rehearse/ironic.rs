@@ -592,3 +592,86 @@ fn action(resource: &Value, name: &str, path: &str, fallback: &str) -> String {
         .map(str::to_string)
         .unwrap_or_else(|| format!("{path}/Actions/{fallback}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bmc_address_splits_as_ironic_takes_it() {
+        let a = parse_address(
+            "redfish-virtualmedia+https://192.168.130.1:8443/redfish/v1/Systems/5b0d7c1e-8f43",
+        )
+        .unwrap();
+        assert_eq!(a.base, "https://192.168.130.1:8443");
+        assert_eq!(a.system, "/redfish/v1/Systems/5b0d7c1e-8f43");
+        let a = parse_address("redfish+http://[::1]:8000/redfish/v1/Systems/vm1").unwrap();
+        assert_eq!(a.base, "http://[::1]:8000");
+        for bad in [
+            "ipmi://10.0.0.1",
+            "redfish-virtualmedia+https://h:1/redfish/v1/Managers/x",
+            "redfish-virtualmedia+https://h:1/redfish/v1/Systems/",
+            "redfish-virtualmedia+https://h:1/redfish/v1/Systems/../x/y",
+            "https:///redfish/v1/Systems/x",
+        ] {
+            let e = parse_address(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("redfish-virtualmedia+https://HOST:PORT"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    fn one(name: &str, iso: &str) -> Input {
+        serde_json::from_value(json!({"state": "/s", "iso_dir": "/i", "hosts": [{
+            "name": name, "iso": iso, "username": "admin", "password": "pw",
+            "address": "redfish-virtualmedia+https://127.0.0.1:8443/redfish/v1/Systems/u",
+            "report": "http://127.0.0.1:8000/report"}]}))
+        .unwrap()
+    }
+
+    #[test]
+    fn names_that_reach_the_filesystem_are_checked() {
+        assert!(validate(&one("lab1-master-0", "master.iso")).is_ok());
+        for (name, iso, field) in [
+            ("../x", "m.iso", "hosts[0].name"),
+            (".hidden", "m.iso", "hosts[0].name"),
+            ("", "m.iso", "hosts[0].name"),
+            ("ok", "../../etc/passwd", "hosts[0].iso"),
+            ("ok", "a/b.iso", "hosts[0].iso"),
+        ] {
+            let e = validate(&one(name, iso)).unwrap_err().to_string();
+            assert!(e.starts_with(field), "{name} {iso}: {e}");
+        }
+        let mut twice = one("a", "m.iso");
+        twice.hosts.push(one("a", "m.iso").hosts.remove(0));
+        assert!(validate(&twice)
+            .unwrap_err()
+            .to_string()
+            .contains("given twice"));
+        let e = serde_json::from_value::<Input>(json!({"state": "/s", "iso_dir": "/i",
+            "hosts": [], "extra": 1}))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("extra"), "{e}");
+    }
+
+    #[test]
+    fn log_lines_are_logrus_style_and_quote_safe() {
+        assert_eq!(
+            log_line("error", r#"h: 400 "bad""#),
+            r#"level=error msg="h: 400 'bad'""#
+        );
+    }
+
+    #[test]
+    fn a_hosts_debug_form_hides_its_password() {
+        let i = one("a", "m.iso");
+        let shown = format!("{:?}", i.hosts[0]);
+        assert!(!shown.contains("pw\""), "{shown}");
+        assert!(
+            shown.contains("<redacted>") || shown.contains("redacted"),
+            "{shown}"
+        );
+    }
+}
