@@ -573,8 +573,8 @@ impl Node {
     }
 }
 
-/// How long a power action may take to show (power.py's
-/// `power_state_change_timeout`).
+/// How long a power action may take to show (Ironic's
+/// `[conductor]power_state_change_timeout`, 60 s by default).
 const POWER_WAIT: Duration = Duration::from_secs(60);
 
 /// Whether a virtual media device takes `kind` (sushy's media types: a CD
