@@ -402,20 +402,29 @@ mod fetching {
     }
 }
 
-/// A BMC over 127.0.0.1 trusting `media_ca` for image servers; its base URL.
+/// A BMC over 127.0.0.1 trusting `media_ca` for image servers.
 fn fetching_bmc(
     rt: &tokio::runtime::Runtime,
     media_ca: &Path,
+) -> (shiftlab::redfish::Server, Arc<Fetching>) {
+    let fetcher = shiftlab::redfish::fetch::Fetcher::new(
+        shiftlab::redfish::source::ImageSources::anywhere(vec!["127.0.0.0/8".parse().unwrap()]),
+        Some(media_ca),
+    )
+    .unwrap();
+    bmc_with(rt, fetcher)
+}
+
+/// A BMC over 127.0.0.1 whose InsertMedia fetches with `fetcher`.
+fn bmc_with(
+    rt: &tokio::runtime::Runtime,
+    fetcher: shiftlab::redfish::fetch::Fetcher,
 ) -> (shiftlab::redfish::Server, Arc<Fetching>) {
     use shiftlab::redfish::{auth::Auth, MemorySystem, Service};
     let uuid = shiftlab::redfish::bmc::derived_uuid(HOST);
     let machine = Arc::new(Fetching {
         inner: shiftlab::redfish::MemoryMachine::new([MemorySystem::new(&uuid, HOST)]),
-        fetcher: shiftlab::redfish::fetch::Fetcher::new(
-            shiftlab::redfish::source::ImageSources::anywhere(vec!["127.0.0.0/8".parse().unwrap()]),
-            Some(media_ca),
-        )
-        .unwrap(),
+        fetcher,
         fetched: Default::default(),
     });
     let service = Arc::new(Service::new(
@@ -473,4 +482,126 @@ fn the_bmc_fetches_the_media_over_https_from_the_standins_ca_and_refuses_another
     assert!(!state.join("deployed").join(HOST).exists());
     assert!(!stderr.contains(PASSWORD), "{stderr}");
     rt.block_on(server.shutdown());
+}
+
+/// The lab BMC's fetcher for a rehearsal as serve builds it: the machine
+/// network only, no flag, the cluster's stand-in CA under `install_dir`.
+fn rehearsal_fetcher(install_dir: &Path) -> shiftlab::redfish::fetch::Fetcher {
+    use shiftlab::rehearse::ironic::{ca_path, state_dir};
+    let sources = shiftlab::redfish::source::ImageSources::within(
+        vec!["192.168.126.0/24".parse().unwrap()],
+        vec![],
+    )
+    .with_standin_ca(Some(ca_path(&state_dir(install_dir))));
+    shiftlab::redfish::fetch::Fetcher::new(sources, None).unwrap()
+}
+
+/// A plain HTTP server on 127.0.0.1 counting the connections it accepts.
+fn http_loopback() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/x.iso", listener.local_addr().unwrap());
+    let hits = Arc::new(AtomicUsize::new(0));
+    let n = hits.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().take(10) {
+            n.fetch_add(1, Ordering::SeqCst);
+            drop(conn);
+        }
+    });
+    (url, hits)
+}
+
+fn refusal(
+    r: Result<shiftlab::redfish::fetch::Response, shiftlab::redfish::machine::MachineError>,
+) -> String {
+    match r {
+        Err(shiftlab::redfish::machine::MachineError::BadRequest(m)) => m,
+        Err(e) => panic!("{e:?}"),
+        Ok(resp) => panic!("fetched: HTTP {}", resp.status()),
+    }
+}
+
+#[test]
+fn a_rehearsals_lab_bmc_reads_loopback_media_only_over_https_from_its_clusters_standin_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let isos = isos(dir.path());
+    let (report, _) = report_server();
+    let install = dir.path().join("assets");
+    let state = shiftlab::rehearse::ironic::state_dir(&install);
+
+    // Before the stand-in runs its CA does not exist: named as such, and
+    // nothing on loopback is connected to.
+    let fetcher = rehearsal_fetcher(&install);
+    let (http, hits) = http_loopback();
+    let https = http.replacen("http:", "https:", 1);
+    let msg = refusal(fetcher.get(&https, &[]));
+    assert!(
+        msg.contains("TLS: the image server is on loopback")
+            && msg.contains(&format!(
+                "{} does not exist",
+                state.join("tls/ca.crt").display()
+            )),
+        "{msg}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+
+    // The stand-in makes its CA after the BMC started: the BMC reads it then
+    // and fetches the ISO with no flag.
+    let (server, machine) = bmc_with(&rt, fetcher);
+    let base = format!("http://{}", server.local_addr());
+    let out = standin(&input(&state, &isos, None, &base, &report));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        *machine.fetched.lock().unwrap(),
+        vec![7u8; 16],
+        "the ISO's bytes"
+    );
+    rt.block_on(server.shutdown());
+
+    // Plain http to loopback stays refused, CA or not: no connection.
+    let fetcher = rehearsal_fetcher(&install);
+    let msg = refusal(fetcher.get(&http, &[]));
+    assert!(
+        msg.ends_with(shiftlab::redfish::source::UNREACHABLE),
+        "{msg}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+
+    // Another cluster's stand-in (another CA): refused with the BMC's message.
+    let other = dir.path().join("other-assets");
+    std::fs::create_dir_all(&other).unwrap();
+    shiftlab::rehearse::ironic::ensure_ca(&shiftlab::rehearse::ironic::state_dir(&other)).unwrap();
+    let (server, machine) = bmc_with(&rt, rehearsal_fetcher(&other));
+    let base = format!("http://{}", server.local_addr());
+    let state2 = dir.path().join("ironic2");
+    let out = standin(&input(&state2, &isos, None, &base, &report));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let last = stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with(&format!("level=error msg=\"{HOST}: InsertMedia"))
+            && last.contains("TLS: unknown CA: the image server on loopback has a certificate not from this rehearsal's stand-in Ironic CA"),
+        "{stderr}"
+    );
+    assert!(machine.fetched.lock().unwrap().is_empty());
+    assert!(!state2.join("deployed").join(HOST).exists());
+    rt.block_on(server.shutdown());
+
+    // Not a rehearsal (no stand-in CA given): loopback refused as before.
+    let lab = shiftlab::redfish::fetch::Fetcher::new(
+        shiftlab::redfish::source::ImageSources::within(
+            vec!["192.168.126.0/24".parse().unwrap()],
+            vec![],
+        ),
+        None,
+    )
+    .unwrap();
+    let msg = refusal(lab.get(&https, &[]));
+    assert!(
+        msg.ends_with(shiftlab::redfish::source::UNREACHABLE),
+        "{msg}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
 }

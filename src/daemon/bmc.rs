@@ -68,8 +68,14 @@ impl Daemon {
                 tls: Some(Vec::new()),
                 session_timeout: bmc::DEFAULT_SESSION_TIMEOUT,
                 identity: format!("bmc/{}", plan.cluster),
-                // images come from the cluster's machine network (Ironic's)
-                image_sources: bmc::ImageSources::within(vec![plan.network.cidr.into()], allow),
+                // images come from the cluster's machine network (Ironic's);
+                // a rehearsal's stand-in Ironic serves them on loopback, over
+                // https from its own CA, which the BMC then verifies
+                image_sources: bmc::ImageSources::within(vec![plan.network.cidr.into()], allow)
+                    .with_standin_ca(plan.rehearsal.then(|| {
+                        let state = crate::rehearse::ironic::state_dir(cluster_dir.assets().path());
+                        crate::rehearse::ironic::ca_path(&state)
+                    })),
                 media_ca,
             })
         })

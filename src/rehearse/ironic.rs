@@ -18,7 +18,7 @@ mod media;
 mod redfish;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,19 @@ use serde_json::{json, Value};
 
 pub use media::ensure_ca;
 use redfish::{link, members, Client, Verify};
+
+/// The stand-in's state directory in an install directory, as the stand-in
+/// installer names it (`$dir/.ironic`).
+pub fn state_dir(install_dir: &Path) -> PathBuf {
+    install_dir.join(".ironic")
+}
+
+/// The CA of the image server of a stand-in whose state is `state`: what a
+/// rehearsal's lab BMC verifies the media's server with ([`ensure_ca`] makes
+/// it).
+pub fn ca_path(state: &Path) -> PathBuf {
+    state.join("tls/ca.crt")
+}
 
 /// What the stand-in installer hands over on stdin.
 #[derive(Debug, Deserialize)]
@@ -220,7 +233,7 @@ pub fn run(input: &Input) -> Result<()> {
         &format!(
             "Ironic stand-in, images at {} (CA {})",
             images.base,
-            input.state.join("tls/ca.crt").display()
+            ca_path(&input.state).display()
         ),
     );
     let result = deploy_all(input, &nodes, &images.base);
