@@ -219,7 +219,7 @@ fn agent_mirror(h: &Path, v: &str, iso: &Path) -> (std::path::PathBuf, std::path
         .status()
         .unwrap();
     assert!(st.success());
-    let oc = std::fs::read_to_string(fixture.join("oc"))
+    let oc = std::fs::read_to_string(common::repo().join("assets/rehearsal/oc"))
         .unwrap()
         .replace(
             "FAKE_OC_VERSION=0.0.0-fake",
