@@ -80,11 +80,11 @@ fn a_target_the_flow_lacks_is_refused_and_changes_nothing() {
     let h = home.path();
     let file = rehearsal_file(h, "");
     let before = tree(h);
-    // A rehearsal without a release is the lab: no installer, so no manifests.
-    let (code, err) = run(h, &["create", "manifests", "-f", &file]);
+    // A rehearsal without a release rehearses its method (upi): no live ISO.
+    let (code, err) = run(h, &["create", "eject-iso", "-f", &file]);
     assert_eq!(code, Some(1), "{err}");
     assert!(
-        err.contains("manifests is not a target of lab (the lab without an install); its targets are: release, install-config, infra, workers"),
+        err.contains("eject-iso is not a target of upi (a upi install); its targets are: release, install-config, manifests, ignition, infra, bootstrap-complete, bootstrap-removal, workers, csr-approval, install-complete"),
         "{err}"
     );
     assert_eq!(tree(h), before);
