@@ -6,7 +6,7 @@
 use anyhow::Result;
 
 use crate::cli::create::{CreateCommand, InstallConfigArgs};
-use crate::install::target::{Aim, Target};
+use crate::install::target::Target;
 use crate::install::{self, Ctx, Options};
 use crate::state::StateDir;
 
@@ -34,22 +34,12 @@ pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
         state,
     )?;
     let plan = crate::plan::derive(&loaded.spec);
-    let aim = match cmd {
-        CreateCommand::InstallConfig(_) => Aim::Target(Target::InstallConfig),
-        CreateCommand::Infra(_) => Aim::Target(Target::Infra),
-        CreateCommand::Cluster(_) => Aim::End,
-        other => Aim::Target(other.target().expect("a target").0),
-    };
+    let aim = cmd.aim();
     let ctx = Ctx::new(&loaded.spec, &plan, state, options)
         .aiming(aim)
         .with_source(Some(&loaded.source))
         .with_host_facts(cmd.facts())?;
-    let goal = match cmd {
-        CreateCommand::InstallConfig(_) => Target::InstallConfig,
-        CreateCommand::Infra(_) => Target::Infra,
-        CreateCommand::Cluster(_) => ctx.flow.end(ctx.spec)?,
-        other => other.target().expect("a target").0,
-    };
+    let goal = ctx.goal(aim)?;
     rescale_first(&ctx, goal)?;
     match cmd {
         CreateCommand::InstallConfig(InstallConfigArgs { dir: Some(dir), .. }) => {

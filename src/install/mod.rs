@@ -90,6 +90,14 @@ impl<'a> Ctx<'a> {
         Ctx { flow, ..self }
     }
 
+    /// The target `aim` reaches in this context's flow.
+    pub fn goal(&self, aim: Aim) -> Result<Target> {
+        Ok(match aim {
+            Aim::End => self.flow.end(self.spec)?,
+            Aim::Target(t) => t,
+        })
+    }
+
     /// The same, recording `source` as the cluster's file when a target runs.
     pub fn with_source(self, source: Option<&'a Source>) -> Self {
         Ctx { source, ..self }
