@@ -289,6 +289,41 @@ mod tests {
     }
 
     #[test]
+    fn the_release_a_rehearsal_plays() {
+        let spec = |text: &str| {
+            crate::spec::from_str(
+                &format!(
+                    "cluster: lab1\nssh_keys: ['ssh-ed25519 AAAA k']\nrehearsal: true\n{text}"
+                ),
+                "t.yaml",
+                &crate::spec::Env::default(),
+            )
+            .unwrap()
+            .spec
+        };
+        assert_eq!(
+            release_of(&spec("distribution: okd\nversion: 4.17.0-okd-scos.0\n")),
+            (
+                "4.17.0-okd-scos.0".to_string(),
+                "quay.io/okd/scos-release:4.17.0-okd-scos.0".to_string()
+            )
+        );
+        assert_eq!(
+            release_of(&spec("distribution: okd\nversion: stable-4.19\n")).0,
+            "4.19.0-rehearsal"
+        );
+        let mut ocp = spec("distribution: okd\nversion: \"4.16\"\n");
+        ocp.distribution = Distribution::Ocp;
+        assert_eq!(
+            release_of(&ocp),
+            (
+                "4.16.0-rehearsal".to_string(),
+                "quay.io/openshift-release-dev/ocp-release:4.16.0-rehearsal-x86_64".to_string()
+            )
+        );
+    }
+
+    #[test]
     fn oc_reports_the_release() {
         let out = bake_oc("4.17.0-okd-scos.0").unwrap();
         assert!(out.contains("\nFAKE_OC_VERSION='4.17.0-okd-scos.0'\n"));
