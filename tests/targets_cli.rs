@@ -111,6 +111,13 @@ fn the_lab_records_its_flow_and_install_config_pins_its_plan() {
     let s = install_state(h, "lab1");
     assert_eq!(s["flow"], "lab");
     assert_eq!(s["targets"]["install-config"]["status"], "done");
+    // Begun as the lab, create cluster keeps it, and says how to rehearse the method.
+    let (_, err) = run(h, &["create", "cluster", "-f", &file]);
+    assert!(
+        err.contains("note: lab1 was begun as the lab without an install, which it stays; to rehearse a upi install instead, `shiftlab destroy cluster lab1` first"),
+        "{err}"
+    );
+    assert_eq!(install_state(h, "lab1")["flow"], "lab");
     // The same cluster file made an install (a mirror): refused, the lab's state kept.
     let file = rehearsal_file(h, "mirror: http://127.0.0.1:9/\n");
     let before = tree(h);

@@ -92,6 +92,18 @@ impl<'a> Ctx<'a> {
 
     /// The target `aim` reaches in this context's flow.
     pub fn goal(&self, aim: Aim) -> Result<Target> {
+        // A rehearsal begun as the lab (create infra, ...) stays it: said, since
+        // create cluster of the same file would otherwise rehearse the method.
+        let method = Flow::chosen(self.spec, None, Aim::End);
+        if aim == Aim::End && self.flow == Flow::Lab && method != Flow::Lab {
+            self.progress.aside(format_args!(
+                "note: {} was begun as {}, which it stays; to rehearse {} instead, `shiftlab destroy cluster {}` first",
+                self.spec.cluster,
+                Flow::Lab.describe(),
+                method.describe(),
+                self.spec.cluster
+            ));
+        }
         Ok(match aim {
             Aim::End => self.flow.end(self.spec)?,
             Aim::Target(t) => t,
