@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
+use crate::libvirt::xml::write::Accel;
 use crate::spec::{ClusterSpec, Distribution, Version};
 
 /// The stand-in installer as shipped (unbaked).
@@ -39,6 +40,28 @@ pub struct Baked {
     pub stream_json: String,
     /// The shiftlab that plays Ironic for IPI (`<exe> ironic-standin`).
     pub ironic_exe: PathBuf,
+    /// IPI's bootstrap VM (`None`: the real one's size, KVM).
+    pub bootstrap: Option<BootstrapVm>,
+}
+
+/// The bootstrap VM the stand-in installer makes for IPI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BootstrapVm {
+    pub memory_mib: u32,
+    pub vcpus: u32,
+    pub accel: Accel,
+}
+
+/// A rehearsal's bootstrap VM: the stand-in live system it boots runs in 512 MiB
+/// and one vCPU (the real one's 6 GiB and 4 vCPUs would crowd a small host for
+/// nothing), on the accelerator shiftlab chose for the nodes on this host (TCG
+/// where KVM cannot run guests: host/kvm.rs).
+pub fn rehearsal_bootstrap(accel: Accel) -> BootstrapVm {
+    BootstrapVm {
+        memory_mib: 512,
+        vcpus: 1,
+        accel,
+    }
 }
 
 /// The materialized pair.
@@ -116,6 +139,16 @@ pub fn bake_installer(b: &Baked) -> Result<String> {
         block.push('\n');
     }
     block.push_str("SHIFTLAB_STREAM_JSON\n}\n");
+    if let Some(vm) = b.bootstrap {
+        let kind = match vm.accel {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "qemu",
+        };
+        block.push_str(&format!(
+            "BOOTSTRAP_MEMORY_MIB={}\nBOOTSTRAP_VCPUS={}\nBOOTSTRAP_DOMAIN_TYPE={kind}\n",
+            vm.memory_mib, vm.vcpus
+        ));
+    }
     if OPENSHIFT_INSTALL.matches(&marker).count() != 1 {
         bail!("the shipped installer has no single {BAKED_MARK} line");
     }
@@ -231,6 +264,68 @@ mod tests {
                 }),
             ),
             ironic_exe: "/usr/bin/shiftlab".into(),
+            bootstrap: None,
+        }
+    }
+
+    /// The bootstrap VM's settings as the baked installer's bash reads them, with
+    /// `env` set: its settings alone (everything before its helpers) run.
+    fn bootstrap_seen(installer: &str, env: &[(&str, &str)]) -> String {
+        let (settings, _) = installer
+            .split_once(
+                "\n# ----------------------------------------------------------------- helpers",
+            )
+            .unwrap();
+        let script = format!(
+            "{settings}\necho \"${{FAKE_BOOTSTRAP_MEMORY_MIB:-$BOOTSTRAP_MEMORY_MIB}} ${{FAKE_BOOTSTRAP_VCPUS:-$BOOTSTRAP_VCPUS}} ${{FAKE_BOOTSTRAP_DOMAIN_TYPE:-$BOOTSTRAP_DOMAIN_TYPE}}\"\n"
+        );
+        let mut cmd = std::process::Command::new("bash");
+        cmd.arg("-c").arg(script).env_clear();
+        cmd.envs(env.iter().copied());
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    #[test]
+    fn a_rehearsal_bakes_a_small_bootstrap_vm_on_the_nodes_accelerator() {
+        // Shipped (and baked without one): the real bootstrap VM.
+        assert_eq!(bootstrap_seen(OPENSHIFT_INSTALL, &[]), "6144 4 kvm");
+        assert_eq!(
+            bootstrap_seen(&bake_installer(&baked()).unwrap(), &[]),
+            "6144 4 kvm"
+        );
+        for (accel, kind) in [(Accel::Tcg, "qemu"), (Accel::Kvm, "kvm")] {
+            let b = Baked {
+                bootstrap: Some(rehearsal_bootstrap(accel)),
+                ..baked()
+            };
+            let out = bake_installer(&b).unwrap();
+            assert_eq!(bootstrap_seen(&out, &[]), format!("512 1 {kind}"));
+            // The tests' knobs still win.
+            assert_eq!(
+                bootstrap_seen(
+                    &out,
+                    &[
+                        ("FAKE_BOOTSTRAP_MEMORY_MIB", "768"),
+                        ("FAKE_BOOTSTRAP_VCPUS", "2"),
+                        ("FAKE_BOOTSTRAP_DOMAIN_TYPE", "kvm")
+                    ]
+                ),
+                "768 2 kvm"
+            );
+        }
+        // The VM is made from those settings.
+        for used in [
+            "mem=${FAKE_BOOTSTRAP_MEMORY_MIB:-$BOOTSTRAP_MEMORY_MIB}",
+            "cpus=${FAKE_BOOTSTRAP_VCPUS:-$BOOTSTRAP_VCPUS}",
+            "type=${FAKE_BOOTSTRAP_DOMAIN_TYPE:-$BOOTSTRAP_DOMAIN_TYPE}",
+        ] {
+            assert_eq!(OPENSHIFT_INSTALL.matches(used).count(), 1, "{used}");
         }
     }
 

@@ -166,6 +166,15 @@ fn rehearsal(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         release_image: release_image.clone(),
         stream_json: stream.clone(),
         ironic_exe: std::env::current_exe().context("finding shiftlab's own executable")?,
+        bootstrap: if ctx.flow == Flow::Ipi {
+            // The installer's VM runs as the nodes do on its libvirtURI.
+            let host = crate::libvirt::Host::open(&ctx.plan.libvirt.uri)?;
+            let (accel, _) =
+                crate::libvirt::apply::choose_accel(&host, spec.libvirt.domain_type, true)?;
+            Some(installer::rehearsal_bootstrap(accel))
+        } else {
+            None
+        },
     };
     let tools = installer::materialize(cache.root(), &baked)?;
     let level = crate::release::cpu_level::stream_level(&stream)?;
