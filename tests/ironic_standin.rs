@@ -241,6 +241,15 @@ fn it_sends_the_bmc_real_ironics_sequence_and_a_rerun_leaves_the_host_alone() {
     let mut want = recorded[..59].to_vec();
     want.extend_from_slice(&recorded[67..]);
     want.extend_from_slice(&recorded[59..63]);
+    // The boot override (seq 51) is Once, for hosts enrolled as the real-Ironic
+    // suite enrolls them (force_persistent_boot_device Never); the recording's
+    // enrollment (Default) wanted Continuous, which the BMC had, so Ironic
+    // sent the target alone. Once: the host boots its disk after the ISO.
+    assert_eq!(
+        want[50]["body"],
+        json!({"Boot": {"BootSourceOverrideTarget": "Cd"}})
+    );
+    want[50]["body"]["Boot"]["BootSourceOverrideEnabled"] = json!("Once");
     let want = one_nic(want);
     let sent = std::fs::read_to_string(&trace).unwrap();
     let got = one_nic(requests(&sent));

@@ -514,16 +514,22 @@ impl Node {
         self.bmc
             .act("POST", &insert, Some(json!({"Image": url})))
             .context("InsertMedia")?;
-        // management.py set_boot_device(CDROM): reads the system, then the
-        // target alone, as Ironic 39 sent it (README: "What is not recorded").
+        // management.py set_boot_device(CDROM): reads the system, then sends
+        // the target, and the enablement only where the system's differs from
+        // the one wanted (`_set_boot_device`). Hosts enrolled with
+        // force_persistent_boot_device Never, as the tests' real Ironic
+        // enrolls them (fake-openshift-install/ironic.sh): wanted is Once, so
+        // the host boots the ISO once and then its disk. The recording
+        // (tests/fixtures/ironic-39) enrolled with Default: Continuous, which
+        // the BMC already had, so it holds the target alone.
         self.system()?;
-        self.system()?;
+        let s = self.system()?;
+        let mut boot = json!({"BootSourceOverrideTarget": "Cd"});
+        if s["Boot"]["BootSourceOverrideEnabled"] != "Once" {
+            boot["BootSourceOverrideEnabled"] = json!("Once");
+        }
         self.bmc
-            .act(
-                "PATCH",
-                &self.system,
-                Some(json!({"Boot": {"BootSourceOverrideTarget": "Cd"}})),
-            )
+            .act("PATCH", &self.system, Some(json!({ "Boot": boot })))
             .context("setting the boot device")?;
         self.set_power("On", "On")
     }
