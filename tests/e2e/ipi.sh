@@ -256,4 +256,71 @@ done
 	fail "a host was deployed again after Ironic's restart: $(grep ': deploying ' "$assets/.ironic/ironic.log")"
 step "ok: Ironic inspected and deployed every node (active), from its HTTPS image server; restarted on its database, no host deployed twice; no password in its logs"
 "$bin" status "$C" -o json | jq -e '.install.flow == "ipi"' >/dev/null || fail "status does not show the ipi flow"
+
+# The same install as a user rehearses it: `rehearsal: true` alone runs the
+# shipped stand-in installer, its bootstrap VM and `shiftlab ironic-standin`
+# (Ironic 39's Redfish sequence, media over HTTPS from its own CA), with no
+# mirror, no tests/ path, no environment. serve without --allow-image-source or
+# --media-ca (they would win): a rehearsal's lab BMC trusts its stand-in's CA.
+step "rehearsal: true alone: IPI 3+2 through serve's BMC with the shipped stand-ins"
+"$bin" destroy cluster "$C" >/dev/null
+stop_pid "$mirror_pid"
+stop_pid "$serve"
+clean=(env -u SHIFTLAB_FAKE_IRONIC -u SHIFTLAB_FAKE_STREAM_JSON -u IRONIC_VENV -u FAKE_IRONIC_TLS_DIR
+	-u FAKE_BOOTSTRAP_MEMORY_MIB -u FAKE_BOOTSTRAP_VCPUS -u FAKE_BOOTSTRAP_DOMAIN_TYPE -u FAKE_INSTALL_TIMEOUT)
+rm -f "$SHIFTLAB_HOME/serve.sock"
+SHIFTLAB_LOG=info "${clean[@]}" "$bin" serve --host-dns off --scan-interval 1 >"$work/serve2.log" 2>&1 &
+serve=$!
+wait_for 20 "serve's control socket" test -S "$SHIFTLAB_HOME/serve.sock"
+R=ipi2
+destroy_on_exit "$R"
+on_exit 'p=$(cat "$SHIFTLAB_HOME/clusters/'"$R"'/assets/.ironic/pid" 2>/dev/null) && [[ -n $p ]] && kill "$p" 2>/dev/null'
+on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME/clusters/'"$R"'/openshift-install.log" "$SHIFTLAB_HOME/clusters/'"$R"'/assets/.ironic/ironic.log" "$work/serve2.log"; do [[ -f $l ]] && echo "--- $l" && tail -40 "$l"; done'
+# version: bmc.verify_certificate needs 4.21's bmcVerifyCA (spec/resolve/versions.rs).
+f2=$(cluster_file "$R" 192.168.192.0/24 'version: "4.21"' "method: ipi" "ctlplanes: 3" "workers: 2" "bmc:" "  verify_certificate: true")
+"${clean[@]}" "$bin" create cluster -f "$f2" >"$work/rehearsal.out" 2>&1 || {
+	tail -8 "$work/rehearsal.out"
+	fail "the IPI rehearsal failed"
+}
+tail -3 "$work/rehearsal.out"
+for tg in release install-config infra install-complete; do
+	[[ $(jq -r --arg t "$tg" '.targets[$t].status // "none"' "$SHIFTLAB_HOME/clusters/$R/install-state.json") == done ]] ||
+		fail "$R: target $tg is not done"
+done
+state=$SHIFTLAB_HOME/clusters/$R/install-state.json
+jq -e --arg c "$SHIFTLAB_CACHE/rehearsal/" '.flow == "ipi" and (.facts.openshift_install | startswith($c))
+	and .facts.release_version == "4.21.0-rehearsal"' "$state" >/dev/null ||
+	fail "the rehearsal did not run the shipped installer: $(jq -c '{flow, facts}' "$state")"
+contains "Install complete!" "$SHIFTLAB_HOME/clusters/$R/openshift-install.log" || fail "the stand-in installer did not say Install complete!"
+a2=$SHIFTLAB_HOME/clusters/$R/assets
+n2=("$R-ctlplane-0" "$R-ctlplane-1" "$R-ctlplane-2" "$R-worker-0" "$R-worker-1")
+[[ $(ls "$a2/.ironic/deployed" | tr '\n' ' ') == "${n2[*]} " ]] ||
+	fail "the stand-in Ironic deployed: $(ls "$a2/.ironic/deployed")"
+contains ' images at https://127\.0\.0\.1:' "$a2/.ironic/ironic.log" || fail "the stand-in's image server is not HTTPS: $(cat "$a2/.ironic/ironic.log")"
+# Its bootstrap VM: baked 512 MiB, 1 vCPU, on the nodes' accelerator; gone now.
+inst=$(jq -r .facts.openshift_install "$state")
+kind=$(virsh dumpxml "$R-ctlplane-0" | sed -n "s/^<domain type='\([a-z]*\)'.*/\1/p")
+for l in BOOTSTRAP_MEMORY_MIB=512 BOOTSTRAP_VCPUS=1 "BOOTSTRAP_DOMAIN_TYPE=$kind"; do
+	contains -x "$l" "$inst" || fail "the rehearsal's installer was not baked with $l: $(grep '^BOOTSTRAP_' "$inst")"
+done
+id2=$(jq -r .infraID "$a2/metadata.json")
+qlog=/var/log/libvirt/qemu/$id2-bootstrap.log
+contains -E -- '-m (size=524288k|512)( |,|$)' "$qlog" && contains -E -- '-smp 1(,| |$)' "$qlog" ||
+	fail "the bootstrap VM did not run with 512 MiB and 1 vCPU: $(grep -- '-m ' "$qlog")"
+[[ -z $(virsh list --all --name | grep -- "-bootstrap$" || true) ]] || fail "a bootstrap VM is left: $(virsh list --all --name)"
+if virsh pool-info "$id2-bootstrap" >/dev/null 2>&1; then fail "the bootstrap pool is left"; fi
+pw2=$(cat "$SHIFTLAB_HOME/clusters/$R/bmc-password")
+if grep -rlF -- "$pw2" "$a2/.ironic"; then fail "a BMC password in the stand-in Ironic's files"; fi
+for n in "${n2[@]}"; do
+	[[ $(console "$n" | grep -c 'standin: boot: iso') == 1 ]] || fail "$n booted the ISO $(console "$n" | grep -c 'standin: boot: iso') times"
+	console "$n" | grep 'SHIFTLAB-STANDIN-REPORT' | tail -n 1 | contains '"boot":"disk"' || fail "$n does not run from its disk"
+	virsh -q domblklist "$n" --details --inactive | awk '$2 == "cdrom" && $4 != "-" {exit 1}' ||
+		fail "$n: media still in its definition: $(virsh -q domblklist "$n" --details --inactive)"
+	uuid=$(virsh domuuid "$n")
+	for what in 'media inserted' 'media ejected'; do
+		grep "system=$uuid\|system=/redfish/v1/Systems/$uuid" "$work/serve2.log" | grep "$what" | contains 'user=admin' ||
+			fail "$n: the BMC log has no '$what' by admin"
+	done
+done
+step "ok: the rehearsal installed 3+2 by IPI: each host deployed by the stand-in Ironic over TLS, its ISO over HTTPS from the stand-in's CA, booted once then from disk; the 512 MiB bootstrap VM gone; no password in .ironic"
 echo "PASS $NAME"
