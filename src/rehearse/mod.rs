@@ -1,0 +1,2 @@
+pub mod probe;
+pub mod report;
