@@ -275,6 +275,7 @@ fn a_good_upi_rehearsal_is_proven_row_by_row() {
     assert_eq!(proven("lb-backends"), 4);
     assert_eq!(proven("boot"), 5);
     assert_eq!(proven("bmc"), 0, "UPI has no BMC");
+    assert_eq!(proven("csr-approval"), 0, "a rehearsal approves no CSRs");
     golden("upi", &r);
 }
 
