@@ -1,2 +1,3 @@
+pub mod leftover;
 pub mod probe;
 pub mod report;

@@ -278,6 +278,26 @@ done
 [[ -n $broke ]] || { cat "$work/report6.out"; fail "with 22623 dropped the report did not exit 9 naming it"; }
 grep -E '^firewall ' "$work/report6.out"
 report_ok "with the firewall restored"
-"$bin" destroy cluster inst6 >/dev/null
+# destroy of a rehearsal checks that it left nothing, and fails naming what it
+# left: here a volume another domain still uses (destroy never removes those).
+held=$(virsh vol-path --pool shiftlab inst6-ctlplane-2.qcow2)
+on_exit 'virsh undefine e2e-holder >/dev/null 2>&1; virsh vol-delete --pool shiftlab inst6-ctlplane-2.qcow2 >/dev/null 2>&1'
+virsh define /dev/stdin >/dev/null <<EOF
+<domain type='qemu'><name>e2e-holder</name><memory unit='MiB'>64</memory><os><type arch='x86_64'>hvm</type></os>
+<devices><disk type='file' device='disk'><driver name='qemu' type='qcow2'/><source file='$held'/><target dev='vda' bus='virtio'/></disk></devices></domain>
+EOF
+rc=0
+"$bin" destroy cluster inst6 >"$work/destroy6.out" 2>&1 || rc=$?
+[[ $rc != 0 ]] || { cat "$work/destroy6.out"; fail "destroy left a volume behind and exited 0"; }
+contains -F 'destroy of rehearsal inst6 left behind: volume shiftlab/inst6-ctlplane-2.qcow2' "$work/destroy6.out" ||
+	{ cat "$work/destroy6.out"; fail "destroy did not name the volume it left"; }
+tail -1 "$work/destroy6.out"
+virsh undefine e2e-holder >/dev/null
+virsh vol-delete --pool shiftlab inst6-ctlplane-2.qcow2 >/dev/null
+# And with nothing held: it says it left nothing (its infra again, then destroy).
+"$bin" create infra -f "$f6" >"$work/infra6.out" 2>&1 || { tail -5 "$work/infra6.out"; fail "create infra of inst6 failed"; }
+"$bin" destroy cluster inst6 >"$work/destroy6.out" 2>&1 || { cat "$work/destroy6.out"; fail "destroy of inst6 failed"; }
+contains -F 'left nothing: no domain, volume, network, HAProxy, host DNS or firewall entry, or state of inst6' "$work/destroy6.out" ||
+	{ cat "$work/destroy6.out"; fail "destroy did not say it left nothing"; }
 
 echo "PASS $NAME"
