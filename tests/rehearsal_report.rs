@@ -448,3 +448,50 @@ fn a_stand_in_answer_is_read_with_the_node_that_gave_it() {
     assert_eq!((status, node), (503, None));
     assert!(parse_response("SSH-2.0-OpenSSH\r\n").is_err());
 }
+
+#[test]
+fn a_single_node_has_no_vip_to_move() {
+    let mut o = ipi();
+    o.method = "sno".into();
+    o.nodes.truncate(1);
+    o.nodes[0].vips = Ok("vips sno".into());
+    let r = judge(&o);
+    for check in ["vip-api", "vip-ingress"] {
+        let row = r.rows.iter().find(|row| row.check == check).unwrap();
+        assert!(
+            matches!(row.outcome, Outcome::NotApplicable(_)),
+            "{check}: {:?}",
+            row.outcome
+        );
+    }
+}
+
+/// The report's PTR check found it: a single node shares its address with api
+/// and api-int, and dnsmasq answers PTR with the first name of the address's
+/// host entry. The plan's PTR (the node's own name) must come first.
+#[test]
+fn a_single_nodes_address_reverse_resolves_to_its_name() {
+    let dir = common::repo().join("tests/golden");
+    let text = std::fs::read_to_string(dir.join("sno.cluster.yaml")).unwrap();
+    let env = shiftlab::spec::Env {
+        home: None,
+        base_dir: dir,
+        libvirt_default_uri: None,
+    };
+    let spec = shiftlab::spec::from_str(&text, "sno.cluster.yaml", &env)
+        .unwrap()
+        .spec;
+    let plan = shiftlab::plan::derive(&spec);
+    let node = &plan.nodes[0];
+    let xml = shiftlab::libvirt::xml::write::network_xml(&plan);
+    let entry = xml
+        .split("<host ip=")
+        .find(|h| h.starts_with(&format!("'{}'", node.ip)))
+        .unwrap();
+    let first = entry.split("<hostname>").nth(1).unwrap();
+    assert!(
+        first.starts_with(&format!("{}</hostname>", node.fqdn)),
+        "{entry}"
+    );
+    assert!(entry.contains(&format!("<hostname>api.{}</hostname>", plan.cluster_domain)));
+}
