@@ -606,15 +606,22 @@ fn bmc_row(n: &NodeSeen, method: &str) -> Row {
 }
 
 fn vip_rows(o: &Observations, routers: &[&str]) -> Vec<Row> {
-    if o.load_balancer.is_some() {
+    // keepalived holds VIPs only where no load balancer does: ipi, and agent
+    // with VIPs; a single node's api and ingress are its own address.
+    let why_not = if o.load_balancer.is_some() {
+        Some("serve's load balancer carries api and ingress")
+    } else if !matches!(o.method.as_str(), "ipi" | "agent") {
+        Some("a single node: api and ingress are its own address, no VIP moves")
+    } else {
+        None
+    };
+    if let Some(why) = why_not {
         return ["vip-api", "vip-ingress"]
             .into_iter()
             .map(|check| Row {
                 check,
                 subject: "keepalived".into(),
-                outcome: Outcome::NotApplicable(
-                    "serve's load balancer carries api and ingress".into(),
-                ),
+                outcome: Outcome::NotApplicable(why.into()),
             })
             .collect();
     }
