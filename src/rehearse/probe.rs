@@ -85,7 +85,9 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
                 has_bmc: n.bmc.is_some(),
             }
         })
-        .collect();
+        .collect::<Vec<NodeSeen>>();
+    let keepalived = lb.is_none() && matches!(plan.method.to_string().as_str(), "ipi" | "agent");
+    let nodes = await_vips(nodes, keepalived);
     let load_balancer = lb.map(|lb| {
         lb.frontends
             .iter()
@@ -299,4 +301,37 @@ fn firewall(cluster: &crate::state::ClusterDir, plan: &Plan) -> FirewallSeen {
                 .collect(),
         },
     }
+}
+
+/// keepalived elects a VIP holder a few seconds after the previous one went
+/// (the bootstrap, at the end of an IPI install: a master-down interval of 3 s
+/// plus a skew): while no node holds one, ask again, a bounded number of times.
+fn await_vips(mut nodes: Vec<NodeSeen>, vips_apply: bool) -> Vec<NodeSeen> {
+    let held = |nodes: &[NodeSeen], vip: &str| {
+        nodes.iter().any(|n| {
+            n.vips.as_ref().is_ok_and(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                w.len() > 2 && w[1..w.len() - 1].contains(&vip)
+            })
+        })
+    };
+    for _ in 0..10 {
+        if !vips_apply || (held(&nodes, "api") && held(&nodes, "ingress")) {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(3));
+        for n in nodes.iter_mut().filter(|n| n.exists) {
+            n.vips = get(
+                SocketAddr::from((n.planned_ip, 8000)),
+                "/vips",
+                &n.planned_ip.to_string(),
+            )
+            .map_err(|e| format!("{e:#}"))
+            .and_then(|(code, _, body)| match code {
+                200 => Ok(body.trim().to_string()),
+                c => Err(format!("GET /vips answered {c}")),
+            });
+        }
+    }
+    nodes
 }
