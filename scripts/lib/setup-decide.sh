@@ -98,7 +98,8 @@ setup_packages() {
   printf '%s\n' iproute2 iptables
   # the stand-in node image (src/image/standin): kernel, busybox, a FAT disk with syslinux
   printf '%s\n' busybox-static linux-image-amd64 syslinux syslinux-common mtools dosfstools
-  # the stand-in installer's waits (jq, curl, dig) and its address checks (python3)
+  # the stand-in installer's waits (jq, curl, dig); python3 drives the demo's
+  # screenshot (scripts/lib/page-shot.py) and the tests
   printf '%s\n' jq dnsutils python3
   if [[ $mode == demo ]]; then
     # the screenshot of serve's web page (headless), readable text in it; socat
@@ -138,7 +139,12 @@ setup_cargo_args() {
 }
 
 # demo_profile: the cargo profile scripts/demo builds and runs (its directory
-# under target/ is the same name, but for dev: debug).
+# under target/: profile_dir). Debug, measured end to end from an empty target
+# directory on a shared 2-core machine under load (2026-11-25, load 8-10): the
+# debug build took 7 min 16 s wall (the whole scripts/demo 3 min 10 s of CPU)
+# and the demo in the sandbox 83 s; the release build 23 min 45 s wall (9 min
+# 33 s of CPU) and the same demo 76 s. The demo's time is the stand-ins' (TCG),
+# not shiftlab's: release saves seconds there and costs minutes to build.
 demo_profile() {
   echo dev
 }

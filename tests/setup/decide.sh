@@ -75,7 +75,7 @@ demo=$(setup_packages demo)
 full=$(setup_packages full)
 # What the demo runs: the sandbox's tools (scripts/sandbox's REQUIRED), serve's
 # HAProxy, the stand-in image's tools (src/image/standin), the stand-in
-# installer's jq, curl and dig, the screenshot's browser; and to build: libvirt-dev.
+# installer's jq, curl and dig, the screenshot's browser and python3; to build: libvirt-dev.
 sandbox_pkgs=$(sed -n 's/^\t"[^:"]*:\([^"]*\)"$/\1/p' scripts/sandbox | sort -u | grep -vx util-linux)
 [[ -n $sandbox_pkgs ]] || { echo "FAILED: no REQUIRED packages read from scripts/sandbox"; failed=1; }
 mapfile -t sandbox_pkgs <<<"$sandbox_pkgs"
