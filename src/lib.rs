@@ -26,6 +26,7 @@ pub mod process;
 pub mod progress;
 pub mod redact;
 pub mod redfish;
+pub mod rehearse;
 pub mod release;
 pub mod render;
 pub mod runtime;

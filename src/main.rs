@@ -74,6 +74,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Serve(args) => commands::serve::run(args, &state),
         Command::Bmc(args) => commands::bmc::run(args, &state),
+        Command::IronicStandin => commands::ironic_standin::run(),
         Command::Completion(args) => {
             completion::completion(args, &mut std::io::stdout().lock());
             Ok(())

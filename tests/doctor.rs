@@ -540,6 +540,7 @@ fn the_preflight_judges_the_checks_for_what_is_left_of_the_run() {
     let waits = Run {
         needs_serve: true,
         infra_done: false,
+        ..Run::default()
     };
     let d = decide(&f, &p, waits);
     assert_eq!(d.problems.len(), 1, "{d:?}");
@@ -559,6 +560,7 @@ fn the_preflight_judges_the_checks_for_what_is_left_of_the_run() {
     let resumed = Run {
         needs_serve: true,
         infra_done: true,
+        ..Run::default()
     };
     assert!(decide(&f, &p, resumed).problems.is_empty());
     // No KVM: a real cluster is refused, TCG asked for by name is not.

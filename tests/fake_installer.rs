@@ -1,4 +1,4 @@
-//! The fake `openshift-install` (tests/fixtures/fake-openshift-install) keeps the
+//! The stand-in `openshift-install` shiftlab ships (assets/rehearsal) keeps the
 //! real installer's rules it claims to model, on the install-configs shiftlab
 //! renders (tests/golden): a double that drifted would make the e2e prove nothing.
 
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn fake() -> PathBuf {
-    common::repo().join("tests/fixtures/fake-openshift-install/openshift-install")
+    common::repo().join("assets/rehearsal/openshift-install")
 }
 
 /// The golden UPI cluster asks for FIPS, which the installer refuses unless it is
@@ -531,11 +531,7 @@ fn agent_image_run(how: AgentRun) -> Option<(Output, AgentImage)> {
     let bin = home.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     if how.oc {
-        std::fs::copy(
-            common::repo().join("tests/fixtures/fake-openshift-install/oc"),
-            bin.join("oc"),
-        )
-        .unwrap();
+        std::fs::copy(common::repo().join("assets/rehearsal/oc"), bin.join("oc")).unwrap();
     }
     let system = std::env::var_os("PATH").unwrap_or_default();
     let dirs = std::iter::once(bin.clone())

@@ -1,4 +1,4 @@
-//! The fake `openshift-install` (tests/fixtures/fake-openshift-install) held to the
+//! The stand-in `openshift-install` shiftlab ships (assets/rehearsal, embedded by src/rehearse/installer.rs) held to the
 //! real 4.18's recorded runs (tests/fixtures/installer-4.18, README there), not to
 //! what shiftlab expects of it: for every recorded case the fake models, the fake
 //! runs on the recorded install-config (and agent-config), verb by verb in one
@@ -22,7 +22,17 @@ fn records() -> PathBuf {
 }
 
 fn fake() -> PathBuf {
-    common::repo().join("tests/fixtures/fake-openshift-install/openshift-install")
+    common::repo().join("assets/rehearsal/openshift-install")
+}
+
+/// What the binary embeds and materializes for a rehearsal is the file this
+/// contract holds: one stand-in for the product and the tests.
+#[test]
+fn the_shipped_installer_is_the_one_held_to_the_records() {
+    let file = std::fs::read_to_string(fake()).unwrap();
+    assert_eq!(shiftlab::rehearse::installer::OPENSHIFT_INSTALL, file);
+    let oc = std::fs::read_to_string(common::repo().join("assets/rehearsal/oc")).unwrap();
+    assert_eq!(shiftlab::rehearse::installer::OC, oc);
 }
 
 /// The cases the fake models, by the test that runs them
@@ -840,11 +850,7 @@ fn agent_configuration_has_the_recorded_layout() {
     // the stand-in client first on PATH.
     let bin = work.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::fs::copy(
-        common::repo().join("tests/fixtures/fake-openshift-install/oc"),
-        bin.join("oc"),
-    )
-    .unwrap();
+    std::fs::copy(common::repo().join("assets/rehearsal/oc"), bin.join("oc")).unwrap();
     let system = std::env::var_os("PATH").unwrap_or_default();
     let path =
         std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(&system)))

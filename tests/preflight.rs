@@ -199,3 +199,45 @@ fn doctor_with_the_file_fails_what_create_refuses() {
         assert!(got.starts_with(w), "{got} is not {w}");
     }
 }
+
+/// A rehearsal without a release runs the shipped stand-in installer: a tool it
+/// runs missing from the host is named with its Debian package, before anything
+/// is built, materialized or recorded.
+#[test]
+fn a_rehearsal_names_the_stand_in_installers_missing_tools() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let file = h.join("sno1.yaml");
+    std::fs::write(
+        &file,
+        "cluster: sno1\ndomain: lab.test\ndistribution: okd\nmethod: sno\nrehearsal: true\n\
+         ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n\
+         network:\n  cidr: 192.168.150.0/24\n",
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let f = facts(h, "no-tools", |v| {
+        v["commands"] = serde_json::json!(["bash", "jq", "curl", "virsh"]);
+    });
+    let out = common::shiftlab(&["create", "cluster", "-f", &file, "--facts", &f], h);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("rehearsal-tools: the sno rehearsal's stand-in installer runs commands not on PATH: dig (Debian package bind9-dnsutils), coreos-installer (Debian package coreos-installer), genisoimage (Debian package genisoimage) (fix: sudo apt-get install bind9-dnsutils coreos-installer genisoimage)"),
+        "{err}"
+    );
+    assert_eq!(err.matches("\n  - ").count(), 1, "{err}");
+    assert!(!err.contains("==> "), "a target started: {err}");
+    assert!(!h.join("state/clusters/sno1/install-state.json").exists());
+    // doctor -f judges the file as create cluster does.
+    let out = common::shiftlab(&["doctor", "-f", &file, "--facts", &f, "-o", "json"], h);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c: Vec<&serde_json::Value> = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["id"] == "rehearsal-tools")
+        .collect();
+    assert_eq!(c.len(), 1, "{v}");
+    assert_eq!(c[0]["severity"], "fail", "{v}");
+}

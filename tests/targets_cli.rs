@@ -80,11 +80,11 @@ fn a_target_the_flow_lacks_is_refused_and_changes_nothing() {
     let h = home.path();
     let file = rehearsal_file(h, "");
     let before = tree(h);
-    // A rehearsal without a release is the lab: no installer, so no manifests.
-    let (code, err) = run(h, &["create", "manifests", "-f", &file]);
+    // A rehearsal without a release rehearses its method (upi): no live ISO.
+    let (code, err) = run(h, &["create", "eject-iso", "-f", &file]);
     assert_eq!(code, Some(1), "{err}");
     assert!(
-        err.contains("manifests is not a target of lab (the lab without an install); its targets are: release, install-config, infra, workers"),
+        err.contains("eject-iso is not a target of upi (a upi install); its targets are: release, install-config, manifests, ignition, infra, bootstrap-complete, bootstrap-removal, workers, csr-approval, install-complete"),
         "{err}"
     );
     assert_eq!(tree(h), before);
@@ -111,6 +111,13 @@ fn the_lab_records_its_flow_and_install_config_pins_its_plan() {
     let s = install_state(h, "lab1");
     assert_eq!(s["flow"], "lab");
     assert_eq!(s["targets"]["install-config"]["status"], "done");
+    // Begun as the lab, create cluster keeps it, and says how to rehearse the method.
+    let (_, err) = run(h, &["create", "cluster", "-f", &file]);
+    assert!(
+        err.contains("note: lab1 was begun as the lab without an install, which it stays; to rehearse a upi install instead, `shiftlab destroy cluster lab1` first"),
+        "{err}"
+    );
+    assert_eq!(install_state(h, "lab1")["flow"], "lab");
     // The same cluster file made an install (a mirror): refused, the lab's state kept.
     let file = rehearsal_file(h, "mirror: http://127.0.0.1:9/\n");
     let before = tree(h);
@@ -219,7 +226,7 @@ fn agent_mirror(h: &Path, v: &str, iso: &Path) -> (std::path::PathBuf, std::path
         .status()
         .unwrap();
     assert!(st.success());
-    let oc = std::fs::read_to_string(fixture.join("oc"))
+    let oc = std::fs::read_to_string(common::repo().join("assets/rehearsal/oc"))
         .unwrap()
         .replace(
             "FAKE_OC_VERSION=0.0.0-fake",

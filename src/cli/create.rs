@@ -62,6 +62,17 @@ impl CreateCommand {
     }
 
     /// The target and arguments of the subcommands that take nothing but the file.
+    /// What the command asks of the cluster: its flow's end, or one target.
+    pub fn aim(&self) -> crate::install::target::Aim {
+        use crate::install::target::Aim;
+        match self {
+            CreateCommand::InstallConfig(_) => Aim::Target(Target::InstallConfig),
+            CreateCommand::Infra(_) => Aim::Target(Target::Infra),
+            CreateCommand::Cluster(_) => Aim::End,
+            other => Aim::Target(other.target().expect("a target").0),
+        }
+    }
+
     pub fn target(&self) -> Option<(Target, &TargetArgs)> {
         match self {
             CreateCommand::Manifests(a) => Some((Target::Manifests, a)),

@@ -110,6 +110,10 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Serve a standalone Redfish BMC for libvirt domains (power, boot, virtual media)
     Bmc(bmc::BmcArgs),
+    /// The rehearsal's Ironic: drive hosts' BMCs through Ironic's Redfish sequence
+    /// (input JSON on stdin; run by the stand-in installer)
+    #[command(hide = true)]
+    IronicStandin,
     /// Print a shell completion script
     Completion(completion::CompletionArgs),
     /// Write man pages for every command into a directory

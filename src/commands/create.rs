@@ -34,15 +34,12 @@ pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
         state,
     )?;
     let plan = crate::plan::derive(&loaded.spec);
+    let aim = cmd.aim();
     let ctx = Ctx::new(&loaded.spec, &plan, state, options)
+        .aiming(aim)
         .with_source(Some(&loaded.source))
         .with_host_facts(cmd.facts())?;
-    let goal = match cmd {
-        CreateCommand::InstallConfig(_) => Target::InstallConfig,
-        CreateCommand::Infra(_) => Target::Infra,
-        CreateCommand::Cluster(_) => ctx.flow.end(ctx.spec)?,
-        other => other.target().expect("a target").0,
-    };
+    let goal = ctx.goal(aim)?;
     rescale_first(&ctx, goal)?;
     match cmd {
         CreateCommand::InstallConfig(InstallConfigArgs { dir: Some(dir), .. }) => {

@@ -39,7 +39,11 @@ pub fn run(args: &DoctorArgs, state: &StateDir, out: &mut dyn Write) -> Result<u
     // With a cluster file: judged as `create cluster`'s preflight judges them.
     let run = match (&loaded, &plan) {
         (Some(l), Some(p)) => {
-            crate::install::preflight::create_cluster(crate::install::target::Flow::of(&l.spec), p)
+            let flow = crate::install::target::Flow::of(&l.spec);
+            crate::doctor::checks::Run {
+                rehearsal: crate::install::preflight::rehearsing(flow, &l.spec),
+                ..crate::install::preflight::create_cluster(flow, p)
+            }
         }
         _ => Default::default(),
     };

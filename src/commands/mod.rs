@@ -8,6 +8,7 @@ pub mod create;
 pub mod destroy;
 pub mod doctor;
 pub mod gather;
+pub mod ironic_standin;
 pub mod list;
 pub mod plan;
 pub mod power;

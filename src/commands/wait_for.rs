@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use crate::cli::wait_for::WaitForCommand;
-use crate::install::target::Target;
+use crate::install::target::{Aim, Target};
 use crate::install::{self, Ctx, Options};
 use crate::state::StateDir;
 
@@ -17,6 +17,6 @@ pub fn run(cmd: &WaitForCommand, state: &StateDir) -> Result<()> {
     // A wait makes nothing: sizes --force would let through are no reason to stop it.
     let loaded = super::load_named(w.name.as_ref(), w.file.as_deref(), &w.params, true, state)?;
     let plan = crate::plan::derive(&loaded.spec);
-    let ctx = Ctx::new(&loaded.spec, &plan, state, Options::default());
+    let ctx = Ctx::new(&loaded.spec, &plan, state, Options::default()).aiming(Aim::Target(goal));
     install::wait_for(&ctx, goal)
 }

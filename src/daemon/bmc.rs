@@ -8,7 +8,21 @@ use std::net::SocketAddr;
 use anyhow::{anyhow, Result};
 
 use super::Daemon;
+use crate::plan::Plan;
+use crate::redfish::source::ImageSources;
 use crate::state::ClusterDir;
+
+/// Where a cluster's lab BMC fetches images from: the machine network (where
+/// Ironic serves them) and `allow`; in a rehearsal also loopback over https,
+/// verified against the cluster's stand-in Ironic CA (the stand-in serves
+/// them on 127.0.0.1, from `<assets>/.ironic`). Pure.
+fn image_sources(plan: &Plan, files: &ClusterDir, allow: Vec<ipnet::IpNet>) -> ImageSources {
+    let standin_ca = plan.rehearsal.then(|| {
+        let state = crate::rehearse::ironic::state_dir(files.assets().path());
+        crate::rehearse::ironic::ca_path(&state)
+    });
+    ImageSources::within(vec![plan.network.cidr.into()], allow).with_standin_ca(standin_ca)
+}
 
 impl Daemon {
     /// Serve the lab's Redfish BMC for an ipi cluster: its own domains only, on the
@@ -68,8 +82,7 @@ impl Daemon {
                 tls: Some(Vec::new()),
                 session_timeout: bmc::DEFAULT_SESSION_TIMEOUT,
                 identity: format!("bmc/{}", plan.cluster),
-                // images come from the cluster's machine network (Ironic's)
-                image_sources: bmc::ImageSources::within(vec![plan.network.cidr.into()], allow),
+                image_sources: image_sources(&plan, &cluster_dir, allow),
                 media_ca,
             })
         })
@@ -94,5 +107,47 @@ impl Daemon {
                 served.bmc_error = Some(msg);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(rehearsal: bool) -> Plan {
+        let text = "cluster: lab1\ndomain: example.com\ndistribution: okd\nrehearsal: true\n\
+             ssh_keys: ['ssh-ed25519 AAAA k']\nmethod: ipi\n";
+        let mut p = crate::plan::derive(
+            &crate::spec::from_str(text, "t.yaml", &crate::spec::Env::default())
+                .unwrap()
+                .spec,
+        );
+        p.rehearsal = rehearsal;
+        p
+    }
+
+    #[test]
+    fn a_rehearsals_bmc_trusts_its_own_clusters_standin_ca_on_loopback_only() {
+        let state = crate::state::StateDir::resolve(Some(std::path::Path::new("/s")));
+        let lab1 = state.cluster("lab1");
+        let lo: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+        let ca = std::path::PathBuf::from("/s/clusters/lab1/assets/.ironic/tls/ca.crt");
+        assert_eq!(
+            image_sources(&plan(true), &lab1, vec![]).standin_ca_for(lo),
+            Some(ca.as_path())
+        );
+        let machine = std::net::IpAddr::from(plan(true).network.gateway);
+        assert_eq!(
+            image_sources(&plan(true), &lab1, vec![]).standin_ca_for(machine),
+            None
+        );
+        assert_eq!(
+            image_sources(&plan(false), &lab1, vec![]).standin_ca_for(lo),
+            None
+        );
+        assert_eq!(
+            image_sources(&plan(false), &lab1, vec![]),
+            ImageSources::within(vec![plan(false).network.cidr.into()], vec![])
+        );
     }
 }

@@ -54,6 +54,9 @@ pub struct Run {
     /// The cluster's infra is done (a resumed run): its network and its disks
     /// are its own, only what is still to be made needs room.
     pub infra_done: bool,
+    /// The run rehearses this method's flow with the shipped stand-in installer
+    /// (a rehearsal without a release): the tools it runs must be on PATH.
+    pub rehearsal: Option<crate::install::target::Flow>,
 }
 
 /// Every check, in a fixed order: the virtualisation stack, the host's files and
@@ -71,6 +74,7 @@ pub fn checks_for(f: &HostFacts, plan: Option<&Plan>, run: Run) -> Vec<Check> {
     v.push(network_manager(f, plan));
     v.push(etc_hosts(f, plan));
     v.push(serve(f, plan, run));
+    v.extend(rehearsal_tools(f, run));
     if let Some(p) = plan {
         v.extend(network(f, p));
         v.push(ports(f, p));
@@ -81,6 +85,49 @@ pub fn checks_for(f: &HostFacts, plan: Option<&Plan>, run: Run) -> Vec<Check> {
         v.push(etcd_disk(f, p));
     }
     v
+}
+
+/// The commands the stand-in installer runs for the rehearsed flow
+/// (crate::rehearse::installer::tools_for), each with the Debian package that
+/// has it. Not shown when the host's commands were not read (a recorded host
+/// without them) or no method is rehearsed.
+fn rehearsal_tools(f: &HostFacts, run: Run) -> Option<Check> {
+    let flow = run.rehearsal?;
+    let found = f.commands.as_ref()?;
+    let needed = crate::rehearse::installer::tools_for(flow);
+    let missing: Vec<&(&str, &str)> = needed
+        .iter()
+        .filter(|(c, _)| !found.iter().any(|f| f == c))
+        .collect();
+    if missing.is_empty() {
+        let names: Vec<&str> = needed.iter().map(|(c, _)| *c).collect();
+        return Some(check(
+            "rehearsal-tools",
+            Severity::Ok,
+            format!(
+                "the stand-in installer's tools are here: {}",
+                names.join(", ")
+            ),
+        ));
+    }
+    let names: Vec<String> = missing
+        .iter()
+        .map(|(c, p)| format!("{c} (Debian package {p})"))
+        .collect();
+    let mut packages: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
+    packages.dedup();
+    Some(
+        check(
+            "rehearsal-tools",
+            Severity::Fail,
+            format!(
+                "the {} rehearsal's stand-in installer runs commands not on PATH: {}",
+                flow,
+                names.join(", ")
+            ),
+        )
+        .fix(format!("sudo apt-get install {}", packages.join(" "))),
+    )
 }
 
 fn kvm(f: &HostFacts, plan: Option<&Plan>) -> Check {

@@ -67,6 +67,9 @@ pub struct HostFacts {
     /// The host's network interfaces (`/sys/class/net`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub interfaces: Vec<String>,
+    /// Which of the commands a rehearsal's stand-in installer runs are on PATH
+    /// (`None`: not read, a recorded host without them).
+    pub commands: Option<Vec<String>>,
 }
 
 /// One libvirt network, as the name and address checks see it.
@@ -359,6 +362,7 @@ fn gather_host(
         apparmor: read("/sys/module/apparmor/parameters/enabled").is_some_and(|v| v.trim() == "Y"),
         etc_hosts: read("/etc/hosts").unwrap_or_default(),
         serve_running,
+        commands: Some(crate::rehearse::installer::tools_on_path()),
         ..HostFacts::default()
     };
     match host {

@@ -483,8 +483,7 @@ mod tests {
              networking:\n  machineNetwork:\n  - cidr: 127.0.0.0/24\nplatform:\n  none: {}\n",
         )
         .unwrap();
-        let fake = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/fake-openshift-install/openshift-install");
+        let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/rehearsal/openshift-install");
         let mut child = Command::new(fake)
             .args(["wait-for", "bootstrap-complete", "--dir"])
             .arg(dir.path())

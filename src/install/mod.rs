@@ -29,7 +29,7 @@ use crate::progress::Sink;
 use crate::spec::{ClusterSpec, Source};
 use crate::state::{ClusterDir, StateDir};
 use state::Locked;
-use target::{Flow, Kind, Target};
+use target::{Aim, Flow, Kind, Target};
 
 /// What a command adds to the cluster file.
 #[derive(Debug, Clone, Copy, Default)]
@@ -68,9 +68,11 @@ impl<'a> Ctx<'a> {
         state: &'a StateDir,
         options: Options,
     ) -> Self {
+        let cluster = state.cluster(&spec.cluster);
         Ctx {
-            cluster: state.cluster(&spec.cluster),
-            flow: Flow::of(spec),
+            // What converges the VMs (scale) goes on in the flow begun.
+            flow: Flow::chosen(spec, begun(&cluster), Aim::Target(Target::Infra)),
+            cluster,
             spec,
             plan,
             state,
@@ -79,6 +81,33 @@ impl<'a> Ctx<'a> {
             source: None,
             host_facts: None,
         }
+    }
+
+    /// The same, in the flow that drives the cluster towards `aim`
+    /// ([`Flow::chosen`]: a rehearsal's `create cluster` rehearses its method).
+    pub fn aiming(self, aim: Aim) -> Self {
+        let flow = Flow::chosen(self.spec, begun(&self.cluster), aim);
+        Ctx { flow, ..self }
+    }
+
+    /// The target `aim` reaches in this context's flow.
+    pub fn goal(&self, aim: Aim) -> Result<Target> {
+        // A rehearsal begun as the lab (create infra, ...) stays it: said, since
+        // create cluster of the same file would otherwise rehearse the method.
+        let method = Flow::chosen(self.spec, None, Aim::End);
+        if aim == Aim::End && self.flow == Flow::Lab && method != Flow::Lab {
+            self.progress.aside(format_args!(
+                "note: {} was begun as {}, which it stays; to rehearse {} instead, `shiftlab destroy cluster {}` first",
+                self.spec.cluster,
+                Flow::Lab.describe(),
+                method.describe(),
+                self.spec.cluster
+            ));
+        }
+        Ok(match aim {
+            Aim::End => self.flow.end(self.spec)?,
+            Aim::Target(t) => t,
+        })
     }
 
     /// The same, recording `source` as the cluster's file when a target runs.
@@ -96,6 +125,15 @@ impl<'a> Ctx<'a> {
     /// The same, its progress sent to `progress` (stderr under `-o json`).
     pub fn with_progress(self, progress: Sink) -> Self {
         Ctx { progress, ..self }
+    }
+}
+
+/// The flow a cluster's targets ran in, once one ran (unreadable: none; the
+/// lock's read reports it).
+fn begun(cluster: &ClusterDir) -> Option<Flow> {
+    match state::read(cluster) {
+        Ok(Some(s)) if !s.targets.is_empty() => s.flow,
+        _ => None,
     }
 }
 

@@ -44,6 +44,7 @@ pub fn run_of(flow: Flow, plan: &Plan, remaining: &[Target], infra_done: bool) -
     Some(Run {
         needs_serve: waits && through_serve,
         infra_done,
+        rehearsal: None,
     })
 }
 
@@ -52,12 +53,18 @@ pub fn create_cluster(flow: Flow, plan: &Plan) -> Run {
     run_of(flow, plan, &flow.order(), false).unwrap_or_default()
 }
 
+/// The method `flow` rehearses with the shipped stand-in installer, if it does.
+pub fn rehearsing(flow: Flow, spec: &crate::spec::ClusterSpec) -> Option<Flow> {
+    (super::target::without_release(spec) && flow != Flow::Lab).then_some(flow)
+}
+
 /// Check the host before `remaining` runs; refuse with every problem.
 pub fn check(ctx: &Ctx, remaining: &[&Step], infra_done: bool) -> Result<()> {
     let targets: Vec<Target> = remaining.iter().map(|s| s.target).collect();
-    let Some(run) = run_of(ctx.flow, ctx.plan, &targets, infra_done) else {
+    let Some(mut run) = run_of(ctx.flow, ctx.plan, &targets, infra_done) else {
         return Ok(());
     };
+    run.rehearsal = rehearsing(ctx.flow, ctx.spec);
     // The host's KVM, libvirt and capacity are nothing to a KubeVirt cluster,
     // whose backend checks its own API before it applies.
     if crate::backend::kind(ctx.plan) == BackendKind::Kubevirt {
@@ -140,7 +147,8 @@ mod tests {
             ),
             Some(Run {
                 needs_serve: false,
-                infra_done: false
+                infra_done: false,
+                rehearsal: None
             })
         );
         let all = create_cluster(Flow::Upi, &p);
@@ -150,7 +158,8 @@ mod tests {
             run_of(Flow::Upi, &p, &[Target::BootstrapComplete], true),
             Some(Run {
                 needs_serve: true,
-                infra_done: true
+                infra_done: true,
+                rehearsal: None
             })
         );
     }

@@ -208,9 +208,10 @@ pub enum Flow {
     Agent,
     /// Bare-metal IPI: the installer drives the nodes through the lab's BMC.
     Ipi,
-    /// The lab alone: a rehearsal without a release (stand-in nodes get
-    /// shiftlab's Ignition alone, no installer runs), or a method the driver does
-    /// not drive yet (its configs and VMs, for an install run by hand).
+    /// The lab alone: a rehearsal without a release asked for its lab only
+    /// (`create infra`/`workers` before anything began, or on KubeVirt: stand-in
+    /// nodes get shiftlab's Ignition alone, no installer runs), or a method the
+    /// driver does not drive yet (its configs and VMs, for an install run by hand).
     Lab,
 }
 
@@ -233,15 +234,46 @@ pub fn without_release(spec: &ClusterSpec) -> bool {
     spec.rehearsal && spec.mirror.is_none() && spec.openshift_install.is_none()
 }
 
+/// What a command asks of a cluster: `create cluster` (its flow's end), or one
+/// target (`create <target>`, `wait-for`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aim {
+    End,
+    Target(Target),
+}
+
 impl Flow {
     pub const ALL: [Flow; 5] = [Flow::Upi, Flow::Sno, Flow::Agent, Flow::Ipi, Flow::Lab];
 
-    /// The flow of a cluster file.
+    /// The flow of a cluster file for `create cluster`, before anything began.
     pub fn of(spec: &ClusterSpec) -> Flow {
-        if without_release(spec) {
+        Flow::chosen(spec, None, Aim::End)
+    }
+
+    /// The flow that drives `spec` towards `aim`, `begun` the flow a cluster's
+    /// install state recorded once a target ran. A rehearsal without a release
+    /// rehearses its method with the shipped stand-in installer
+    /// (src/rehearse/installer.rs) on libvirt; it stays the lab alone on
+    /// KubeVirt, and when asked before anything began for a target the lab has
+    /// (`create infra`, `create workers`: the stand-in lab many use as it is).
+    /// Once begun, the recorded flow goes on (its method's or the lab's); any
+    /// other change is left to `Locked::check_flow` to refuse.
+    pub fn chosen(spec: &ClusterSpec, begun: Option<Flow>, aim: Aim) -> Flow {
+        let Ok(method) = Flow::driving(spec.method) else {
+            return Flow::Lab;
+        };
+        if !without_release(spec) {
+            return method;
+        }
+        if spec.backend == crate::spec::BackendKind::Kubevirt {
             return Flow::Lab;
         }
-        Flow::driving(spec.method).unwrap_or(Flow::Lab)
+        match (begun, aim) {
+            (Some(f), _) if f == method || f == Flow::Lab => f,
+            (Some(_), _) | (None, Aim::End) => method,
+            (None, Aim::Target(t)) if Flow::Lab.step(t).is_some() => Flow::Lab,
+            (None, Aim::Target(_)) => method,
+        }
     }
 
     /// The flow that drives `method`'s install.
@@ -601,7 +633,8 @@ mod tests {
     #[test]
     fn the_flow_of_a_cluster_file() {
         assert_eq!(Flow::of(&spec("")), Flow::Upi);
-        assert_eq!(Flow::of(&spec("rehearsal: true\n")), Flow::Lab);
+        // A rehearsal without a release rehearses its method (create cluster).
+        assert_eq!(Flow::of(&spec("rehearsal: true\n")), Flow::Upi);
         assert_eq!(
             Flow::of(&spec("rehearsal: true\nmirror: http://127.0.0.1:1/\n")),
             Flow::Upi
@@ -620,6 +653,39 @@ mod tests {
         let rehearsal = spec("method: ipi\nrehearsal: true\n");
         assert_eq!(Flow::Lab.end(&rehearsal), Ok(Target::Workers));
         assert_eq!(Flow::Upi.end(&spec("")), Ok(Target::InstallComplete));
+    }
+
+    #[test]
+    fn a_rehearsal_without_a_release_rehearses_its_method() {
+        use Aim::{End, Target as T};
+        for (method, flow) in [
+            ("upi", Flow::Upi),
+            ("sno", Flow::Sno),
+            ("agent", Flow::Agent),
+            ("ipi", Flow::Ipi),
+        ] {
+            let r = spec(&format!("method: {method}\nrehearsal: true\n"));
+            // create cluster, and a target only the method's flow has.
+            assert_eq!(Flow::chosen(&r, None, End), flow, "{method}");
+            assert_eq!(Flow::chosen(&r, None, T(Target::InstallComplete)), flow);
+            // Before anything began, create infra and workers keep the lab.
+            assert_eq!(Flow::chosen(&r, None, T(Target::Infra)), Flow::Lab);
+            assert_eq!(Flow::chosen(&r, None, T(Target::Workers)), Flow::Lab);
+            assert_eq!(Flow::chosen(&r, None, T(Target::Release)), Flow::Lab);
+            // Once begun, the recorded flow goes on, whatever is asked.
+            assert_eq!(Flow::chosen(&r, Some(Flow::Lab), End), Flow::Lab);
+            assert_eq!(Flow::chosen(&r, Some(flow), T(Target::Infra)), flow);
+        }
+        let upi = spec("rehearsal: true\n");
+        // A flow of another method is not adopted: check_flow refuses it.
+        assert_eq!(Flow::chosen(&upi, Some(Flow::Sno), End), Flow::Upi);
+        // KubeVirt rehearses the lab alone.
+        let mut kv = spec("rehearsal: true\n");
+        kv.backend = crate::spec::BackendKind::Kubevirt;
+        assert_eq!(Flow::chosen(&kv, None, End), Flow::Lab);
+        // A mirror is a release: today's flow, whatever the aim.
+        let m = spec("rehearsal: true\nmirror: http://127.0.0.1:1/\n");
+        assert_eq!(Flow::chosen(&m, None, T(Target::Infra)), Flow::Upi);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! do not verify them either. With a CA (`--media-ca`), only servers with a
 //! certificate from it and for their name are fetched from. Either way the
 //! handshake's signatures are checked, so a TLS session is really with the
-//! holder of the certificate shown.
+//! holder of the certificate shown. A rehearsal's lab BMC verifies a
+//! loopback server against the cluster's stand-in Ironic CA instead, read
+//! at each connection (see [`super::source`]).
 
 use std::io::{Read as _, Write as _};
 use std::path::Path;
@@ -55,7 +57,11 @@ impl Fetcher {
             // proxy's address, not the image server's
             .proxy(None)
             .build();
-        let connector = ().chain(TcpConnector::default()).chain(MediaTls(client_tls(media_ca)?));
+        let tls = MediaTls {
+            config: client_tls(media_ca)?,
+            sources: sources.clone(),
+        };
+        let connector = ().chain(TcpConnector::default()).chain(tls);
         let agent = ureq::Agent::with_parts(config, connector, source::Resolver::new(sources));
         Ok(Fetcher { agent })
     }
@@ -137,6 +143,9 @@ pub enum Cause {
     /// TLS: the certificate is from a trusted CA but unusable (expired, for
     /// another name, …).
     BadCertificate(String),
+    /// TLS: a loopback server in a rehearsal without a certificate from the
+    /// cluster's stand-in Ironic CA, or that CA missing.
+    StandinCa(String),
     /// TLS: anything else in the handshake.
     Tls(String),
     Other(String),
@@ -153,6 +162,9 @@ impl Cause {
             }
             if let Some(l) = e.downcast_ref::<source::Lookup>() {
                 return Cause::Dns(l.0.to_string());
+            }
+            if let Some(s) = e.downcast_ref::<source::StandinCa>() {
+                return Cause::StandinCa(s.0.clone());
             }
             if let Some(t) = e.downcast_ref::<rustls::Error>() {
                 return match t {
@@ -190,6 +202,7 @@ impl Cause {
             Cause::Timeout => "timed out connecting to or reading from the server".into(),
             Cause::UnknownCa => "TLS: unknown CA: the server's certificate is not signed by a CA this BMC trusts for image servers (--media-ca)".into(),
             Cause::BadCertificate(d) => format!("TLS: bad certificate: {d}"),
+            Cause::StandinCa(d) => format!("TLS: {d}"),
             Cause::Tls(d) => format!("TLS handshake failed: {d}"),
             Cause::Other(d) => d.clone(),
         }
@@ -257,25 +270,9 @@ fn client_tls(media_ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>> {
         .with_safe_default_protocol_versions()
         .context("tls protocol versions")?;
     let config = match media_ca {
-        Some(path) => {
-            let pem = std::fs::read(path)
-                .with_context(|| format!("reading --media-ca {}", path.display()))?;
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in CertificateDer::pem_slice_iter(&pem) {
-                let cert = cert
-                    .with_context(|| format!("--media-ca {}: a bad PEM block", path.display()))?;
-                roots
-                    .add(cert)
-                    .with_context(|| format!("--media-ca {}: a bad certificate", path.display()))?;
-            }
-            if roots.is_empty() {
-                bail!(
-                    "--media-ca {}: no PEM certificate in it; give the CA that signed the image servers' certificates",
-                    path.display()
-                );
-            }
-            builder.with_root_certificates(roots).with_no_client_auth()
-        }
+        Some(path) => builder
+            .with_root_certificates(ca_roots(path, "--media-ca")?)
+            .with_no_client_auth(),
         None => builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
@@ -284,11 +281,52 @@ fn client_tls(media_ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>> {
     Ok(Arc::new(config))
 }
 
+/// The CAs in the PEM file `path` (`what` names it in errors).
+fn ca_roots(path: &Path, what: &str) -> Result<rustls::RootCertStore> {
+    let pem = std::fs::read(path).with_context(|| format!("reading {what} {}", path.display()))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.with_context(|| format!("{what} {}: a bad PEM block", path.display()))?;
+        roots
+            .add(cert)
+            .with_context(|| format!("{what} {}: a bad certificate", path.display()))?;
+    }
+    if roots.is_empty() {
+        bail!(
+            "{what} {}: no PEM certificate in it; give the CA that signed the image servers' certificates",
+            path.display()
+        );
+    }
+    Ok(roots)
+}
+
+/// A config verifying against the stand-in Ironic CA `ca`, read now: the
+/// stand-in makes it after the BMC starts, and again for a new lab.
+fn standin_tls(ca: &Path) -> Result<Arc<rustls::ClientConfig>, ureq::Error> {
+    let unusable = |e: anyhow::Error| {
+        ureq::Error::Other(Box::new(source::StandinCa(format!(
+            "the cluster's stand-in Ironic CA is unusable: {e:#}"
+        ))))
+    };
+    let roots = ca_roots(ca, "the stand-in Ironic CA").map_err(unusable)?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| unusable(e.into()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
 /// The TLS step of the fetch's connector chain, with [`client_tls`]'s
-/// config: ureq's own connector, with verification off, checks no handshake
-/// signature.
+/// config, or [`standin_tls`]'s for an address only the rehearsal's
+/// loopback exception admits: ureq's own connector, with verification off,
+/// checks no handshake signature.
 #[derive(Debug)]
-struct MediaTls(Arc<rustls::ClientConfig>);
+struct MediaTls {
+    config: Arc<rustls::ClientConfig>,
+    sources: ImageSources,
+}
 
 impl<In: Transport> Connector<In> for MediaTls {
     type Out = Either<In, MediaTlsTransport>;
@@ -309,10 +347,33 @@ impl<In: Transport> Connector<In> for MediaTls {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let name = ServerName::try_from(bare.to_string())
             .map_err(|_| ureq::Error::Tls("the server's name is not a DNS name or an address"))?;
-        let mut conn = rustls::ClientConnection::new(self.0.clone(), name)?;
+        // Any address under the exception puts the whole name under it.
+        let standin = details
+            .addrs
+            .iter()
+            .find_map(|a| self.sources.standin_ca_for(a.ip()));
+        let config = match standin {
+            Some(ca) => standin_tls(ca)?,
+            None => self.config.clone(),
+        };
+        let mut conn = rustls::ClientConnection::new(config, name)?;
         let mut sock = TransportAdapter::new(transport.boxed(), details.current_time.clone());
         sock.set_timeout(details.timeout);
-        conn.complete_io(&mut sock)?;
+        if let Err(e) = conn.complete_io(&mut sock) {
+            let rejected = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+            return Err(match (standin, rejected) {
+                (
+                    Some(ca),
+                    Some(rustls::Error::InvalidCertificate(
+                        rustls::CertificateError::UnknownIssuer,
+                    )),
+                ) => ureq::Error::Other(Box::new(source::StandinCa(format!(
+                    "unknown CA: the image server on loopback has a certificate not from this rehearsal's stand-in Ironic CA ({})",
+                    ca.display()
+                )))),
+                _ => e.into(),
+            });
+        }
         Ok(Some(Either::B(MediaTlsTransport {
             buffers: LazyBuffers::new(
                 details.config.input_buffer_size(),

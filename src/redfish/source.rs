@@ -14,7 +14,13 @@
 //! - the address is inside the image networks when there are any (the lab
 //!   BMC: the cluster's machine network);
 //! - an address inside an explicitly allowed network (`--allow-image-source`)
-//!   passes the last two checks whatever its class, never the first.
+//!   passes the last two checks whatever its class, never the first;
+//! - a rehearsal's lab BMC (given its stand-in Ironic's CA) also reaches
+//!   loopback, over https only, and only servers whose certificate chains to
+//!   that CA ([`super::fetch`] verifies it): the stand-in serves the ISOs on
+//!   127.0.0.1 where real Ironic serves them on the machine network, and a
+//!   certificate from its CA, whose key only the stand-in holds, is what
+//!   keeps the host's other loopback services out of reach.
 //!
 //! Clients get one message, [`UNREACHABLE`], for every source the rule
 //! refuses (no connection is made); which rule goes to the BMC's log. An
@@ -23,6 +29,7 @@
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs as _};
+use std::path::{Path, PathBuf};
 
 use ipnet::IpNet;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs};
@@ -40,6 +47,10 @@ pub struct ImageSources {
     within: Option<Vec<IpNet>>,
     /// Allowed whatever their class (`--allow-image-source`).
     allow: Vec<IpNet>,
+    /// A rehearsal's stand-in Ironic CA: loopback over https, verified
+    /// against it (read when a connection is made: it appears after the BMC
+    /// starts).
+    standin_ca: Option<PathBuf>,
 }
 
 impl ImageSources {
@@ -49,6 +60,7 @@ impl ImageSources {
         ImageSources {
             within: None,
             allow,
+            standin_ca: None,
         }
     }
 
@@ -58,6 +70,36 @@ impl ImageSources {
         ImageSources {
             within: Some(networks),
             allow,
+            standin_ca: None,
+        }
+    }
+
+    /// Also loopback over https, from a server whose certificate chains to
+    /// `ca` (a rehearsal's stand-in Ironic CA); `None` changes nothing.
+    pub fn with_standin_ca(mut self, ca: Option<PathBuf>) -> Self {
+        self.standin_ca = ca;
+        self
+    }
+
+    /// The stand-in CA a connection to `ip` must verify against: `Some` when
+    /// only the rehearsal's loopback exception admits `ip` (an explicit
+    /// `--allow-image-source` keeps its own meaning: `--media-ca` or none).
+    pub fn standin_ca_for(&self, ip: IpAddr) -> Option<&Path> {
+        let ip = canonical(ip);
+        let ca = self.standin_ca.as_deref()?;
+        (ip.is_loopback() && !self.allow.iter().any(|n| n.contains(&ip))).then_some(ca)
+    }
+
+    /// Why `ip` is refused for a fetch over `scheme`; `None` if it may be
+    /// fetched from (see [`Self::standin_ca_for`] for what it must show).
+    pub fn fetch_refusal(&self, scheme: &str, ip: IpAddr, own: &[IpAddr]) -> Option<String> {
+        let reason = self.refusal(ip, own)?;
+        match self.standin_ca_for(ip) {
+            Some(_) if scheme == "https" => None,
+            Some(_) => Some(format!(
+                "{reason}, which a rehearsal's BMC reads over https only (its stand-in Ironic's image server)"
+            )),
+            None => Some(reason),
         }
     }
 
@@ -88,25 +130,21 @@ impl ImageSources {
 
     /// The addresses of a resolved name that may be fetched from, or why
     /// none may.
+    /// Strict: without the rehearsal's loopback exception, as for a URL
+    /// another component fetches (its loopback is not the stand-in's).
     pub fn admit(&self, addrs: Vec<SocketAddr>, own: &[IpAddr]) -> Result<Vec<SocketAddr>, String> {
-        let mut reasons = Vec::new();
-        let allowed: Vec<SocketAddr> = addrs
-            .into_iter()
-            .filter(|a| match self.refusal(a.ip(), own) {
-                Some(r) => {
-                    reasons.push(r);
-                    false
-                }
-                None => true,
-            })
-            .collect();
-        if allowed.is_empty() {
-            if reasons.is_empty() {
-                return Err("the name has no address".into());
-            }
-            return Err(reasons.join("; "));
-        }
-        Ok(allowed)
+        admit_by(addrs, |ip| self.refusal(ip, own))
+    }
+
+    /// [`Self::admit`] for this BMC's own fetch over `scheme`, with the
+    /// rehearsal's loopback exception.
+    pub fn admit_fetch(
+        &self,
+        scheme: &str,
+        addrs: Vec<SocketAddr>,
+        own: &[IpAddr],
+    ) -> Result<Vec<SocketAddr>, String> {
+        admit_by(addrs, |ip| self.fetch_refusal(scheme, ip, own))
     }
 
     /// The whole rule without connecting, for a URL another component
@@ -124,6 +162,31 @@ impl ImageSources {
         let own = host_addresses().map_err(|e| format!("reading this host's addresses: {e}"))?;
         self.admit(addrs, &own).map(|_| ())
     }
+}
+
+/// The addresses `refusal` finds nothing against, or every reason.
+fn admit_by(
+    addrs: Vec<SocketAddr>,
+    refusal: impl Fn(IpAddr) -> Option<String>,
+) -> Result<Vec<SocketAddr>, String> {
+    let mut reasons = Vec::new();
+    let allowed: Vec<SocketAddr> = addrs
+        .into_iter()
+        .filter(|a| match refusal(a.ip()) {
+            Some(r) => {
+                reasons.push(r);
+                false
+            }
+            None => true,
+        })
+        .collect();
+    if allowed.is_empty() {
+        if reasons.is_empty() {
+            return Err("the name has no address".into());
+        }
+        return Err(reasons.join("; "));
+    }
+    Ok(allowed)
 }
 
 /// An IPv4 address carried in IPv6 (`::ffff:a.b.c.d`) as the IPv4 address
@@ -360,6 +423,13 @@ impl Resolver {
 #[error("{0}")]
 pub struct Refused(pub String);
 
+/// A loopback image server the rehearsal's stand-in CA does not vouch for
+/// (the CA is missing or unusable, or did not sign the server's
+/// certificate), as the fetch's errors carry it: the client reads it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StandinCa(pub String);
+
 /// A failed lookup of the server's name, as the resolver's error carries it
 /// (ureq reports it as any other I/O error).
 #[derive(Debug, thiserror::Error)]
@@ -379,10 +449,23 @@ impl ureq::unversioned::resolver::Resolver for Resolver {
             Err(e) => return Err(e),
         };
         let own = host_addresses()?;
+        let scheme = uri.scheme_str().unwrap_or("");
         let admitted = self
             .sources
-            .admit(addrs, &own)
+            .admit_fetch(scheme, addrs, &own)
             .map_err(|reason| ureq::Error::Other(Box::new(Refused(reason))))?;
+        // Without the stand-in's CA nothing on loopback is connected to.
+        if let Some(ca) = admitted
+            .iter()
+            .find_map(|a| self.sources.standin_ca_for(a.ip()))
+        {
+            if !ca.is_file() {
+                return Err(ureq::Error::Other(Box::new(StandinCa(format!(
+                    "the image server is on loopback, which this rehearsal's BMC fetches from only with a certificate from the cluster's stand-in Ironic CA, and {} does not exist (the stand-in has not started its image server)",
+                    ca.display()
+                )))));
+            }
+        }
         let mut out = self.empty();
         for addr in admitted {
             out.push(addr);
@@ -550,6 +633,73 @@ mod tests {
         assert_eq!(mirror.refusal(ip("192.168.1.10"), &own), None);
         assert!(mirror.refusal(ip("::1"), &own).is_some());
         assert!(mirror.refusal(ip("169.254.169.254"), &own).is_some());
+    }
+
+    #[test]
+    fn a_rehearsals_bmc_reads_loopback_over_https_only_under_its_standin_ca() {
+        let own = [ip("127.0.0.1"), ip("192.168.1.10"), ip("192.168.126.1")];
+        let ca = std::path::PathBuf::from("/state/clusters/lab1/assets/.ironic/tls/ca.crt");
+        let lab = || ImageSources::within(vec![net("192.168.126.0/24")], vec![]);
+        let rehearsal = lab().with_standin_ca(Some(ca.clone()));
+
+        // loopback over https: admitted, and only under the cluster's CA
+        for addr in ["127.0.0.1", "::1", "::ffff:127.0.0.1"] {
+            assert_eq!(
+                rehearsal.fetch_refusal("https", ip(addr), &own),
+                None,
+                "{addr}"
+            );
+            assert_eq!(rehearsal.standin_ca_for(ip(addr)), Some(ca.as_path()));
+        }
+        // plain http to loopback: refused, saying why
+        let r = rehearsal
+            .fetch_refusal("http", ip("127.0.0.1"), &own)
+            .unwrap();
+        assert!(
+            r.contains("127.0.0.1 is a loopback address") && r.contains("https only"),
+            "{r}"
+        );
+        // the rest of the rule stands: the host's other addresses, other
+        // classes, outside the machine network
+        for (addr, why) in [
+            ("192.168.1.10", "an address of this host"),
+            ("192.168.126.1", "an address of this host"),
+            ("169.254.169.254", "link-local"),
+            ("10.0.0.5", "outside the image networks"),
+        ] {
+            let r = rehearsal.fetch_refusal("https", ip(addr), &own).unwrap();
+            assert!(r.contains(why), "{addr}: {r}");
+            assert_eq!(rehearsal.standin_ca_for(ip(addr)), None, "{addr}");
+        }
+        // the machine network: as before, under --media-ca (or none)
+        assert_eq!(
+            rehearsal.fetch_refusal("http", ip("192.168.126.10"), &own),
+            None
+        );
+        assert_eq!(rehearsal.standin_ca_for(ip("192.168.126.10")), None);
+        let sa = |s: &str| -> SocketAddr { s.parse().unwrap() };
+        assert_eq!(
+            rehearsal.admit_fetch("https", vec![sa("127.0.0.1:443")], &own),
+            Ok(vec![sa("127.0.0.1:443")])
+        );
+        assert!(rehearsal
+            .admit_fetch("http", vec![sa("127.0.0.1:80")], &own)
+            .is_err());
+        // what another component fetches (CDI) gets no exception
+        assert!(rehearsal.admit(vec![sa("127.0.0.1:443")], &own).is_err());
+
+        // not a rehearsal: loopback refused over either scheme, as before
+        for scheme in ["https", "http"] {
+            let r = lab().fetch_refusal(scheme, ip("127.0.0.1"), &own).unwrap();
+            assert_eq!(r, "127.0.0.1 is a loopback address");
+            assert_eq!(lab().standin_ca_for(ip("127.0.0.1")), None);
+        }
+        // an explicit allowance keeps its meaning (--media-ca or none)
+        let allowed = ImageSources::within(vec![net("192.168.126.0/24")], vec![net("127.0.0.0/8")])
+            .with_standin_ca(Some(ca));
+        assert_eq!(allowed.fetch_refusal("http", ip("127.0.0.1"), &own), None);
+        assert_eq!(allowed.standin_ca_for(ip("127.0.0.1")), None);
+        assert!(allowed.standin_ca_for(ip("::1")).is_some());
     }
 
     #[test]

@@ -156,9 +156,10 @@ if grep -q '^==> ' "$work/run2.out"; then fail "a finished install ran targets a
 check_finished inst1 2
 "$bin" destroy cluster inst1 >/dev/null
 
-step "a compact 3+0 cluster: routers on the control planes, *.apps through the load balancer to them"
-f4=$(install_file inst4 192.168.183.0/24 "$V" 0)
-"$bin" create cluster -f "$f4" >"$work/run4.out" 2>&1 || {
+step "a compact 3+0 rehearsal with rehearsal: true alone: the shipped stand-in installer; routers on the control planes, *.apps through the load balancer to them"
+# No mirror, no stream, no installer of the tests': what a user's file holds.
+f4=$(cluster_file inst4 192.168.183.0/24 "method: upi" "ctlplanes: 3" "workers: 0")
+env -u SHIFTLAB_FAKE_STREAM_JSON "$bin" create cluster -f "$f4" >"$work/run4.out" 2>&1 || {
 	tail -5 "$work/run4.out"
 	tail -15 "$SHIFTLAB_HOME/clusters/inst4/openshift-install.log"
 	fail "the compact install failed"
@@ -166,6 +167,11 @@ f4=$(install_file inst4 192.168.183.0/24 "$V" 0)
 tail -3 "$work/run4.out"
 check_finished inst4 0
 check_ingress inst4 192.168.183 inst4-ctlplane-0 inst4-ctlplane-1 inst4-ctlplane-2
+contains "Install complete!" "$SHIFTLAB_HOME/clusters/inst4/openshift-install.log" || fail "the stand-in installer did not say Install complete!"
+jq -e --arg c "$SHIFTLAB_CACHE/rehearsal/" '.flow == "upi" and (.facts.openshift_install | startswith($c))
+	and .facts.release_version == "4.18.0-rehearsal" and (.facts.coreos_image | endswith("/images/standin.qcow2"))' \
+	"$SHIFTLAB_HOME/clusters/inst4/install-state.json" >/dev/null ||
+	fail "the rehearsal did not run the shipped installer: $(jq -c '{flow, facts}' "$SHIFTLAB_HOME/clusters/inst4/install-state.json")"
 "$bin" destroy cluster inst4 >/dev/null
 
 step "a corrupted tarball is a clear error and nothing is cached"

@@ -30,7 +30,7 @@ NAME=ipi
 . "$(dirname "$0")/ironic-lib.sh"
 ironic_venv # none: skip loudly (CI: fail)
 e2e_sandbox "$@"
-fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
+fake=$repo/assets/rehearsal/openshift-install
 command -v coreos-installer >/dev/null || fail "coreos-installer not found (scripts/setup installs it)"
 e2e_workdir ipi
 export SHIFTLAB_CACHE=$work/cache XDG_CACHE_HOME=$work/xdg

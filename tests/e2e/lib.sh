@@ -134,7 +134,7 @@ bmc_venv() {
 #   mirror_qcow2_stream "$IMAGE" c10s 10.0.20250628-0   the same as another stream and release
 #   mirror_downloads PATTERN        how many GETs of /PATTERN the mirror served
 V=4.17.0-okd-scos.0
-fake=$repo/tests/fixtures/fake-openshift-install/openshift-install
+fake=$repo/assets/rehearsal/openshift-install
 mirror_pid=""
 release_mirror() {
 	local port=$((20000 + RANDOM % 20000))

@@ -13,10 +13,13 @@ use crate::install::Ctx;
 pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     use crate::release::{self, Cache, CoreosKind, Progress};
     let spec = ctx.spec;
-    if without_release(spec) {
+    if without_release(spec) && ctx.flow == Flow::Lab {
         return Ok(Some(
             "rehearsal without a release: nothing to download".into(),
         ));
+    }
+    if without_release(spec) {
+        return rehearsal(ctx, locked);
     }
     // The lab alone runs no installer: the release matters only for its image.
     if ctx.flow == Flow::Lab && spec.image.is_some() {
@@ -119,6 +122,70 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         ctx.progress.aside(format_args!("    {n}"));
     }
     Ok(Some(notes.join(", ")))
+}
+
+/// A rehearsal of the method without a release: the shipped stand-in installer
+/// and client baked for this run (src/rehearse/installer.rs) in place of the
+/// release's, their stream naming the stand-in images (built once per host,
+/// under the host lock), recorded as a release's would be.
+fn rehearsal(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
+    use crate::rehearse::installer::{self, Baked};
+    let spec = ctx.spec;
+    let cache = crate::release::Cache::from_env()?;
+    let artifact = coreos_artifact(ctx.flow, spec.image.is_some());
+    let iso_needed = matches!(ctx.flow, Flow::Sno | Flow::Agent | Flow::Ipi);
+    let (qcow2, iso) = {
+        let _host = ctx.state.lock_host()?;
+        let qcow2 = ctx.state.standin_image();
+        if !qcow2.exists() {
+            ctx.progress.aside(format_args!(
+                "    building the stand-in node image {}",
+                qcow2.display()
+            ));
+            crate::image::standin::build(&qcow2).context("building the stand-in image")?;
+        }
+        let iso = cache.root().join("rehearsal/standin-live.x86_64.iso");
+        if iso_needed && !iso.exists() {
+            ctx.progress.aside(format_args!(
+                "    building the stand-in live ISO {}",
+                iso.display()
+            ));
+            std::fs::create_dir_all(cache.root().join("rehearsal"))
+                .with_context(|| format!("creating {}", cache.root().display()))?;
+            crate::image::standin::build_iso(&iso).context("building the stand-in live ISO")?;
+        }
+        (
+            installer::image(&qcow2)?,
+            iso_needed.then(|| installer::image(&iso)).transpose()?,
+        )
+    };
+    let (version, release_image) = installer::release_of(spec);
+    let stream = installer::stream_json(Some(&qcow2), iso.as_ref());
+    let baked = Baked {
+        version: version.clone(),
+        release_image: release_image.clone(),
+        stream_json: stream.clone(),
+        ironic_exe: std::env::current_exe().context("finding shiftlab's own executable")?,
+    };
+    let tools = installer::materialize(cache.root(), &baked)?;
+    let level = crate::release::cpu_level::stream_level(&stream)?;
+    let cpu = crate::install::cpu::check(&level, &crate::install::cpu::node_cpu_here(spec))?;
+    locked.update_facts(|f| {
+        f.release_version = Some(version.clone());
+        f.release_image = Some(release_image.clone());
+        f.openshift_install = Some(tools.openshift_install.clone());
+        f.oc = Some(tools.oc.clone());
+        f.cpu_level = Some(level);
+        match artifact {
+            Some(crate::release::CoreosKind::LiveIso) => f.coreos_iso = iso.map(|i| i.path),
+            Some(_) => f.coreos_image = Some(qcow2.path),
+            None => {}
+        }
+    })?;
+    Ok(Some(format!(
+        "rehearsal: the stand-in installer {} ({version}, {release_image}), {cpu}",
+        tools.openshift_install.display()
+    )))
 }
 
 /// The verified `oc` the release target recorded, fetched again (verified the
