@@ -21,6 +21,8 @@ use crate::install::target::Target;
 pub const FAILURE: u8 = 1;
 /// Bad usage, or a cluster file that cannot be used.
 pub const INVALID: u8 = 2;
+/// A rehearsal's report has a failed row (after the installer's 3..=8).
+pub const REHEARSAL_FAILED: u8 = 9;
 
 /// A phase of the install that has its own exit code, as openshift-install's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +112,15 @@ pub struct InstallerExit {
 #[error("{0}")]
 pub struct Interrupted(pub String);
 
+/// A rehearsal installed, or was asked for its report, and a row of the report
+/// failed (docs/rehearsal.md): the report, printed before, names it.
+#[derive(Debug, thiserror::Error)]
+#[error("rehearsal {cluster}: {failed} check(s) of the report failed")]
+pub struct RehearsalFailed {
+    pub cluster: String,
+    pub failed: usize,
+}
+
 /// The exit code of a failed command. Pure.
 pub fn code(e: &anyhow::Error) -> u8 {
     if e.chain()
@@ -126,6 +137,9 @@ pub fn code(e: &anyhow::Error) -> u8 {
     }
     if e.downcast_ref::<Interrupted>().is_some() {
         return Phase::Interrupt.code();
+    }
+    if e.downcast_ref::<RehearsalFailed>().is_some() {
+        return REHEARSAL_FAILED;
     }
     // The host cannot take the cluster: found before the infra, its phase still.
     if e.downcast_ref::<crate::doctor::preflight::NotReady>()
@@ -149,6 +163,7 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ("6", "install failed: the install-complete target (IPI: the installer's create cluster)"),
     ("7", "the cluster operators did not become stable (openshift-install's wait at install-complete)"),
     ("8", "interrupted: Ctrl-C while csr-approval waits, or the installer interrupted"),
+    ("9", "a rehearsal's report has a failed check (report, or create cluster of a rehearsal): the report names it"),
 ];
 
 /// The note under the codes.
@@ -283,6 +298,12 @@ mod tests {
         let e: anyhow::Error = Interrupted("stopped".into()).into();
         assert_eq!(code(&e.context(TargetFailed(Target::CsrApproval))), 8);
         assert_eq!(code(&anyhow::anyhow!("x")), 1);
+        let e: anyhow::Error = RehearsalFailed {
+            cluster: "lab1".into(),
+            failed: 1,
+        }
+        .into();
+        assert_eq!(code(&e.context("create cluster")), 9);
         let e: anyhow::Result<()> = Err(anyhow::anyhow!("x")).context("y");
         assert_eq!(code(&e.unwrap_err()), 1);
     }
@@ -293,7 +314,7 @@ mod tests {
         let man = man_sections();
         assert!(man.starts_with(".SH \"EXIT STATUS\"\n"), "{man}");
         assert!(man.contains(".SH ENVIRONMENT\n"), "{man}");
-        for code in 0..=8 {
+        for code in 0..=9 {
             assert!(help.contains(&format!("\n  {code}  ")), "{code}: {help}");
             assert!(
                 man.contains(&format!(".TP\n\\fB{code}\\fR\n")),

@@ -45,13 +45,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Plan(args) => commands::plan::run(args, &mut std::io::stdout().lock()),
         Command::Render(args) => commands::render::run(args, &state),
-        Command::Create(cmd) => commands::create::run(cmd, &state),
+        Command::Create(cmd) => commands::create::run(cmd, &state)
+            .and_then(|()| commands::report::after_create(cmd, &state)),
         Command::WaitFor(cmd) => commands::wait_for::run(cmd, &state),
         Command::Destroy(cmd) => commands::destroy::destroy(cmd, &state),
         Command::List(args) => commands::list::list(args, &state, &mut std::io::stdout().lock()),
         Command::Status(args) => {
             commands::status::status(args, &state, &mut std::io::stdout().lock())
         }
+        Command::Report(args) => commands::report::run(args, &state, &mut std::io::stdout().lock()),
         Command::ApproveCsrs(args) => {
             commands::approve_csrs::run(args, &state, &mut std::io::stdout().lock())
         }

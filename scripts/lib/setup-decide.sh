@@ -76,3 +76,95 @@ ironic_venv_plan() {
     echo build
   fi
 }
+
+# setup_packages MODE: the Debian packages scripts/setup installs, one per line.
+# MODE demo: what scripts/demo needs and nothing else (no coreos-installer build
+# deps, no test-only packages); full and tests: what shiftlab and every test
+# binary need to build and run (the test-only packages: setup_test_packages).
+setup_packages() {
+  local mode=$1
+  case $mode in
+  demo | full | tests) ;;
+  *)
+    echo "setup: mode $mode: expected demo, full or tests" >&2
+    return 1
+    ;;
+  esac
+  # building shiftlab: the virt crate links libvirt (pkg-config finds it)
+  printf '%s\n' build-essential pkg-config libvirt-dev git ca-certificates curl
+  # the hypervisor and the cluster network (libvirt runs dnsmasq), the load balancer
+  printf '%s\n' libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils dnsmasq-base haproxy
+  # scripts/sandbox (ip netns, iptables for libvirt's NAT)
+  printf '%s\n' iproute2 iptables
+  # the stand-in node image (src/image/standin): kernel, busybox, a FAT disk with syslinux
+  printf '%s\n' busybox-static linux-image-amd64 syslinux syslinux-common mtools dosfstools
+  # the stand-in installer's waits (jq, curl, dig); python3 drives the demo's
+  # screenshot (scripts/lib/page-shot.py) and the tests
+  printf '%s\n' jq dnsutils python3
+  if [[ $mode == demo ]]; then
+    # the screenshot of serve's web page (headless), readable text in it; socat
+    # carries the page to the host's loopback with --keep
+    printf '%s\n' chromium fonts-dejavu-core socat
+    return 0
+  fi
+  # ISOs (single node, agent, IPI virtual media): isolinux and genisoimage
+  printf '%s\n' isolinux genisoimage
+  # the tests' real clients (sushy in a venv)
+  printf '%s\n' python3-venv python3-pip
+  # release signatures: gpgv verifies, gnupg makes test keys
+  printf '%s\n' gpgv gnupg
+  # building coreos-installer (live ISOs: Ignition embedding); its zstd-sys build
+  # needs libzstd-dev, and it links liblzma and OpenSSL
+  printf '%s\n' libzstd-dev liblzma-dev libssl-dev
+}
+
+# setup_test_packages: what only the tests need, installed by scripts/setup --tests
+# in a second apt-get install, with no service started (firewalld). The web page
+# e2e (tests/e2e/web.sh) opens serve's page in Debian's headless Chromium;
+# fonts-dejavu-core gives its screenshot readable text. The day-2 e2e's stand-in
+# Kubernetes API makes its kubelets' CSRs with the openssl command
+# (tests/e2e/kube-standin.py).
+setup_test_packages() {
+  printf '%s\n' nftables dbus-daemon firewalld chromium fonts-dejavu-core openssl
+}
+
+# setup_cargo_args MODE: the one `cargo` command scripts/setup runs. The demo
+# builds the shiftlab binary alone; full and tests build every target.
+setup_cargo_args() {
+  if [[ $1 == demo ]]; then
+    printf '%s\n' build --locked --profile "$(demo_profile)" --bin shiftlab
+  else
+    printf '%s\n' build --locked --all-targets
+  fi
+}
+
+# demo_profile: the cargo profile scripts/demo builds and runs (its directory
+# under target/: profile_dir). Debug, measured end to end from an empty target
+# directory on a shared 2-core machine under load (2026-11-25, load 8-10): the
+# debug build took 7 min 16 s wall (the whole scripts/demo 3 min 10 s of CPU)
+# and the demo in the sandbox 83 s; the release build 23 min 45 s wall (9 min
+# 33 s of CPU) and the same demo 76 s. The demo's time is the stand-ins' (TCG),
+# not shiftlab's: release saves seconds there and costs minutes to build.
+demo_profile() {
+  echo dev
+}
+
+# profile_dir PROFILE: the directory under the target directory cargo builds PROFILE into.
+profile_dir() {
+  if [[ $1 == dev ]]; then echo debug; else echo "$1"; fi
+}
+
+# coreos_installer_plan MODE VERSION < `coreos-installer --version` (empty when
+# missing): "skip" for the demo (it rehearses UPI: Ignition through fw_cfg, no
+# ISO), "keep" when VERSION is installed, else "install".
+coreos_installer_plan() {
+  local mode=$1 want=$2 have
+  have=$(cat)
+  if [[ $mode == demo ]]; then
+    echo skip
+  elif [[ $have == "coreos-installer $want" ]]; then
+    echo keep
+  else
+    echo install
+  fi
+}

@@ -16,6 +16,7 @@ pub mod params;
 pub mod plan;
 pub mod power;
 pub mod render;
+pub mod report;
 pub mod scale;
 pub mod serve;
 pub mod status;
@@ -76,6 +77,10 @@ pub enum Command {
     List(list::ListArgs),
     /// Show a cluster's nodes: role, power state, MAC, planned and leased address, console log
     Status(status::StatusArgs),
+    /// What a rehearsal proved on this host: DHCP, DNS, the load balancer, bootstrap
+    /// removal, firewall, boot path, BMC, VIPs, CSRs, each proven, failed or not
+    /// applicable with its evidence; exit 9 when a check failed
+    Report(report::ReportArgs),
     /// Approve the cluster's node CSRs: client CSRs from the node bootstrapper and serving
     /// CSRs from the nodes, for nodes of the plan only
     ApproveCsrs(approve_csrs::ApproveCsrsArgs),

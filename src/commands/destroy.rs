@@ -31,6 +31,7 @@ pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
     // The flag, else the cluster file's URI, else the one it was created on.
     let connect = args.connect.uri.as_deref().or(spec_uri.as_deref());
     let host = crate::cluster::host(&cluster, connect, None)?;
+    let owned = crate::rehearse::leftover::before(state, &name);
     let removed = crate::cluster::destroy(&host, state, &name, args.purge_images)?;
     if removed.is_empty() {
         println!(
@@ -41,5 +42,15 @@ pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
     for r in removed {
         println!("removed {r}");
     }
+    // A rehearsal proves that destroy leaves nothing (docs/rehearsal.md).
+    let Some(o) = owned else { return Ok(()) };
+    let left = crate::rehearse::leftover::left(&host, state, &o)?;
+    if !left.is_empty() {
+        bail!(
+            "destroy of rehearsal {name} left behind: {}",
+            left.join(", ")
+        );
+    }
+    println!("left nothing: no domain, volume, network, HAProxy, host DNS or firewall entry, or state of {name}");
     Ok(())
 }

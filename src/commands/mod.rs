@@ -13,6 +13,7 @@ pub mod list;
 pub mod plan;
 pub mod power;
 pub mod render;
+pub mod report;
 pub mod scale;
 pub mod serve;
 pub mod status;

@@ -674,6 +674,53 @@ impl Firewall<'_> {
         Ok(record)
     }
 
+    /// Whether each of `openings` has its rule on the host's firewall as it is
+    /// now (the rehearsal report); `Backend::Open` with no rows when nothing
+    /// filters. Changes nothing.
+    pub fn in_place(&self, openings: &Openings) -> Result<(Backend, Vec<(Opening, bool)>)> {
+        let record = self.plan(openings)?;
+        let o = &record.openings;
+        let mut out = Vec::new();
+        for p in &o.ports {
+            let ok = match &record.backend {
+                Backend::Open => continue,
+                Backend::Firewalld => self
+                    .run(vec![
+                        "firewall-cmd".into(),
+                        format!("--zone={}", record.zone.as_deref().unwrap_or_default()),
+                        format!("--query-rich-rule={}", rich_rule(o, p)),
+                    ])?
+                    .is_some_and(|q| q.ok()),
+                // `ufw status`: `<addr> <port>/tcp on <bridge> ALLOW IN <subnet> # …`.
+                Backend::Ufw => self.run(argv(&["ufw", "status"]))?.is_some_and(|s| {
+                    s.stdout.lines().any(|l| {
+                        l.starts_with(&format!("{} {}/tcp ", p.address, p.port))
+                            && l.contains("ALLOW")
+                            && l.contains(&o.source.to_string())
+                    })
+                }),
+                Backend::Netfilter {
+                    nft_chains,
+                    iptables,
+                } => {
+                    let mut ok = true;
+                    for c in nft_chains {
+                        ok &= self
+                            .nft_rules(c)?
+                            .iter()
+                            .any(|(_, comment)| *comment == o.comment(p));
+                    }
+                    if *iptables {
+                        ok &= self.iptables(&["-C", "INPUT"], &iptables_spec(o, p))?.ok();
+                    }
+                    ok
+                }
+            };
+            out.push((p.clone(), ok));
+        }
+        Ok((record.backend, out))
+    }
+
     fn iptables(&self, verb: &[&str], spec: &[String]) -> Result<Output> {
         let mut a = argv(&["iptables", "-w"]);
         a.extend(verb.iter().map(|s| s.to_string()));

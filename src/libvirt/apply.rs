@@ -484,11 +484,16 @@ fn reconcile_network(plan: &Plan, net: &Network, report: &mut Report) -> Result<
         if dns_ips.contains(&rec.value) {
             continue;
         }
-        let names: Vec<String> = plan
+        let mut names: Vec<String> = plan
             .dns
             .iter()
             .filter(|r| r.kind == crate::plan::RecordType::A && r.value == rec.value)
-            .map(|r| format!("<hostname>{}</hostname>", esc(&r.name)))
+            .map(|r| r.name.clone())
+            .collect();
+        super::xml::write::ptr_first(plan, &rec.value, &mut names);
+        let names: Vec<String> = names
+            .iter()
+            .map(|n| format!("<hostname>{}</hostname>", esc(n)))
             .collect();
         let entry = format!("<host ip='{}'>{}</host>", rec.value, names.join(""));
         net.update(

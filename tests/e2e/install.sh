@@ -172,7 +172,85 @@ jq -e --arg c "$SHIFTLAB_CACHE/rehearsal/" '.flow == "upi" and (.facts.openshift
 	and .facts.release_version == "4.18.0-rehearsal" and (.facts.coreos_image | endswith("/images/standin.qcow2"))' \
 	"$SHIFTLAB_HOME/clusters/inst4/install-state.json" >/dev/null ||
 	fail "the rehearsal did not run the shipped installer: $(jq -c '{flow, facts}' "$SHIFTLAB_HOME/clusters/inst4/install-state.json")"
-"$bin" destroy cluster inst4 >/dev/null
+contains -F 'everything that applies holds on this host' "$work/run4.out" || fail "create cluster printed no report: $(tail -5 "$work/run4.out")"
+
+# The rehearsal report (docs/rehearsal.md), on the compact rehearsal above:
+# create cluster of a rehearsal ends with the report; `shiftlab report` asks the
+# host again: every check that applies proven, exit 0. Then one host piece broken
+# at a time inside the sandbox's own namespace (the lab dnsmasq's api record
+# removed with virsh net-update; an nftables input chain dropping 22623 from the
+# nodes, which serve's openings are not in), each named by the report with exit
+# 9, then restored and proven again.
+step "the rehearsal report: every check that applies proven; a broken DNS record or firewall named (exit 9), restored"
+report_ok() { # the report of inst4 exits 0 and every applicable check is proven
+	"$bin" report inst4 -o json >"$work/report4.json" || {
+		jq -r '.rows[] | select(.result == "failed") | "\(.check) \(.subject): \(.evidence)"' "$work/report4.json"
+		fail "report inst4 exited non-zero $1"
+	}
+	jq -e '.ok and .failed == 0 and ([.rows[] | select(.result == "failed")] | length) == 0' "$work/report4.json" >/dev/null ||
+		fail "the report's JSON does not hold $1"
+	local c n
+	# A compact UPI: 3 control planes' leases, boots; api, api-int, *.apps and each
+	# node's A and PTR (the bootstrap's own rows not applicable once removed); 4
+	# frontends and their backends; the bootstrap removal.
+	for c in dhcp:3 dns:9 lb:4 lb-backends:4 boot:3 bootstrap-removed:1; do
+		n=$(jq --arg c "${c%:*}" '[.rows[] | select(.check == $c and .result == "proven")] | length' "$work/report4.json")
+		[[ $n -ge ${c#*:} ]] || fail "report $1: $n ${c%:*} check(s) proven, expected at least ${c#*:}"
+	done
+}
+report_ok "after the install"
+report_broken() { # what: the report exits 9 and names it (a regex on the table)
+	local rc=0
+	"$bin" report inst4 >"$work/report4.out" 2>&1 || rc=$?
+	[[ $rc == 9 ]] || { cat "$work/report4.out"; fail "with $1 report exited $rc, not 9"; }
+	contains -E "$2" "$work/report4.out" || { cat "$work/report4.out"; fail "with $1 the report does not name it"; }
+	grep -E ' failed ' "$work/report4.out"
+}
+api_host=$(virsh net-dumpxml shiftlab-inst4 | awk '{sub(/^[ \t]+/, "")} /^<host ip=/ {h = ""; on = 1} on {h = h $0} on && /<\/host>/ {on = 0; if (h ~ /api-int\./) print h}')
+[[ -n $api_host ]] || fail "no api host record in the network"
+virsh net-update shiftlab-inst4 delete dns-host "$api_host" --live >/dev/null
+report_broken "the api DNS record removed" '^dns +A api-int\.inst4\.lab\.test +failed +192\.168\.185\.1:53 has no A record'
+virsh net-update shiftlab-inst4 add dns-host "$api_host" --live >/dev/null
+report_ok "with the api record restored"
+# serve checks its openings again every minute and would add them to the new
+# chain (as it should): a bounded few tries at the breakage before it does.
+broke=""
+for _ in 1 2 3; do
+	nft add table inet e2e-report
+	nft add chain inet e2e-report input '{ type filter hook input priority 0; policy accept; }'
+	nft add rule inet e2e-report input ip saddr 192.168.183.0/24 tcp dport 22623 drop
+	rc=0
+	"$bin" report inst4 >"$work/report4.out" 2>&1 || rc=$?
+	nft delete table inet e2e-report
+	if [[ $rc == 9 ]] && contains -E '^firewall +host +failed +.*no rule for .*:22623' "$work/report4.out"; then
+		broke=yes
+		break
+	fi
+done
+[[ -n $broke ]] || { cat "$work/report4.out"; fail "with 22623 dropped the report did not exit 9 naming it"; }
+grep -E '^firewall ' "$work/report4.out"
+report_ok "with the firewall restored"
+# destroy of a rehearsal checks that it left nothing, and fails naming what it
+# left: here a volume another domain still uses (destroy never removes those).
+held=$(virsh vol-path --pool shiftlab inst4-ctlplane-2.qcow2)
+on_exit 'virsh undefine e2e-holder >/dev/null 2>&1; virsh vol-delete --pool shiftlab inst4-ctlplane-2.qcow2 >/dev/null 2>&1'
+virsh define /dev/stdin >/dev/null <<EOF
+<domain type='qemu'><name>e2e-holder</name><memory unit='MiB'>64</memory><os><type arch='x86_64'>hvm</type></os>
+<devices><disk type='file' device='disk'><driver name='qemu' type='qcow2'/><source file='$held'/><target dev='vda' bus='virtio'/></disk></devices></domain>
+EOF
+rc=0
+"$bin" destroy cluster inst4 >"$work/destroy4.out" 2>&1 || rc=$?
+[[ $rc != 0 ]] || { cat "$work/destroy4.out"; fail "destroy left a volume behind and exited 0"; }
+contains -F 'destroy of rehearsal inst4 left behind: volume shiftlab/inst4-ctlplane-2.qcow2' "$work/destroy4.out" ||
+	{ cat "$work/destroy4.out"; fail "destroy did not name the volume it left"; }
+tail -1 "$work/destroy4.out"
+virsh undefine e2e-holder >/dev/null
+virsh vol-delete --pool shiftlab inst4-ctlplane-2.qcow2 >/dev/null
+# And with nothing held: it says it left nothing (its infra again, then destroy).
+"$bin" create infra -f "$f4" >"$work/infra4.out" 2>&1 || { tail -5 "$work/infra4.out"; fail "create infra of inst4 failed"; }
+"$bin" destroy cluster inst4 >"$work/destroy4.out" 2>&1 || { cat "$work/destroy4.out"; fail "destroy of inst4 failed"; }
+contains -F 'left nothing: no domain, volume, network, HAProxy, host DNS or firewall entry, or state of inst4' "$work/destroy4.out" ||
+	{ cat "$work/destroy4.out"; fail "destroy did not say it left nothing"; }
 
 step "a corrupted tarball is a clear error and nothing is cached"
 f3=$(install_file inst3 192.168.182.0/24 4.17.0-okd-scos.1)

@@ -57,6 +57,68 @@ plan "the cached venv holds that version: kept" 1 39.0.0 "$shown" keep
 plan "another version cached: built anew" 1 40.0.0 "$shown" build
 plan "a venv without Ironic in it: built" 1 39.0.0 $'WARNING: Package(s) not found: ironic' build
 
+# What each mode installs and builds (scripts/setup --demo, plain, --tests).
+# has_all NAME LIST WORD...: every WORD is a line of LIST; lacks_all: none is.
+has_all() {
+  local name=$1 list=$2 w missing=()
+  shift 2
+  for w in "$@"; do grep -qx -- "$w" <<<"$list" || missing+=("$w"); done
+  if ((${#missing[@]} == 0)); then echo "ok: $name"; else echo "FAILED: $name: missing ${missing[*]}"; failed=1; fi
+}
+lacks_all() {
+  local name=$1 list=$2 w present=()
+  shift 2
+  for w in "$@"; do ! grep -qx -- "$w" <<<"$list" || present+=("$w"); done
+  if ((${#present[@]} == 0)); then echo "ok: $name"; else echo "FAILED: $name: has ${present[*]}"; failed=1; fi
+}
+demo=$(setup_packages demo)
+full=$(setup_packages full)
+# What the demo runs: the sandbox's tools (scripts/sandbox's REQUIRED), serve's
+# HAProxy, the stand-in image's tools (src/image/standin), the stand-in
+# installer's jq, curl and dig, the screenshot's browser and python3; to build: libvirt-dev.
+sandbox_pkgs=$(sed -n 's/^\t"[^:"]*:\([^"]*\)"$/\1/p' scripts/sandbox | sort -u | grep -vx util-linux)
+[[ -n $sandbox_pkgs ]] || { echo "FAILED: no REQUIRED packages read from scripts/sandbox"; failed=1; }
+mapfile -t sandbox_pkgs <<<"$sandbox_pkgs"
+has_all "the demo installs what scripts/sandbox requires" "$demo" "${sandbox_pkgs[@]}"
+standin_pkgs=$(sed -n 's/^ *("[^"]*", "\([^"]*\)"),$/\1/p' src/image/standin/mod.rs | sort -u)
+[[ -n $standin_pkgs ]] || { echo "FAILED: no tool packages read from src/image/standin/mod.rs"; failed=1; }
+mapfile -t standin_pkgs <<<"$standin_pkgs"
+has_all "the demo installs the stand-in image's tools" "$demo" "${standin_pkgs[@]}" busybox-static linux-image-amd64 syslinux-common
+has_all "the demo installs serve's, the installer's and the screenshot's" "$demo" \
+  haproxy jq curl dnsutils python3 chromium fonts-dejavu-core socat libvirt-dev pkg-config build-essential
+lacks_all "the demo installs no coreos-installer build deps, ISO tools or test-only packages" "$demo" \
+  libzstd-dev liblzma-dev libssl-dev genisoimage isolinux python3-venv python3-pip gnupg \
+  nftables firewalld dbus-daemon
+has_all "plain set-up keeps every package it had" "$full" \
+  libvirt-daemon-system libvirt-clients libvirt-dev pkg-config qemu-system-x86 qemu-utils dnsmasq-base \
+  haproxy busybox-static linux-image-amd64 syslinux syslinux-common isolinux mtools dosfstools genisoimage \
+  iproute2 iptables dnsutils curl python3-venv python3-pip jq gpgv gnupg libzstd-dev liblzma-dev libssl-dev \
+  build-essential git ca-certificates
+[[ $(setup_packages tests) == "$full" ]] || { echo "FAILED: --tests installs the same base as plain set-up"; failed=1; }
+has_all "the test-only packages" "$(setup_test_packages)" nftables dbus-daemon firewalld chromium fonts-dejavu-core openssl
+if out=$(setup_packages demos 2>&1); then
+  echo "FAILED: an unknown mode must fail, got [$out]"; failed=1
+else
+  echo "ok: an unknown mode is an error ($out)"
+fi
+got=$(setup_cargo_args demo | paste -sd' ')
+[[ $got == "build --locked --profile $(demo_profile) --bin shiftlab" ]] &&
+  echo "ok: the demo builds the shiftlab binary alone" || { echo "FAILED: demo cargo args: $got"; failed=1; }
+got=$(setup_cargo_args full | paste -sd' ')
+[[ $got == "build --locked --all-targets" ]] &&
+  echo "ok: plain set-up builds every target" || { echo "FAILED: full cargo args: $got"; failed=1; }
+[[ $(profile_dir dev) == debug && $(profile_dir release) == release ]] &&
+  echo "ok: profile directories" || { echo "FAILED: profile_dir"; failed=1; }
+ci() { # name mode version-output expected
+  local got
+  got=$(coreos_installer_plan "$2" 0.27.0 <<<"$3")
+  if [[ $got == "$4" ]]; then echo "ok: coreos-installer: $1"; else echo "FAILED: coreos-installer: $1: got $got, want $4"; failed=1; fi
+}
+ci "the demo never builds it" demo "" skip
+ci "missing: installed" full "" install
+ci "that version: kept" tests "coreos-installer 0.27.0" keep
+ci "another version: installed" full "coreos-installer 0.26.0" install
+
 # The pattern this replaced: under pipefail `cmd | grep -q` (or `| head`) is false
 # when cmd dies of SIGPIPE. No script of ours may use either.
 lint=$(grep -rnE '\|[[:space:]]*(grep[[:space:]]+(-[a-zA-Z]*q|--quiet)|head\b)' \

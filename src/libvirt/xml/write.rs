@@ -39,7 +39,8 @@ pub fn network_xml(plan: &Plan) -> String {
     // localOnly: names under the cluster domain are answered here, never forwarded.
     let _ = writeln!(x, "  <domain name='{}' localOnly='yes'/>", esc(&n.domain));
     let _ = writeln!(x, "  <dns>");
-    // Group names per address, in plan order: dnsmasq answers PTR with the first.
+    // Group names per address, in plan order: dnsmasq answers PTR with the first,
+    // so the plan's PTR target goes first (single node: its own name, not api).
     let mut hosts: Vec<(String, Vec<String>)> = Vec::new();
     for r in plan.dns.iter().filter(|r| r.kind == RecordType::A) {
         match hosts.iter_mut().find(|(ip, _)| *ip == r.value) {
@@ -47,7 +48,8 @@ pub fn network_xml(plan: &Plan) -> String {
             None => hosts.push((r.value.clone(), vec![r.name.clone()])),
         }
     }
-    for (ip, names) in hosts {
+    for (ip, mut names) in hosts {
+        ptr_first(plan, &ip, &mut names);
         let _ = writeln!(x, "    <host ip='{}'>", esc(&ip));
         for name in names {
             let _ = writeln!(x, "      <hostname>{}</hostname>", esc(&name));
@@ -307,6 +309,22 @@ pub fn graphics_xml(graphics: Graphics) -> String {
 /// Where a node's serial console is logged on the libvirt host.
 pub fn console_log_path(domain: &str) -> String {
     format!("/var/log/libvirt/qemu/{domain}-console.log")
+}
+
+/// Put the name the plan's PTR record for `ip` gives first among `names`.
+pub fn ptr_first(plan: &Plan, ip: &str, names: &mut [String]) {
+    let Ok(addr) = ip.parse() else { return };
+    let rev = crate::addressing::reverse_name(addr);
+    let Some(ptr) = plan
+        .dns
+        .iter()
+        .find(|r| r.kind == RecordType::PTR && r.name == rev)
+    else {
+        return;
+    };
+    if let Some(i) = names.iter().position(|n| *n == ptr.value) {
+        names[..=i].rotate_right(1);
+    }
 }
 
 #[cfg(test)]

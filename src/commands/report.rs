@@ -1,0 +1,59 @@
+//! `report NAME`: what a rehearsal proved on this host (docs/rehearsal.md).
+
+use std::io::Write;
+
+use anyhow::Result;
+
+use crate::cli::create::CreateCommand;
+use crate::cli::report::ReportArgs;
+use crate::output::{emit, OutputFormat};
+use crate::rehearse::{probe, report};
+use crate::state::{ClusterName, StateDir};
+
+pub fn run(args: &ReportArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
+    show(state, &args.name, args.output, out)
+}
+
+/// A rehearsal's `create cluster` ends with its report, and fails when a check
+/// did (main calls it after `create`: the command file stays glue).
+pub fn after_create(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
+    let CreateCommand::Cluster(a) = cmd else {
+        return Ok(());
+    };
+    let name = match (&a.which.name, &a.which.file) {
+        (Some(n), _) => n.clone(),
+        // The file was read and checked by create already: quietly again.
+        (None, Some(f)) => {
+            let overrides = crate::spec::Overrides {
+                force: true,
+                params: a.which.params.params.clone(),
+            };
+            ClusterName::parse(&crate::spec::load_with(f, overrides)?.spec.cluster)?
+        }
+        (None, None) => return Ok(()),
+    };
+    let plan = state.cluster(&name).read_plan()?;
+    if !plan.rehearsal || plan.kubevirt.is_some() {
+        return Ok(());
+    }
+    show(state, &name, OutputFormat::Table, &mut std::io::stdout())
+}
+
+/// Probe, judge and print the report of `name`; an error when a row failed
+/// (exit status [`crate::exit_status::REHEARSAL_FAILED`]).
+pub fn show(
+    state: &StateDir,
+    name: &ClusterName,
+    format: OutputFormat,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let r = report::judge(&probe::observe(state, name)?);
+    emit(out, format, &r, || r.table())?;
+    if r.ok {
+        return Ok(());
+    }
+    Err(anyhow::Error::new(crate::exit_status::RehearsalFailed {
+        cluster: name.to_string(),
+        failed: r.failed,
+    }))
+}

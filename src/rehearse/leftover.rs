@@ -1,0 +1,109 @@
+//! What `destroy cluster` of a rehearsal left behind: read what the cluster
+//! owns before the destroy ([`before`]), look for each piece after it
+//! ([`left`]): its domains, volumes and network on libvirt, serve's HAProxy,
+//! host DNS and firewall rules for it, its state directory. The destroy prints
+//! the outcome and fails when something is left.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::host::dns::{self, HostDns};
+use crate::host::firewall::{Firewall, Openings, System};
+use crate::libvirt::Host;
+use crate::state::{ClusterName, StateDir};
+
+/// What a rehearsal cluster owns, read before its destroy.
+#[derive(Debug, Clone)]
+pub struct Owned {
+    pub cluster: String,
+    /// (pool, volume) of every node's disks and Ignition.
+    pub volumes: Vec<(String, String)>,
+    pub network: String,
+    pub openings: Openings,
+    pub host_dns: Option<dns::Record>,
+    pub haproxy_cfg: PathBuf,
+    pub state_dir: PathBuf,
+}
+
+/// What `name` owns, when it is a rehearsal on libvirt with a recorded plan.
+pub fn before(state: &StateDir, name: &ClusterName) -> Option<Owned> {
+    let files = state.cluster(name);
+    let plan = files.read_plan().ok()?;
+    if !plan.rehearsal || plan.kubevirt.is_some() {
+        return None;
+    }
+    let pool = plan.libvirt.pool.clone();
+    Some(Owned {
+        cluster: plan.cluster.clone(),
+        volumes: plan
+            .nodes
+            .iter()
+            .flat_map(|n| {
+                n.disks
+                    .iter()
+                    .map(|d| d.volume.clone())
+                    .chain(n.ignition_volume.clone())
+            })
+            .map(|v| (pool.clone(), v))
+            .collect(),
+        network: plan.network.name.clone(),
+        openings: crate::serve::read_firewall_record(&files)
+            .map(|r| r.openings)
+            .unwrap_or_else(|| Openings::from_plan(&plan, None)),
+        host_dns: crate::serve::read_dns_record(&files),
+        haproxy_cfg: files.haproxy_cfg(),
+        state_dir: files.path().to_path_buf(),
+    })
+}
+
+/// Every piece of `o` still there after the destroy; empty when it left nothing.
+pub fn left(host: &Host, state: &StateDir, o: &Owned) -> Result<Vec<String>> {
+    let mut left = Vec::new();
+    for (d, owner) in host.owned_domains()? {
+        if owner.cluster == o.cluster {
+            left.push(format!("domain {}", d.name()?));
+        }
+    }
+    for (pool, vol) in &o.volumes {
+        if let Some(p) = host.pool(pool)? {
+            if Host::volume(&p, vol)?.is_some() {
+                left.push(format!("volume {pool}/{vol}"));
+            }
+        }
+    }
+    if host.network(&o.network)?.is_some() {
+        left.push(format!("network {}", o.network));
+    }
+    if haproxy_running(&o.haproxy_cfg) {
+        left.push(format!("HAProxy of {}", o.haproxy_cfg.display()));
+    }
+    if let Some(r) = &o.host_dns {
+        if HostDns::system(state.host_dns_lock()).is_configured(r) {
+            left.push("host DNS entries".into());
+        }
+    }
+    let (_, rules) = (Firewall { runner: &System }).in_place(&o.openings)?;
+    for (p, _) in rules.iter().filter(|(_, ok)| *ok) {
+        left.push(format!(
+            "firewall rule for {} {}:{}",
+            p.service, p.address, p.port
+        ));
+    }
+    if o.state_dir.exists() {
+        left.push(format!("state {}", o.state_dir.display()));
+    }
+    Ok(left)
+}
+
+/// Whether an HAProxy runs on `cfg` (its `-f` argument), from /proc.
+fn haproxy_running(cfg: &std::path::Path) -> bool {
+    let want = cfg.as_os_str().as_encoded_bytes();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    procs.flatten().any(|p| {
+        std::fs::read(p.path().join("cmdline"))
+            .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == want))
+    })
+}

@@ -1,0 +1,337 @@
+//! The rehearsal report's probes: what this host shows of a rehearsal cluster
+//! now, gathered into [`Observations`] for the pure judgement of
+//! [`super::report`]. Every probe asks the real component: libvirt's leases and
+//! domains (through `cluster::status`), the lab's dnsmasq over UDP, HTTP through
+//! serve's load balancer and to the stand-ins' control port, HAProxy's stats,
+//! the host firewall's rules. Changes nothing.
+
+use std::io::{Read as _, Write as _};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use hickory_proto::op::{Message, Query, ResponseCode};
+use hickory_proto::rr::{Name, RData, RecordType as Wire};
+
+use super::report::{
+    Answer, BackendSeen, BootstrapSeen, DnsSeen, FirewallSeen, FrontendSeen, NodeSeen,
+    Observations, StandinReport,
+};
+use crate::plan::{Boot, Plan, RecordType};
+use crate::spec::Role;
+use crate::state::{ClusterName, StateDir};
+
+/// How long one request may take: a stand-in answers at once, a dead one not at all.
+const TIMEOUT: Duration = Duration::from_secs(5);
+/// More than any answer a stand-in or the dnsmasq gives.
+const MAX_BODY: u64 = 64 * 1024;
+
+/// Observe the rehearsal cluster `name`. Refused for a cluster that is not a
+/// rehearsal (its nodes have no stand-in report to read) or not on libvirt.
+pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
+    let cluster = state.cluster(name);
+    let plan = cluster
+        .read_plan()
+        .with_context(|| format!("no recorded plan for cluster {name}"))?;
+    if !plan.rehearsal {
+        bail!(
+            "cluster {name} is not a rehearsal (rehearsal: true): the report reads what the stand-in nodes saw; `shiftlab status {name}` shows a real cluster"
+        );
+    }
+    if plan.kubevirt.is_some() {
+        bail!(
+            "cluster {name} is on KubeVirt: the rehearsal report covers the libvirt backend only"
+        );
+    }
+    let status = crate::cluster::status(state, &cluster, None)?;
+    let services = status.services.as_ref();
+    let lb = services.and_then(|s| s.load_balancer.as_ref());
+    let nodes = plan
+        .nodes
+        .iter()
+        .map(|n| {
+            let seen = status.infra.nodes.iter().find(|s| s.name == n.name);
+            let exists = seen.is_some();
+            let ask = |path: &str| -> Result<String, String> {
+                if !exists {
+                    return Err(format!("no domain {}", n.name));
+                }
+                get(SocketAddr::from((n.ip, 8000)), path, &n.ip.to_string())
+                    .map_err(|e| format!("{e:#}"))
+                    .and_then(|(code, _, body)| match code {
+                        200 => Ok(body),
+                        c => Err(format!("GET {path} answered {c}")),
+                    })
+            };
+            NodeSeen {
+                name: n.name.clone(),
+                role: n.role.to_string(),
+                mac: n.mac.clone(),
+                planned_ip: n.ip,
+                leased_ip: seen.and_then(|s| s.leased_ip.clone()),
+                exists,
+                boot: n.boot,
+                report: ask("/report").and_then(|b| {
+                    serde_json::from_str::<StandinReport>(&b)
+                        .map_err(|e| format!("its report is not the stand-in's JSON: {e}"))
+                }),
+                ignition_sha256: match (n.boot, &n.ignition_volume) {
+                    (Boot::DiskFwCfg, Some(v)) => {
+                        crate::release::sha256_file(&plan.libvirt.pool_path.join(v)).ok()
+                    }
+                    _ => None,
+                },
+                vips: ask("/vips").map(|b| b.trim().to_string()),
+                has_bmc: n.bmc.is_some(),
+            }
+        })
+        .collect::<Vec<NodeSeen>>();
+    let keepalived = lb.is_none() && matches!(plan.method.to_string().as_str(), "ipi" | "agent");
+    let nodes = await_vips(nodes, keepalived);
+    let load_balancer = lb.map(|lb| {
+        lb.frontends
+            .iter()
+            .map(|f| FrontendSeen {
+                name: f.name.clone(),
+                bind: f.bind,
+                backends: f
+                    .backends
+                    .iter()
+                    .map(|b| BackendSeen {
+                        node: b.node.clone(),
+                        bootstrap: b.bootstrap,
+                        status: b.status.clone(),
+                    })
+                    .collect(),
+                answer: through_lb(f.bind, &plan.cluster_domain).map_err(|e| format!("{e:#}")),
+            })
+            .collect()
+    });
+    let bootstrap = plan
+        .nodes
+        .iter()
+        .find(|n| n.role == Role::Bootstrap)
+        .map(|b| BootstrapSeen {
+            name: b.name.clone(),
+            domain_left: status.infra.nodes.iter().any(|s| s.name == b.name),
+            volumes_left: b
+                .disks
+                .iter()
+                .map(|d| &d.volume)
+                .chain(b.ignition_volume.as_ref())
+                .filter(|v| plan.libvirt.pool_path.join(v).exists())
+                .cloned()
+                .collect(),
+            lb_removed: lb.is_some_and(|l| l.bootstrap_removed),
+        });
+    let csr_approval = status.install.as_ref().and_then(|i| {
+        i.targets
+            .iter()
+            .find(|t| t.target == "csr-approval")
+            .map(|t| t.status.clone())
+    });
+    Ok(Observations {
+        cluster: plan.cluster.clone(),
+        method: plan.method.to_string(),
+        nodes,
+        dns: dns(&plan),
+        load_balancer,
+        bootstrap,
+        firewall: firewall(&cluster, &plan),
+        csr_approval,
+    })
+}
+
+/// Every DNS record of the plan, asked of the lab network's dnsmasq.
+fn dns(plan: &Plan) -> Vec<DnsSeen> {
+    let server = SocketAddr::from((plan.network.gateway, 53));
+    let node = |name: &str| plan.nodes.iter().find(|n| n.fqdn == name);
+    plan.dns
+        .iter()
+        .map(|r| {
+            // A name under the wildcard, as the stand-ins ask (`test.apps.<cd>`).
+            let asked = match r.name.strip_prefix("*.") {
+                Some(rest) => format!("test.{rest}"),
+                None => r.name.clone(),
+            };
+            let wire = match r.kind {
+                RecordType::PTR => Wire::PTR,
+                RecordType::A | RecordType::Wildcard => Wire::A,
+            };
+            let of = match r.kind {
+                RecordType::PTR => node(&r.value),
+                _ => node(&r.name),
+            };
+            DnsSeen {
+                kind: r.kind,
+                name: r.name.clone(),
+                asked: asked.clone(),
+                expected: r.value.clone(),
+                server: server.to_string(),
+                answers: query(server, &asked, wire).map_err(|e| format!("{e:#}")),
+                bootstrap: of.is_some_and(|n| n.role == Role::Bootstrap),
+            }
+        })
+        .collect()
+}
+
+/// One question over UDP: the A addresses or PTR names of the answer (no
+/// trailing dot); none for NXDOMAIN.
+pub fn query(server: SocketAddr, name: &str, kind: Wire) -> Result<Vec<String>> {
+    let mut m = Message::query();
+    // Any id will do: the answer must carry it back.
+    m.metadata.id = std::process::id() as u16 ^ 0x5a17;
+    m.metadata.recursion_desired = true;
+    m.add_query(Query::query(
+        Name::from_ascii(format!("{}.", name.trim_end_matches('.')))
+            .with_context(|| format!("{name} is not a DNS name"))?,
+        kind,
+    ));
+    let sock = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).context("a UDP socket")?;
+    sock.set_read_timeout(Some(TIMEOUT))?;
+    sock.send_to(&m.to_vec()?, server)
+        .with_context(|| format!("sending to {server}"))?;
+    let mut buf = [0u8; 4096];
+    // Bounded: a few stray datagrams at most, each within the timeout.
+    for _ in 0..4 {
+        let (n, from) = sock
+            .recv_from(&mut buf)
+            .with_context(|| format!("no answer from {server}"))?;
+        let Ok(r) = Message::from_vec(&buf[..n]) else {
+            continue;
+        };
+        if from != server || r.metadata.id != m.metadata.id {
+            continue;
+        }
+        return match r.metadata.response_code {
+            ResponseCode::NoError | ResponseCode::NXDomain => Ok(r
+                .answers
+                .iter()
+                .filter_map(|a| match &a.data {
+                    RData::A(ip) => Some(ip.0.to_string()),
+                    RData::PTR(p) => Some(p.0.to_ascii().trim_end_matches('.').to_string()),
+                    _ => None,
+                })
+                .collect()),
+            c => bail!("{server} answered {c}"),
+        };
+    }
+    bail!("no answer from {server}")
+}
+
+/// The request a stand-in answers on each load-balanced port (docs/standin.md,
+/// HTTP services): the API's readiness, the Machine Config Server's health, a
+/// route under `*.apps`.
+fn through_lb(bind: SocketAddr, cluster_domain: &str) -> Result<Answer> {
+    let (path, host) = match bind.port() {
+        6443 => ("/readyz", format!("api.{cluster_domain}")),
+        22623 => ("/healthz", format!("api-int.{cluster_domain}")),
+        _ => ("/", format!("test.apps.{cluster_domain}")),
+    };
+    let (status, node, _) = get(bind, path, &host)?;
+    Ok(Answer {
+        request: format!("GET {path}"),
+        status,
+        node,
+    })
+}
+
+/// A plain HTTP/1.0 GET (the stand-ins' 443 is plain HTTP too): status, the
+/// `X-Shiftlab-Standin` header, the body.
+fn get(addr: SocketAddr, path: &str, host: &str) -> Result<(u16, Option<String>, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, TIMEOUT)
+        .with_context(|| format!("connecting to {addr}"))?;
+    s.set_read_timeout(Some(TIMEOUT))?;
+    s.set_write_timeout(Some(TIMEOUT))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.0\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .with_context(|| format!("writing to {addr}"))?;
+    let mut raw = Vec::new();
+    s.take(MAX_BODY)
+        .read_to_end(&mut raw)
+        .with_context(|| format!("reading from {addr}"))?;
+    parse_response(&String::from_utf8_lossy(&raw)).with_context(|| format!("GET {path} at {addr}"))
+}
+
+/// Status, `X-Shiftlab-Standin` and body of an HTTP/1.x response. Pure.
+pub fn parse_response(text: &str) -> Result<(u16, Option<String>, String)> {
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .or_else(|| text.split_once("\n\n"))
+        .unwrap_or((text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.strip_prefix("HTTP/1."))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse::<u16>().ok())
+        .context("the answer is not HTTP")?;
+    let node = lines.find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case("x-shiftlab-standin")
+            .then(|| v.trim().to_string())
+    });
+    Ok((status, node, body.to_string()))
+}
+
+/// The openings serve recorded, checked on the host's firewall as it is now.
+fn firewall(cluster: &crate::state::ClusterDir, plan: &Plan) -> FirewallSeen {
+    use crate::host::firewall::{Backend, Firewall, Openings, System};
+    // None recorded (`--host-firewall off`): what the plan needs, bar the HTTP
+    // server whose address serve chose.
+    let record = crate::serve::read_firewall_record(cluster);
+    let openings = match &record {
+        Some(r) => r.openings.clone(),
+        None => Openings::from_plan(plan, None),
+    };
+    match (Firewall { runner: &System }).in_place(&openings) {
+        Err(e) => FirewallSeen::Error(format!("{e:#}")),
+        Ok((Backend::Open, _)) => FirewallSeen::Open {
+            bridge: plan.network.bridge.clone(),
+        },
+        Ok(_) if record.is_none() => FirewallSeen::NotRecorded,
+        Ok((backend, rows)) => FirewallSeen::Checked {
+            backend: backend.describe(),
+            openings: rows
+                .into_iter()
+                .map(|(o, ok)| (format!("{} {}:{}", o.service, o.address, o.port), ok))
+                .collect(),
+        },
+    }
+}
+
+/// keepalived elects a VIP holder a few seconds after the previous one went
+/// (the bootstrap, at the end of an IPI install: a master-down interval of 3 s
+/// plus a skew): while no node holds one, ask again, a bounded number of times.
+fn await_vips(mut nodes: Vec<NodeSeen>, vips_apply: bool) -> Vec<NodeSeen> {
+    let held = |nodes: &[NodeSeen], vip: &str| {
+        nodes.iter().any(|n| {
+            n.vips.as_ref().is_ok_and(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                w.len() > 2 && w[1..w.len() - 1].contains(&vip)
+            })
+        })
+    };
+    for _ in 0..10 {
+        if !vips_apply || (held(&nodes, "api") && held(&nodes, "ingress")) {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(3));
+        for n in nodes.iter_mut().filter(|n| n.exists) {
+            n.vips = get(
+                SocketAddr::from((n.planned_ip, 8000)),
+                "/vips",
+                &n.planned_ip.to_string(),
+            )
+            .map_err(|e| format!("{e:#}"))
+            .and_then(|(code, _, body)| match code {
+                200 => Ok(body.trim().to_string()),
+                c => Err(format!("GET /vips answered {c}")),
+            });
+        }
+    }
+    nodes
+}

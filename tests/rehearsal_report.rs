@@ -1,0 +1,497 @@
+//! The rehearsal report's judgement (src/rehearse/report.rs): observations of
+//! a UPI 3+2 and an IPI 3+2 rehearsal as the probes see them on a good host,
+//! then with one host piece broken at a time, each named by its row. Golden
+//! files: tests/golden/report.*; `UPDATE_GOLDEN=1` rewrites them.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use shiftlab::plan::{Boot, RecordType};
+use shiftlab::rehearse::probe::parse_response;
+use shiftlab::rehearse::report::{
+    judge, Answer, BackendSeen, BootstrapSeen, DnsSeen, FirewallSeen, FrontendSeen, NodeSeen,
+    Observations, Outcome, Report,
+};
+
+const CD: &str = "r1.lab.test";
+
+fn node(name: &str, role: &str, last: u8, boot: Boot, router: bool) -> NodeSeen {
+    let ip = format!("192.168.150.{last}");
+    let report: BTreeMap<String, String> = [
+        ("hostname", name.to_string()),
+        ("ip", ip.clone()),
+        ("role", role.to_string()),
+        ("router", if router { "yes" } else { "no" }.to_string()),
+        ("boot", "disk".to_string()),
+        (
+            "ignition_source",
+            match boot {
+                Boot::DiskFwCfg => "fw_cfg",
+                _ => "installed",
+            }
+            .to_string(),
+        ),
+        ("ignition_sha256", format!("{last:02x}").repeat(32)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    NodeSeen {
+        name: name.into(),
+        role: role.into(),
+        mac: format!("52:54:00:00:00:{last:02x}"),
+        planned_ip: ip.parse().unwrap(),
+        leased_ip: Some(ip),
+        exists: true,
+        boot,
+        report: Ok(report),
+        ignition_sha256: (boot == Boot::DiskFwCfg).then(|| format!("{last:02x}").repeat(32)),
+        vips: Ok(format!("vips {name}")),
+        has_bmc: boot == Boot::VirtualMedia,
+    }
+}
+
+fn dns_of(nodes: &[NodeSeen], api: &str, ingress: &str) -> Vec<DnsSeen> {
+    let rec = |kind, name: String, asked: String, expected: String, bootstrap| DnsSeen {
+        kind,
+        name,
+        asked,
+        answers: Ok(vec![expected.clone()]),
+        expected,
+        server: "192.168.150.1:53".into(),
+        bootstrap,
+    };
+    let mut v = vec![
+        rec(
+            RecordType::A,
+            format!("api.{CD}"),
+            format!("api.{CD}"),
+            api.into(),
+            false,
+        ),
+        rec(
+            RecordType::A,
+            format!("api-int.{CD}"),
+            format!("api-int.{CD}"),
+            api.into(),
+            false,
+        ),
+        rec(
+            RecordType::Wildcard,
+            format!("*.apps.{CD}"),
+            format!("test.apps.{CD}"),
+            ingress.into(),
+            false,
+        ),
+    ];
+    for n in nodes {
+        let fqdn = format!("{}.{CD}", n.name);
+        let o = n.planned_ip.octets();
+        let rev = format!("{}.{}.{}.{}.in-addr.arpa", o[3], o[2], o[1], o[0]);
+        let b = n.role == "bootstrap";
+        v.push(rec(
+            RecordType::A,
+            fqdn.clone(),
+            fqdn.clone(),
+            n.planned_ip.to_string(),
+            b,
+        ));
+        v.push(rec(RecordType::PTR, rev.clone(), rev, fqdn, b));
+    }
+    v
+}
+
+fn frontend(name: &str, port: u16, backends: &[(&str, bool, &str)], answer: &str) -> FrontendSeen {
+    FrontendSeen {
+        name: name.into(),
+        bind: format!("192.168.150.2:{port}").parse().unwrap(),
+        backends: backends
+            .iter()
+            .map(|(n, b, s)| BackendSeen {
+                node: n.to_string(),
+                bootstrap: *b,
+                status: s.to_string(),
+            })
+            .collect(),
+        answer: Ok(Answer {
+            request: match port {
+                6443 => "GET /readyz",
+                22623 => "GET /healthz",
+                _ => "GET /",
+            }
+            .into(),
+            status: 200,
+            node: Some(answer.into()),
+        }),
+    }
+}
+
+/// A UPI 3+2 rehearsal after install-complete on a host whose firewall
+/// filters (nftables), every piece in place.
+fn upi() -> Observations {
+    let mut nodes = vec![node("r1-bootstrap", "bootstrap", 9, Boot::DiskFwCfg, false)];
+    for i in 0..3 {
+        nodes.push(node(
+            &format!("r1-ctlplane-{i}"),
+            "ctlplane",
+            10 + i,
+            Boot::DiskFwCfg,
+            false,
+        ));
+    }
+    for i in 0..2 {
+        nodes.push(node(
+            &format!("r1-worker-{i}"),
+            "worker",
+            20 + i,
+            Boot::DiskFwCfg,
+            true,
+        ));
+    }
+    // The bootstrap is gone: no domain, so no lease, no report.
+    nodes[0].exists = false;
+    nodes[0].leased_ip = None;
+    nodes[0].report = Err("no domain r1-bootstrap".into());
+    nodes[0].vips = Err("no domain r1-bootstrap".into());
+    let mut dns = dns_of(&nodes, "192.168.150.2", "192.168.150.2");
+    let cp = [
+        ("r1-bootstrap", true, "removed"),
+        ("r1-ctlplane-0", false, "UP"),
+        ("r1-ctlplane-1", false, "UP"),
+        ("r1-ctlplane-2", false, "UP"),
+    ];
+    let workers = [("r1-worker-0", false, "UP"), ("r1-worker-1", false, "UP")];
+    // libvirt keeps the bootstrap's host entry: still answered, judged as any.
+    dns.iter_mut().for_each(|d| d.bootstrap &= false);
+    Observations {
+        cluster: "r1".into(),
+        method: "upi".into(),
+        nodes,
+        dns,
+        load_balancer: Some(vec![
+            frontend("api", 6443, &cp, "r1-ctlplane-1"),
+            frontend("machine-config", 22623, &cp, "r1-ctlplane-0"),
+            frontend("ingress-http", 80, &workers, "r1-worker-0"),
+            frontend("ingress-https", 443, &workers, "r1-worker-1"),
+        ]),
+        bootstrap: Some(BootstrapSeen {
+            name: "r1-bootstrap".into(),
+            domain_left: false,
+            volumes_left: vec![],
+            lb_removed: true,
+        }),
+        firewall: FirewallSeen::Checked {
+            backend: "nftables (inet filter input)".into(),
+            openings: [
+                "api 192.168.150.2:6443",
+                "machine config 192.168.150.2:22623",
+                "ingress http 192.168.150.2:80",
+                "ingress https 192.168.150.2:443",
+                "http artifacts 192.168.150.1:8080",
+            ]
+            .iter()
+            .map(|o| (o.to_string(), true))
+            .collect(),
+        },
+        csr_approval: Some("done".into()),
+    }
+}
+
+/// An IPI 3+2 rehearsal: no load balancer, keepalived's VIPs, nodes booted by
+/// the BMC's virtual media, no bootstrap node of shiftlab's; nothing filters.
+fn ipi() -> Observations {
+    let mut nodes = Vec::new();
+    for i in 0..3 {
+        nodes.push(node(
+            &format!("r1-ctlplane-{i}"),
+            "ctlplane",
+            10 + i,
+            Boot::VirtualMedia,
+            false,
+        ));
+    }
+    for i in 0..2 {
+        nodes.push(node(
+            &format!("r1-worker-{i}"),
+            "worker",
+            20 + i,
+            Boot::VirtualMedia,
+            true,
+        ));
+    }
+    nodes[1].vips = Ok("vips api r1-ctlplane-1".into());
+    nodes[4].vips = Ok("vips ingress r1-worker-1".into());
+    Observations {
+        cluster: "r1".into(),
+        method: "ipi".into(),
+        dns: dns_of(&nodes, "192.168.150.5", "192.168.150.6"),
+        nodes,
+        load_balancer: None,
+        bootstrap: None,
+        firewall: FirewallSeen::Open {
+            bridge: "sl-r1".into(),
+        },
+        csr_approval: None,
+    }
+}
+
+fn golden(name: &str, r: &Report) {
+    let dir = common::repo().join("tests/golden");
+    common::golden(&dir.join(format!("report.{name}.txt")), &r.table());
+    common::golden(
+        &dir.join(format!("report.{name}.json")),
+        &(serde_json::to_string_pretty(r).unwrap() + "\n"),
+    );
+}
+
+fn failed(r: &Report) -> Vec<(String, String, String)> {
+    r.rows
+        .iter()
+        .filter_map(|row| match &row.outcome {
+            Outcome::Failed(e) => Some((row.check.to_string(), row.subject.clone(), e.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_good_upi_rehearsal_is_proven_row_by_row() {
+    let r = judge(&upi());
+    assert!(r.ok, "{}", r.table());
+    assert_eq!(r.failed, 0);
+    // Every node's lease, every DNS record, 4 frontends twice, bootstrap,
+    // firewall, boot per node, BMC per node, 2 VIPs, CSRs.
+    assert_eq!(r.rows.len(), 6 + (3 + 12) + 8 + 1 + 1 + 6 + 6 + 2 + 1);
+    let proven = |check: &str| {
+        r.rows
+            .iter()
+            .filter(|row| row.check == check && matches!(row.outcome, Outcome::Proven(_)))
+            .count()
+    };
+    assert_eq!(proven("dhcp"), 5, "the bootstrap's lease is not applicable");
+    assert_eq!(proven("dns"), 15);
+    assert_eq!(proven("lb"), 4);
+    assert_eq!(proven("lb-backends"), 4);
+    assert_eq!(proven("boot"), 5);
+    assert_eq!(proven("bmc"), 0, "UPI has no BMC");
+    assert_eq!(proven("csr-approval"), 0, "a rehearsal approves no CSRs");
+    golden("upi", &r);
+}
+
+#[test]
+fn a_good_ipi_rehearsal_proves_the_bmc_and_the_vip_moves() {
+    let r = judge(&ipi());
+    assert!(r.ok, "{}", r.table());
+    let row = |check: &str, subject: &str| {
+        r.rows
+            .iter()
+            .find(|row| row.check == check && row.subject == subject)
+            .unwrap()
+            .outcome
+            .clone()
+    };
+    assert!(matches!(row("bmc", "r1-ctlplane-0"), Outcome::Proven(_)));
+    assert_eq!(
+        row("vip-api", "keepalived"),
+        Outcome::Proven("held by r1-ctlplane-1, a control plane (the bootstrap let go)".into())
+    );
+    assert!(matches!(
+        row("lb", "load balancer"),
+        Outcome::NotApplicable(_)
+    ));
+    assert!(matches!(row("firewall", "host"), Outcome::NotApplicable(_)));
+    golden("ipi", &r);
+}
+
+/// Each broken piece fails its own row, naming what and where, and only it.
+#[test]
+fn each_broken_piece_fails_its_row_and_the_report() {
+    type Break = fn(&mut Observations);
+    let cases: [(&str, Break, &str, &str, &str); 9] = [
+        (
+            "a DNS host record removed",
+            |o| {
+                let d = o.dns.iter_mut().find(|d| d.name == "r1-worker-1.r1.lab.test").unwrap();
+                d.answers = Ok(vec![]);
+            },
+            "dns",
+            "A r1-worker-1.r1.lab.test",
+            "192.168.150.1:53 has no A record for r1-worker-1.r1.lab.test; expected 192.168.150.21",
+        ),
+        (
+            "the firewall closing 22623",
+            |o| {
+                if let FirewallSeen::Checked { openings, .. } = &mut o.firewall {
+                    openings[1].1 = false;
+                }
+            },
+            "firewall",
+            "host",
+            "nftables (inet filter input): no rule for machine config 192.168.150.2:22623",
+        ),
+        (
+            "a lease other than the plan's",
+            |o| o.nodes[2].leased_ip = Some("192.168.150.99".into()),
+            "dhcp",
+            "r1-ctlplane-1",
+            "libvirt leased 192.168.150.99 to 52:54:00:00:00:0b, the plan says 192.168.150.11",
+        ),
+        (
+            "the API through the LB not ready",
+            |o| {
+                let f = &mut o.load_balancer.as_mut().unwrap()[0];
+                f.answer = Ok(Answer {
+                    request: "GET /readyz".into(),
+                    status: 500,
+                    node: Some("r1-ctlplane-2".into()),
+                });
+            },
+            "lb",
+            "api 192.168.150.2:6443",
+            "GET /readyz through 192.168.150.2:6443 answered 500 from r1-ctlplane-2",
+        ),
+        (
+            "ingress reaching a node without routers",
+            |o| {
+                let f = &mut o.load_balancer.as_mut().unwrap()[2];
+                f.answer.as_mut().unwrap().node = Some("r1-ctlplane-0".into());
+            },
+            "lb",
+            "ingress-http 192.168.150.2:80",
+            "GET / through 192.168.150.2:80 reached r1-ctlplane-0, which runs no router",
+        ),
+        (
+            "a backend down",
+            |o| o.load_balancer.as_mut().unwrap()[1].backends[2].status = "DOWN".into(),
+            "lb-backends",
+            "machine-config",
+            "not UP: r1-ctlplane-1 DOWN",
+        ),
+        (
+            "the bootstrap's volume left",
+            |o| {
+                o.bootstrap.as_mut().unwrap().volumes_left = vec!["r1-bootstrap.qcow2".into()];
+                o.bootstrap.as_mut().unwrap().lb_removed = false;
+            },
+            "bootstrap-removed",
+            "bootstrap",
+            "still there: volume r1-bootstrap.qcow2, its load-balancer backends",
+        ),
+        (
+            "an Ignition other than shiftlab's",
+            |o| o.nodes[4].ignition_sha256 = Some("ff".repeat(32)),
+            "boot",
+            "r1-worker-0",
+            "its fw_cfg Ignition has sha256 1414141414141414141414141414141414141414141414141414141414141414, shiftlab gave ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+        ),
+        (
+            "CSRs not approved",
+            |o| o.csr_approval = Some("started".into()),
+            "csr-approval",
+            "install",
+            "target csr-approval is started, not done",
+        ),
+    ];
+    for (what, brk, check, subject, evidence) in cases {
+        let mut o = upi();
+        brk(&mut o);
+        let r = judge(&o);
+        assert!(!r.ok, "{what}: the report holds");
+        assert_eq!(
+            failed(&r),
+            [(check.to_string(), subject.to_string(), evidence.to_string())],
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn vips_on_the_wrong_node_or_on_none_fail() {
+    let mut o = ipi();
+    // The bootstrap-like failure: the API VIP stuck on a worker.
+    o.nodes[1].vips = Ok("vips r1-ctlplane-1".into());
+    o.nodes[3].vips = Ok("vips api r1-worker-0".into());
+    o.nodes[4].vips = Err("connecting to 192.168.150.21:8000: refused".into());
+    let r = judge(&o);
+    assert_eq!(
+        failed(&r),
+        [
+            (
+                "vip-api".to_string(),
+                "keepalived".to_string(),
+                "held by r1-worker-0, which is not a control plane (the bootstrap let go)"
+                    .to_string()
+            ),
+            (
+                "vip-ingress".to_string(),
+                "keepalived".to_string(),
+                "held by no node that answered; unreadable: r1-worker-1: connecting to 192.168.150.21:8000: refused"
+                    .to_string()
+            ),
+        ]
+    );
+    golden("ipi-broken", &r);
+}
+
+#[test]
+fn a_stand_in_answer_is_read_with_the_node_that_gave_it() {
+    let (status, node, body) = parse_response(
+        "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nX-Shiftlab-Standin: r1-ctlplane-0\r\nConnection: close\r\n\r\nok r1-ctlplane-0\n",
+    )
+    .unwrap();
+    assert_eq!(
+        (status, node.as_deref(), body.as_str()),
+        (200, Some("r1-ctlplane-0"), "ok r1-ctlplane-0\n")
+    );
+    let (status, node, _) = parse_response("HTTP/1.1 503 Service Unavailable\r\n\r\n").unwrap();
+    assert_eq!((status, node), (503, None));
+    assert!(parse_response("SSH-2.0-OpenSSH\r\n").is_err());
+}
+
+#[test]
+fn a_single_node_has_no_vip_to_move() {
+    let mut o = ipi();
+    o.method = "sno".into();
+    o.nodes.truncate(1);
+    o.nodes[0].vips = Ok("vips sno".into());
+    let r = judge(&o);
+    for check in ["vip-api", "vip-ingress"] {
+        let row = r.rows.iter().find(|row| row.check == check).unwrap();
+        assert!(
+            matches!(row.outcome, Outcome::NotApplicable(_)),
+            "{check}: {:?}",
+            row.outcome
+        );
+    }
+}
+
+/// The report's PTR check found it: a single node shares its address with api
+/// and api-int, and dnsmasq answers PTR with the first name of the address's
+/// host entry. The plan's PTR (the node's own name) must come first.
+#[test]
+fn a_single_nodes_address_reverse_resolves_to_its_name() {
+    let dir = common::repo().join("tests/golden");
+    let text = std::fs::read_to_string(dir.join("sno.cluster.yaml")).unwrap();
+    let env = shiftlab::spec::Env {
+        home: None,
+        base_dir: dir,
+        libvirt_default_uri: None,
+    };
+    let spec = shiftlab::spec::from_str(&text, "sno.cluster.yaml", &env)
+        .unwrap()
+        .spec;
+    let plan = shiftlab::plan::derive(&spec);
+    let node = &plan.nodes[0];
+    let xml = shiftlab::libvirt::xml::write::network_xml(&plan);
+    let entry = xml
+        .split("<host ip=")
+        .find(|h| h.starts_with(&format!("'{}'", node.ip)))
+        .unwrap();
+    let first = entry.split("<hostname>").nth(1).unwrap();
+    assert!(
+        first.starts_with(&format!("{}</hostname>", node.fqdn)),
+        "{entry}"
+    );
+    assert!(entry.contains(&format!("<hostname>api.{}</hostname>", plan.cluster_domain)));
+}
