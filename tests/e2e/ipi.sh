@@ -322,5 +322,6 @@ for n in "${n2[@]}"; do
 			fail "$n: the BMC log has no '$what' by admin"
 	done
 done
+"$bin" report "$R" >"$work/report.out" 2>&1 || { cat "$work/report.out"; fail "shiftlab report $R did not exit 0"; }
 step "ok: the rehearsal installed 3+2 by IPI: each host deployed by the stand-in Ironic over TLS, its ISO over HTTPS from the stand-in's CA, booted once then from disk; the 512 MiB bootstrap VM gone; no password in .ironic"
 echo "PASS $NAME"
