@@ -4,23 +4,28 @@
 #
 #   scripts/sandbox run -- tests/e2e/iso-install.sh /path/to/standin.qcow2
 #
-# A loopback release mirror serves the fake openshift-install and stream metadata
-# whose metal ISO is the stand-in live ISO. `shiftlab create cluster` then drives
+# Each install is a rehearsal with `rehearsal: true` alone: no version, no mirror,
+# no stream file (docs/rehearsal.md; FAKE_INSTALL_TIMEOUT only lengthens the
+# waits for a loaded machine). shiftlab materializes its shipped stand-in
+# installer under $SHIFTLAB_CACHE/rehearsal/ and builds the stand-in live ISO
+# there on demand; `shiftlab create cluster` then drives
 #   sno1  method sno:   single-node-ignition-config, the ISO embedded by
 #                       coreos-installer, one node;
 #   ag1   method agent: agent create image, 3 control planes + 1 worker on one ISO
-#                       (the release's stand-in oc on the installer's PATH, the
-#                       ISO shiftlab verified reused), the routers on every node;
-# from the cluster file to "install complete". Each node boots the ISO once (its
-# disk is empty, the CD-ROM comes second in the boot order), installs, reboots and
-# comes back from its disk; at the end the drives are empty and the ISO volume is
-# gone. Each run is killed with -9 during the ISO build (coreos-installer slowed by
-# a shim on PATH so the kill lands inside it) and during the bootstrap-complete
-# wait; the reruns complete with no duplicated libvirt objects. ag1's install
-# fails, as a real one would, once its load balancer leaves the control planes out
-# of *.apps. Bad input — a
-# corrupt or missing ISO in the mirror, SNO with workers, a disk below the real
-# minimum — is refused before anything is created.
+#                       (the stand-in oc on the installer's PATH, the stand-in ISO
+#                       shiftlab built given to it through its image cache, no
+#                       download), the routers on every node;
+# from the cluster file to "install complete" and the rehearsal report holding
+# (the boot rows: each node installed by the live ISO). Each node boots the ISO
+# once (its disk is empty, the CD-ROM comes second in the boot order), installs,
+# reboots and comes back from its disk; at the end the drives are empty and the
+# ISO volume is gone. Each run is killed with -9 during the ISO build
+# (coreos-installer slowed by a shim on PATH so the kill lands inside it) and
+# during the bootstrap-complete wait; the reruns complete with no duplicated
+# libvirt objects. ag1's install fails, as a real one would, once its load
+# balancer leaves the control planes out of *.apps. Bad input — a corrupt or
+# missing ISO in a loopback release mirror (the release path for ISOs), SNO with
+# workers, a disk below the real minimum — is refused before anything is created.
 set -euo pipefail
 
 NAME=iso-install
@@ -110,6 +115,29 @@ check_finished() { # cluster targets nodes...
 	done
 }
 
+# A rehearsal's end: create cluster printed the report holding; `report -o json`
+# asks the host again, exit 0, each node's boot row proven (installed by the live
+# ISO, then from its disk); the install ran the shipped installer and client that
+# shiftlab materialized in its cache, no release's.
+check_rehearsal() { # cluster create-output nodes...
+	local c=$1 out=$2 n
+	shift 2
+	contains -F 'everything that applies holds on this host' "$out" || fail "$c: create cluster printed no report holding: $(tail -5 "$out")"
+	"$bin" report "$c" -o json >"$work/report-$c.json" || {
+		jq -r '.rows[] | select(.result == "failed") | "\(.check) \(.subject): \(.evidence)"' "$work/report-$c.json"
+		fail "report $c exited non-zero"
+	}
+	jq -e '.ok and .failed == 0' "$work/report-$c.json" >/dev/null || fail "$c: the report's JSON does not hold"
+	for n; do
+		jq -e --arg n "$n" '[.rows[] | select(.check == "boot" and .subject == $n and .result == "proven"
+			and (.evidence | contains("the live ISO, installed")))] | length == 1' "$work/report-$c.json" >/dev/null ||
+			fail "$n: its boot row is not proven from the live ISO: $(jq -c --arg n "$n" '.rows[] | select(.check == "boot" and .subject == $n)' "$work/report-$c.json")"
+	done
+	jq -e --arg r "$SHIFTLAB_CACHE/rehearsal/" '(.facts.openshift_install | startswith($r)) and (.facts.oc | startswith($r))
+		and .facts.release_version == "4.18.0-rehearsal"' "$SHIFTLAB_HOME/clusters/$c/install-state.json" >/dev/null ||
+		fail "$c did not run the shipped installer: $(jq -c .facts "$SHIFTLAB_HOME/clusters/$c/install-state.json")"
+}
+
 sno_targets="release install-config single-node-ignition iso infra bootstrap-complete install-complete eject-iso"
 agent_targets="release install-config iso infra bootstrap-complete install-complete eject-iso"
 
@@ -136,8 +164,12 @@ for c in bad1 bad2; do
 	[[ -z $(virsh list --all --name | grep "^$c-" || true) ]] || fail "$c created domains"
 done
 
+# The rehearsals name no release: no stream file, and the mirror is asked nothing.
+unset SHIFTLAB_FAKE_STREAM_JSON
+mirror_asked=$(grep -c 'GET /' "$work/mirror.log" || true)
+
 step "sno: kill -9 during the ISO build, rerun, kill -9 during the wait, rerun to install complete"
-f=$(iso_file sno1 192.168.185.0/24 "method: sno")
+f=$(cluster_file sno1 192.168.185.0/24 "method: sno")
 "$bin" plan -f "$f" | tee "$work/sno-plan.txt" | contains 'sno1-ctlplane-0 .* iso, then disk' ||
 	fail "plan does not show the boot path: $(cat "$work/sno-plan.txt")"
 SHIM_DELAY=4 kill_during "$f" sno1 iso "$work/shim/coreos-installer iso ignition embed"
@@ -148,6 +180,9 @@ SHIM_DELAY=4 kill_during "$f" sno1 bootstrap-complete "$work/cache/.*openshift-i
 if grep -q '^==> infra' "$work/sno.out"; then fail "the rerun repeated infra"; fi
 grep -q 'console: *https://console-openshift-console.apps.sno1.lab.test' "$work/sno.out" || fail "no console URL"
 check_finished sno1 "$sno_targets" sno1-ctlplane-0
+check_rehearsal sno1 "$work/sno.out" sno1-ctlplane-0
+jq -e --arg i "$SHIFTLAB_CACHE/rehearsal/standin-live.x86_64.iso" '.facts.coreos_iso == $i' "$SHIFTLAB_HOME/clusters/sno1/install-state.json" >/dev/null ||
+	fail "the node's ISO was not made from the stand-in live ISO shiftlab built: $(jq -c .facts.coreos_iso "$SHIFTLAB_HOME/clusters/sno1/install-state.json")"
 console sno1-ctlplane-0 | contains "role 'sno' from the installer's config" ||
 	fail "the node did not boot the installer's bootstrap-in-place config"
 "$bin" status sno1 -o json | jq -e '.install.flow == "sno" and all(.install.targets[]; .status == "done")' >/dev/null ||
@@ -156,7 +191,7 @@ grep -q 'create single-node-ignition-config' "$SHIFTLAB_HOME/clusters/sno1/opens
 "$bin" destroy cluster sno1 >/dev/null
 
 step "agent 3+1: kill -9 during agent create image, rerun, kill -9 during the wait, rerun to install complete"
-f=$(iso_file ag1 192.168.186.0/24 "method: agent" "ctlplanes: 3" "workers: 1")
+f=$(cluster_file ag1 192.168.186.0/24 "method: agent" "ctlplanes: 3" "workers: 1")
 SHIM_DELAY=4 kill_during "$f" ag1 iso "$work/shim/coreos-installer iso ignition embed"
 [[ ! -e $SHIFTLAB_HOME/clusters/ag1/assets/agent.x86_64.iso ]] || fail "a killed build left an agent ISO in place"
 SHIM_DELAY=4 kill_during "$f" ag1 bootstrap-complete "$work/cache/.*openshift-install agent wait-for bootstrap-complete"
@@ -164,6 +199,7 @@ SHIM_DELAY=4 kill_during "$f" ag1 bootstrap-complete "$work/cache/.*openshift-in
 if grep -q '^==> infra' "$work/agent.out"; then fail "the rerun repeated infra"; fi
 nodes=(ag1-ctlplane-0 ag1-ctlplane-1 ag1-ctlplane-2 ag1-worker-0)
 check_finished ag1 "$agent_targets" "${nodes[@]}"
+check_rehearsal ag1 "$work/agent.out" "${nodes[@]}"
 grep -q 'Cluster status: installing' "$SHIFTLAB_HOME/clusters/ag1/openshift-install.log" ||
 	fail "the wait never saw the rendezvous host's assisted-service report the cluster installing"
 console ag1-ctlplane-0 | contains 'agent: node zero' || fail "ag1-ctlplane-0 did not act as the rendezvous host"
@@ -173,11 +209,22 @@ console ag1-worker-0 | contains "role 'worker' from the installer's config" || f
 for n in "${nodes[@]}"; do
 	console "$n" | contains "router yes" || fail "$n does not run routers: $(console "$n" | grep 'router ' | tail -n 1)"
 done
-grep -q 'Found override for OS Image' "$SHIFTLAB_HOME/clusters/ag1/openshift-install.log" ||
-	fail "the installer was not given the verified ISO"
 "$bin" status ag1 -o json | jq -e '.install.flow == "agent"' >/dev/null || fail "status does not show the agent flow"
-# One download of the ISO: shiftlab's; the installer reuses it.
-[[ $(mirror_downloads coreos-live) == 1 ]] || fail "the live ISO was downloaded $(mirror_downloads coreos-live) times"
+# The installer was given the stand-in ISO shiftlab built (through the override,
+# its file name in the installer's image cache linked to shiftlab's verified
+# copy) and took it as it is: no download.
+grep -q 'Found override for OS Image' "$SHIFTLAB_HOME/clusters/ag1/openshift-install.log" ||
+	fail "the installer was not given the stand-in ISO"
+if grep -q 'Downloading base ISO' "$SHIFTLAB_HOME/clusters/ag1/openshift-install.log"; then
+	fail "the installer downloaded its base ISO: $(grep 'Downloading base ISO' "$SHIFTLAB_HOME/clusters/ag1/openshift-install.log")"
+fi
+iso=$(jq -r '.facts.coreos_iso' "$SHIFTLAB_HOME/clusters/ag1/install-state.json")
+given=$SHIFTLAB_CACHE/openshift-install/agent/image_cache/standin-live.x86_64.iso
+[[ $(readlink -f "$given") == "$(readlink -f "$iso")" ]] || fail "the installer's image cache holds $(readlink -f "$given"), not the verified $iso"
+[[ $(sha256sum <"$iso" | cut -d' ' -f1) == "$(sha256sum <"$SHIFTLAB_CACHE/rehearsal/standin-live.x86_64.iso" | cut -d' ' -f1)" ]] ||
+	fail "the ISO given to the installer ($iso) is not the stand-in live ISO shiftlab built"
+[[ $(grep -c 'GET /' "$work/mirror.log" || true) == "$mirror_asked" ]] ||
+	fail "a rehearsal asked the mirror: $(tail -n 3 "$work/mirror.log")"
 
 step "agent 3+1: *.apps without the control planes fails install-complete, as the console route would"
 plan=$SHIFTLAB_HOME/clusters/ag1/plan.json
