@@ -51,7 +51,7 @@ impl InstallerVm {
     pub fn name(&self) -> String {
         format!(
             "the installer's bootstrap VM (<infraID>-live-provisioner: {}, {} vCPUs, {} GiB scratch disk)",
-            if self.memory_mib % 1024 == 0 {
+            if self.memory_mib.is_multiple_of(1024) {
                 format!("{} GiB", self.memory_mib / 1024)
             } else {
                 format!("{} MiB", self.memory_mib)
