@@ -8,10 +8,11 @@
 //! `<infraID>-scratch` disk, 6 GiB of memory and 4 vCPUs (the older
 //! `<infraID>-bootstrap` had the same size and a 20 GiB disk), in a pool of its
 //! own under `/var/lib/libvirt/openshift-images`. It runs while the control
-//! planes install, so the host carries both at once. A rehearsal's stand-in
-//! installer makes it as small as the stand-in live system needs
-//! ([`REHEARSAL_BOOTSTRAP_MEMORY_MIB`], [`REHEARSAL_BOOTSTRAP_VCPUS`]; the
-//! scratch disk is the same 20 GiB, sparse), counted as well.
+//! planes install, so the host carries both at once. A rehearsal's is not
+//! counted: the stand-in installer makes it small (512 MiB, 1 vCPU, a sparse
+//! scratch disk the stand-in barely writes: `rehearse::installer`), and only when
+//! the method's flow runs; a rehearsal's `create infra` (the lab flow) makes
+//! none, and the plan does not know which flow will run.
 
 use super::Plan;
 use crate::spec::Method;
@@ -26,22 +27,11 @@ pub struct InstallerVm {
     pub disk_bytes: u64,
 }
 
-/// Memory of a rehearsal's bootstrap VM: the stand-in live system runs in it.
-pub const REHEARSAL_BOOTSTRAP_MEMORY_MIB: u64 = 512;
-/// vCPUs of a rehearsal's bootstrap VM.
-pub const REHEARSAL_BOOTSTRAP_VCPUS: u32 = 1;
-
-/// The installer's bootstrap VM of an IPI install (a rehearsal's, small);
-/// `None` for the others.
+/// The installer's bootstrap VM of an IPI install; `None` for the others.
 pub fn bootstrap_vm(plan: &Plan) -> Option<InstallerVm> {
-    let (memory_mib, vcpus) = if plan.rehearsal {
-        (REHEARSAL_BOOTSTRAP_MEMORY_MIB, REHEARSAL_BOOTSTRAP_VCPUS)
-    } else {
-        (6 * 1024, 4)
-    };
-    (plan.method == Method::Ipi).then_some(InstallerVm {
-        memory_mib,
-        vcpus,
+    (plan.method == Method::Ipi && !plan.rehearsal).then_some(InstallerVm {
+        memory_mib: 6 * 1024,
+        vcpus: 4,
         disk_bytes: 20 * GIB,
     })
 }
@@ -50,12 +40,8 @@ impl InstallerVm {
     /// How messages name it.
     pub fn name(&self) -> String {
         format!(
-            "the installer's bootstrap VM (<infraID>-live-provisioner: {}, {} vCPUs, {} GiB scratch disk)",
-            if self.memory_mib.is_multiple_of(1024) {
-                format!("{} GiB", self.memory_mib / 1024)
-            } else {
-                format!("{} MiB", self.memory_mib)
-            },
+            "the installer's bootstrap VM (<infraID>-live-provisioner: {} GiB, {} vCPUs, {} GiB scratch disk)",
+            self.memory_mib / 1024,
             self.vcpus,
             self.disk_bytes / GIB
         )
@@ -119,21 +105,11 @@ mod tests {
             words.contains("live-provisioner") && words.contains("20 GiB scratch disk"),
             "{words}"
         );
-        // UPI's bootstrap is a plan node.
-        let upi = plan("upi", true);
-        assert_eq!(bootstrap_vm(&upi), None);
-        assert_eq!(installer_disk(&upi), 0);
-        assert_eq!(installer_disk_words(&upi), "");
-        // A rehearsal's stand-in installer makes a small one, counted too.
-        let rehearsal = plan("ipi", false);
-        assert_eq!(
-            host_need(&rehearsal, 100),
-            (nodes_mem + 512, nodes_cpu + 1, 100 + 20 * GIB)
-        );
-        assert!(
-            installer_disk_words(&rehearsal).contains("512 MiB, 1 vCPUs"),
-            "{}",
-            installer_disk_words(&rehearsal)
-        );
+        // UPI's bootstrap is a plan node; a rehearsal's installer is the stand-in.
+        for other in [plan("upi", true), plan("ipi", false)] {
+            assert_eq!(bootstrap_vm(&other), None);
+            assert_eq!(installer_disk(&other), 0);
+            assert_eq!(installer_disk_words(&other), "");
+        }
     }
 }

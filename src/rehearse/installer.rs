@@ -57,10 +57,9 @@ pub struct BootstrapVm {
 /// nothing), on the accelerator shiftlab chose for the nodes on this host (TCG
 /// where KVM cannot run guests: host/kvm.rs).
 pub fn rehearsal_bootstrap(accel: Accel) -> BootstrapVm {
-    use crate::plan::installer_vm::{REHEARSAL_BOOTSTRAP_MEMORY_MIB, REHEARSAL_BOOTSTRAP_VCPUS};
     BootstrapVm {
-        memory_mib: REHEARSAL_BOOTSTRAP_MEMORY_MIB as u32,
-        vcpus: REHEARSAL_BOOTSTRAP_VCPUS,
+        memory_mib: 512,
+        vcpus: 1,
         accel,
     }
 }
