@@ -209,7 +209,7 @@ report_broken() { # what: the report exits 9 and names it (a regex on the table)
 api_host=$(virsh net-dumpxml shiftlab-inst4 | awk '{sub(/^[ \t]+/, "")} /^<host ip=/ {h = ""; on = 1} on {h = h $0} on && /<\/host>/ {on = 0; if (h ~ /api-int\./) print h}')
 [[ -n $api_host ]] || fail "no api host record in the network"
 virsh net-update shiftlab-inst4 delete dns-host "$api_host" --live >/dev/null
-report_broken "the api DNS record removed" '^dns +A api-int\.inst4\.lab\.test +failed +192\.168\.185\.1:53 has no A record'
+report_broken "the api DNS record removed" '^dns +A api-int\.inst4\.lab\.test +failed +192\.168\.183\.1:53 has no A record'
 virsh net-update shiftlab-inst4 add dns-host "$api_host" --live >/dev/null
 report_ok "with the api record restored"
 # serve checks its openings again every minute and would add them to the new
