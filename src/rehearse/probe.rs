@@ -43,7 +43,27 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
             "cluster {name} is on KubeVirt: the rehearsal report covers the libvirt backend only"
         );
     }
-    let status = crate::cluster::status(state, &cluster, None)?;
+    let mut status = crate::cluster::status(state, &cluster, None)?;
+    // A backend HAProxy is still moving (a node that came back a moment ago:
+    // "DOWN 1/2", going up) is judged once its checks settle: asked again, a
+    // bounded number of times.
+    for _ in 0..10 {
+        let moving = status
+            .services
+            .as_ref()
+            .and_then(|s| s.load_balancer.as_ref())
+            .is_some_and(|lb| {
+                lb.frontends
+                    .iter()
+                    .flat_map(|f| &f.backends)
+                    .any(|b| in_transition(&b.status))
+            });
+        if !moving {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        status = crate::cluster::status(state, &cluster, None)?;
+    }
     let services = status.services.as_ref();
     let lb = services.and_then(|s| s.load_balancer.as_ref());
     let nodes = plan
@@ -303,6 +323,15 @@ fn firewall(cluster: &crate::state::ClusterDir, plan: &Plan) -> FirewallSeen {
     }
 }
 
+/// Whether HAProxy shows a backend between states: its stats give a server
+/// whose checks are counting towards a change as "DOWN 1/2" (going up) or
+/// "UP 1/3" (going down), the checks so far of `rise`/`fall` (HAProxy's
+/// management guide, the stats' `status` field).
+pub fn in_transition(status: &str) -> bool {
+    let mut w = status.split_whitespace();
+    matches!(w.next(), Some("UP" | "DOWN")) && w.next().is_some_and(|c| c.contains('/'))
+}
+
 /// keepalived elects a VIP holder a few seconds after the previous one went
 /// (the bootstrap, at the end of an IPI install: a master-down interval of 3 s
 /// plus a skew): while no node holds one, ask again, a bounded number of times.
@@ -334,4 +363,19 @@ fn await_vips(mut nodes: Vec<NodeSeen>, vips_apply: bool) -> Vec<NodeSeen> {
         }
     }
     nodes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_transition;
+
+    #[test]
+    fn haproxys_counting_states_are_in_transition() {
+        for s in ["DOWN 1/2", "UP 1/3", "UP 2/3"] {
+            assert!(in_transition(s), "{s}");
+        }
+        for s in ["UP", "DOWN", "MAINT", "no check", "NOLB", ""] {
+            assert!(!in_transition(s), "{s}");
+        }
+    }
 }
