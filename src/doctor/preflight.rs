@@ -148,13 +148,8 @@ pub fn check(
         if pool.is_active()? {
             let _ = pool.refresh(0);
             for node in &plan.nodes {
-                let names = node
-                    .disks
-                    .iter()
-                    .map(|d| d.volume.clone())
-                    .chain(node.ignition_volume.clone());
-                for v in names {
-                    if Host::volume(&pool, &v)?.is_some() && !ledger.volumes.contains(&v) {
+                for v in node.volumes() {
+                    if Host::volume(&pool, v)?.is_some() && !ledger.volumes.contains(v) {
                         problems.push(format!(
                             "volume {v} in pool {}: exists and was not created by shiftlab for {cluster}",
                             plan.libvirt.pool

@@ -799,12 +799,7 @@ pub fn apply(
     let names: Vec<String> = plan
         .nodes
         .iter()
-        .flat_map(|n| {
-            n.disks
-                .iter()
-                .map(|d| d.volume.clone())
-                .chain(n.ignition_volume.clone())
-        })
+        .flat_map(|n| n.volumes().cloned())
         .collect();
     if ledger.add_volumes(names.iter().map(String::as_str)) {
         ledger::save(cluster_dir, &ledger)?;

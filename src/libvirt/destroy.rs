@@ -294,12 +294,7 @@ pub fn remove_node(
         removed.push(format!("domain {}", node.name));
     }
     remove_console_logs(host, &logs, &mut removed);
-    let names: Vec<String> = node
-        .disks
-        .iter()
-        .map(|d| d.volume.clone())
-        .chain(node.ignition_volume.clone())
-        .collect();
+    let names: Vec<String> = node.volumes().cloned().collect();
     if let Some(pool) = host.pool(pool_name)? {
         if pool.is_active()? {
             let _ = pool.refresh(0);

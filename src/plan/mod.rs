@@ -167,6 +167,17 @@ pub struct Node {
     pub bmc: Option<NodeBmc>,
 }
 
+impl Node {
+    /// The pool volumes shiftlab makes for the node: its disks, then its
+    /// Ignition volume (fw_cfg delivery).
+    pub fn volumes(&self) -> impl Iterator<Item = &String> {
+        self.disks
+            .iter()
+            .map(|d| &d.volume)
+            .chain(self.ignition_volume.as_ref())
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RecordType {
     A,

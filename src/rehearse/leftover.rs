@@ -39,13 +39,8 @@ pub fn before(state: &StateDir, name: &ClusterName) -> Option<Owned> {
         volumes: plan
             .nodes
             .iter()
-            .flat_map(|n| {
-                n.disks
-                    .iter()
-                    .map(|d| d.volume.clone())
-                    .chain(n.ignition_volume.clone())
-            })
-            .map(|v| (pool.clone(), v))
+            .flat_map(|n| n.volumes())
+            .map(|v| (pool.clone(), v.clone()))
             .collect(),
         network: plan.network.name.clone(),
         openings: crate::serve::read_firewall_record(&files)

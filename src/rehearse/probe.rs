@@ -135,10 +135,7 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
             name: b.name.clone(),
             domain_left: status.infra.nodes.iter().any(|s| s.name == b.name),
             volumes_left: b
-                .disks
-                .iter()
-                .map(|d| &d.volume)
-                .chain(b.ignition_volume.as_ref())
+                .volumes()
                 .filter(|v| plan.libvirt.pool_path.join(v).exists())
                 .cloned()
                 .collect(),
