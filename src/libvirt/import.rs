@@ -408,7 +408,12 @@ mod tests {
         dst_dir: &std::path::Path,
         data: &[u8],
     ) -> (Option<String>, Vec<u8>) {
-        let src_path = src_dir.join("shiftlab-import-test-src");
+        // A name of its own: /dev/shm is shared with every other test run here.
+        let src_file = tempfile::Builder::new()
+            .prefix("shiftlab-import-test-src")
+            .tempfile_in(src_dir)
+            .unwrap();
+        let src_path = src_file.path().to_path_buf();
         std::fs::write(&src_path, data).unwrap();
         let dst_path = dst_dir.join("dst");
         std::fs::write(&dst_path, vec![0xffu8; 4096]).unwrap();
@@ -419,7 +424,7 @@ mod tests {
             .open(&dst_path)
             .unwrap();
         let digest = kernel_copy_hashing(&src, &dst, data.len() as u64).unwrap();
-        std::fs::remove_file(&src_path).unwrap();
+        drop(src_file);
         (digest, std::fs::read(&dst_path).unwrap())
     }
 
