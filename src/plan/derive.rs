@@ -83,7 +83,14 @@ pub fn derive(spec: &ClusterSpec) -> Plan {
             image: spec.image.clone(),
         },
         kubevirt: None,
+        storage: None,
     };
+    plan.storage = storage::StoragePlan::derive(
+        spec.storage,
+        &spec.cluster,
+        plan.network.gateway,
+        plan.network.cidr,
+    );
     plan.kubevirt = spec
         .kubevirt
         .as_ref()

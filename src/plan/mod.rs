@@ -6,6 +6,7 @@ pub mod diff;
 pub mod installer_vm;
 pub mod kubevirt;
 pub mod network;
+pub mod storage;
 mod table;
 
 use std::net::Ipv4Addr;
@@ -48,6 +49,9 @@ pub struct Plan {
     /// `backend: kubevirt`: where the VMs go and the objects made for them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubevirt: Option<kubevirt::KubevirtPlan>,
+    /// `storage:` other than none: what the host exports and the cluster mounts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<storage::StoragePlan>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -148,6 +148,7 @@ pub struct RawSpec {
     pub bmc: RawBmc,
     pub backend: Option<Src<String>>,
     pub kubevirt: Option<RawKubevirt>,
+    pub storage: Option<Src<String>>,
 }
 
 /// How a YAML value is shown in a message: short, quoted when it is a string.
@@ -804,6 +805,7 @@ const TOP: &[Key<RawSpec>] = &[
     field!(cluster_network_host_prefix: uint),
     field_or_alias!(service_network: cidr),
     field!(fips: boolean),
+    field!(storage: string),
     Key {
         name: "proxy",
         read: kcli_proxy,

@@ -361,6 +361,27 @@ pub struct SshKey {
     pub key: String,
 }
 
+/// `storage:`: where the cluster's persistent volumes come from (docs/storage.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Storage {
+    /// No StorageClass: the registry keeps emptyDir, monitoring keeps no data.
+    #[default]
+    None,
+    /// A per-cluster NFS export from the host and a provisioner in the cluster.
+    Nfs,
+    /// The LVM Storage operator on every node's extra disks.
+    Lvms,
+}
+
+impl Storage {
+    pub const ALL: [&'static str; 3] = ["none", "nfs", "lvms"];
+
+    pub fn is_none(&self) -> bool {
+        *self == Storage::None
+    }
+}
+
 /// The whole cluster file after defaults and validation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClusterSpec {
@@ -410,6 +431,9 @@ pub struct ClusterSpec {
     /// `kubevirt:`, set exactly when `backend: kubevirt`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kubevirt: Option<KubevirtSpec>,
+    /// `storage:`; none unless the file says otherwise.
+    #[serde(skip_serializing_if = "Storage::is_none")]
+    pub storage: Storage,
 }
 
 impl ClusterSpec {

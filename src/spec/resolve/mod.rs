@@ -21,6 +21,7 @@ mod libvirt;
 mod network;
 mod release;
 mod sizes;
+mod storage;
 pub use capabilities::enabled as capability_enabled;
 pub use sizes::documented_minimum;
 pub use versions::minor as version_minor;
@@ -108,6 +109,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         d.error(field, message);
     }
     let (backend, kubevirt) = kubevirt::resolve(&raw, env, &id.cluster, topo.method, &network, d);
+    let storage = storage::resolve(&raw, d);
 
     ClusterSpec {
         cluster: id.cluster,
@@ -144,6 +146,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         bmc,
         backend,
         kubevirt,
+        storage,
     }
 }
 
