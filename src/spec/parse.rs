@@ -149,6 +149,12 @@ pub struct RawSpec {
     pub backend: Option<Src<String>>,
     pub kubevirt: Option<RawKubevirt>,
     pub storage: Option<Src<String>>,
+    pub monitoring: RawMonitoring,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct RawMonitoring {
+    pub retention: Option<Src<String>>,
 }
 
 /// How a YAML value is shown in a message: short, quoted when it is a string.
@@ -635,6 +641,8 @@ const BMC: &[Key<RawBmc>] = &[
     field!(verify_certificate: boolean),
 ];
 
+const MONITORING: &[Key<RawMonitoring>] = &[field!(retention: string)];
+
 const KUBEVIRT: &[Key<RawKubevirt>] = &[
     field!(kubeconfig: string),
     field!(context: string),
@@ -806,6 +814,14 @@ const TOP: &[Key<RawSpec>] = &[
     field_or_alias!(service_network: cidr),
     field!(fips: boolean),
     field!(storage: string),
+    Key {
+        name: "monitoring",
+        read: |obj, key, into, d| {
+            if let Some(m) = nested(obj, key, MONITORING, d) {
+                into.monitoring = m;
+            }
+        },
+    },
     Key {
         name: "proxy",
         read: kcli_proxy,

@@ -382,6 +382,31 @@ impl Storage {
     }
 }
 
+/// `monitoring:`: the platform monitoring stack (docs/storage.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MonitoringSpec {
+    /// How long Prometheus keeps samples, a Prometheus duration (`24h`, `1d12h`).
+    pub retention: String,
+}
+
+impl MonitoringSpec {
+    /// A lab's default: a day of metrics is enough to debug an install and keeps
+    /// Prometheus small (OpenShift's own default is 15d).
+    pub const DEFAULT_RETENTION: &'static str = "24h";
+
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl Default for MonitoringSpec {
+    fn default() -> Self {
+        MonitoringSpec {
+            retention: Self::DEFAULT_RETENTION.to_string(),
+        }
+    }
+}
+
 /// The whole cluster file after defaults and validation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClusterSpec {
@@ -434,6 +459,9 @@ pub struct ClusterSpec {
     /// `storage:`; none unless the file says otherwise.
     #[serde(skip_serializing_if = "Storage::is_none")]
     pub storage: Storage,
+    /// `monitoring:`; shown only when not the default.
+    #[serde(skip_serializing_if = "MonitoringSpec::is_default")]
+    pub monitoring: MonitoringSpec,
 }
 
 impl ClusterSpec {

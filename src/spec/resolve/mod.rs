@@ -18,6 +18,7 @@ mod identity;
 mod install;
 mod kubevirt;
 mod libvirt;
+mod monitoring;
 mod network;
 mod release;
 mod sizes;
@@ -109,7 +110,8 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         d.error(field, message);
     }
     let (backend, kubevirt) = kubevirt::resolve(&raw, env, &id.cluster, topo.method, &network, d);
-    let storage = storage::resolve(&raw, d);
+    let storage = storage::resolve(&raw, id.distribution, backend, &topo, &sizes, d);
+    let monitoring = monitoring::resolve(&raw, d);
 
     ClusterSpec {
         cluster: id.cluster,
@@ -147,6 +149,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         backend,
         kubevirt,
         storage,
+        monitoring,
     }
 }
 
