@@ -339,7 +339,9 @@ fn ignition_configs_say_where_routers_may_run_from_the_manifests() {
             .unwrap()
             .spec
     };
-    for (rel, text) in shiftlab::render::manifests::lab_manifests(&spec) {
+    for (rel, text) in
+        shiftlab::render::manifests::lab_manifests(&spec, &shiftlab::plan::derive(&spec))
+    {
         std::fs::write(d.path().join(rel), text).unwrap();
     }
     run(d.path(), &["create", "ignition-configs"]);
@@ -904,4 +906,50 @@ fn plan_refuses_a_c10s_stream_on_a_v2_cpu_model() {
     let (code, _, stderr) = plan("  cpu_model: Nehalem\n", false);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("stream rhcos-4.18 (release 418.94.202503121207-0, RHEL 9) needs x86-64-v2: the nodes' CPU has it"), "{stderr}");
+}
+
+/// With `storage: nfs`: every manifest the lab adds (the provisioner, its default
+/// StorageClass, the registry on a claim, the monitoring config) reaches
+/// bootstrap.ign under /opt/openshift/ as written, as the real installer carries
+/// `openshift/` files (recorded: tests/fixtures/installer-4.18).
+#[test]
+fn the_storage_manifests_reach_bootstrap_ign() {
+    use base64::Engine as _;
+    let spec = {
+        let dir = common::repo().join("tests/golden");
+        let text = std::fs::read_to_string(dir.join("nfs.cluster.yaml")).unwrap();
+        let env = shiftlab::spec::Env {
+            home: None,
+            base_dir: dir,
+            libvirt_default_uri: None,
+        };
+        shiftlab::spec::from_str(&text, "nfs.cluster.yaml", &env)
+            .unwrap()
+            .spec
+    };
+    let lab = shiftlab::render::manifests::lab_manifests(&spec, &shiftlab::plan::derive(&spec));
+    assert!(lab
+        .iter()
+        .any(|(p, _)| *p == "openshift/99-shiftlab-storage-storageclass.yaml"));
+    let d = assets("upi");
+    run(d.path(), &["create", "manifests"]);
+    for (rel, text) in &lab {
+        std::fs::write(d.path().join(rel), text).unwrap();
+    }
+    run(d.path(), &["create", "ignition-configs"]);
+    let ign: serde_json::Value = serde_json::from_str(&read(d.path(), "bootstrap.ign")).unwrap();
+    let files = ign["storage"]["files"].as_array().unwrap();
+    for (rel, text) in &lab {
+        let path = format!("/opt/openshift/{rel}");
+        let f = files
+            .iter()
+            .find(|f| f["path"] == path.as_str())
+            .unwrap_or_else(|| panic!("{path} is not in bootstrap.ign"));
+        let src = f["contents"]["source"].as_str().unwrap();
+        let b64 = src.split_once(";base64,").unwrap().1;
+        let got = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap();
+        assert_eq!(String::from_utf8(got).unwrap(), *text, "{path}");
+    }
 }

@@ -14,6 +14,18 @@
 //!   types_cluster_version.go, `ClusterVersionCapabilitySet4_14` is the first set
 //!   naming it); a manifest of a kind nobody serves keeps cluster-bootstrap
 //!   retrying, so it is left out then.
+//! - **Registry storage.** With `storage:` the registry keeps its images on a claim
+//!   instead of emptyDir (openshift/cluster-image-registry-operator,
+//!   pkg/storage/pvc/pvc.go). NFS: `pvc.claim: ""` makes the operator create its
+//!   own ReadWriteMany claim of 100Gi on the default StorageClass, and RWX
+//!   allows any replica count. With 2 replicas the operator requires the pods on
+//!   different hosts (podtemplatespec.go: required anti-affinity on
+//!   `kubernetes.io/hostname`, plus topology spread over the hostname and the worker
+//!   role), so 2 only when the nodes it schedules to (the workers, or the
+//!   schedulable control planes without workers) are at least 2, else 1. LVM
+//!   Storage is ReadWriteOnce: pvc.go refuses RWO with more than one replica or
+//!   any strategy but `Recreate`, and the claim the operator would make is RWX, so
+//!   shiftlab renders its own RWO claim and names it.
 //! - **Scheduler.** The installer makes control planes schedulable exactly when
 //!   the compute pools ask for 0 replicas (openshift/installer,
 //!   pkg/asset/manifests/scheduler.go), and UPI's install-config always asks for
@@ -34,10 +46,17 @@
 //!   ingress controller.go, `setDefaultPublishingStrategy`): one router per node,
 //!   so one worker means one replica, else the second one never schedules.
 
-use crate::spec::ClusterSpec;
+use serde_json::json;
+
+use crate::plan::Plan;
+use crate::spec::{ClusterSpec, Storage};
 
 /// Where the image-registry manifest goes.
 pub const IMAGE_REGISTRY: &str = "openshift/99-shiftlab-image-registry.yaml";
+/// `storage: lvms`: the registry's own ReadWriteOnce claim.
+pub const IMAGE_REGISTRY_CLAIM: &str = "openshift/99-shiftlab-image-registry-claim.yaml";
+/// Its name, in `openshift-image-registry`.
+pub const IMAGE_REGISTRY_CLAIM_NAME: &str = "shiftlab-image-registry";
 /// The installer's scheduler manifest, overwritten.
 pub const SCHEDULER: &str = "manifests/cluster-scheduler-02-config.yml";
 /// The default IngressController, pinned.
@@ -62,15 +81,67 @@ pub fn masters_schedulable(spec: &ClusterSpec) -> bool {
     spec.workers == 0
 }
 
+/// How many registry replicas the topology allows on ReadWriteMany storage: one
+/// per node it can schedule to, at most 2 (the operator's anti-affinity).
+pub fn registry_replicas(spec: &ClusterSpec) -> u32 {
+    let nodes = if spec.workers > 0 {
+        spec.workers
+    } else {
+        spec.ctlplanes
+    };
+    nodes.clamp(1, 2)
+}
+
+/// The image registry's `Config`, and for LVM Storage its claim.
+fn image_registry(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
+    let (spec_json, claim) = match spec.storage {
+        Storage::None => (
+            json!({"managementState": "Managed", "replicas": 1, "storage": {"emptyDir": {}}}),
+            None,
+        ),
+        Storage::Nfs => (
+            json!({
+                "managementState": "Managed",
+                "replicas": registry_replicas(spec),
+                "storage": {"pvc": {"claim": ""}},
+            }),
+            None,
+        ),
+        Storage::Lvms => (
+            json!({
+                "managementState": "Managed",
+                "replicas": 1,
+                "rolloutStrategy": "Recreate",
+                "storage": {"pvc": {"claim": IMAGE_REGISTRY_CLAIM_NAME}},
+            }),
+            Some(json!({
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": IMAGE_REGISTRY_CLAIM_NAME, "namespace": "openshift-image-registry"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "100Gi"}},
+                },
+            })),
+        ),
+    };
+    let config = json!({
+        "apiVersion": "imageregistry.operator.openshift.io/v1",
+        "kind": "Config",
+        "metadata": {"name": "cluster"},
+        "spec": spec_json,
+    });
+    let yaml = |v: &serde_json::Value| yaml_serde::to_string(v).expect("a JSON value serialises");
+    let mut out = vec![(IMAGE_REGISTRY, yaml(&config))];
+    out.extend(claim.map(|c| (IMAGE_REGISTRY_CLAIM, yaml(&c))));
+    out
+}
+
 /// The manifests the lab adds, by their path in the asset directory.
-pub fn lab_manifests(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
+pub fn lab_manifests(spec: &ClusterSpec, plan: &Plan) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     if image_registry_enabled(spec) {
-        out.push((
-            IMAGE_REGISTRY,
-            "apiVersion: imageregistry.operator.openshift.io/v1\nkind: Config\nmetadata:\n  name: cluster\nspec:\n  managementState: Managed\n  replicas: 1\n  storage:\n    emptyDir: {}\n"
-                .to_string(),
-        ));
+        out.extend(image_registry(spec));
     }
     out.push((
         SCHEDULER,
@@ -92,6 +163,10 @@ pub fn lab_manifests(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    out.extend(super::monitoring::manifests(spec));
+    if let Some(nfs) = plan.storage.as_ref().and_then(|s| s.nfs.as_ref()) {
+        out.extend(super::storage::manifests(nfs));
+    }
     out
 }
 
@@ -99,6 +174,10 @@ pub fn lab_manifests(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
 mod tests {
     use super::*;
     use crate::spec::Capabilities;
+
+    fn render(s: &ClusterSpec) -> Vec<(&'static str, String)> {
+        lab_manifests(s, &crate::plan::derive(s))
+    }
 
     fn spec(workers: u32, caps: Option<(&str, &[&str])>) -> ClusterSpec {
         let text = format!(
@@ -116,7 +195,7 @@ mod tests {
 
     #[test]
     fn the_registry_runs_one_replica_unless_its_capability_is_off() {
-        let m = lab_manifests(&spec(2, None));
+        let m = render(&spec(2, None));
         let reg = &m.iter().find(|(p, _)| *p == IMAGE_REGISTRY).unwrap().1;
         let v: yaml_serde::Value = yaml_serde::from_str(reg).unwrap();
         assert_eq!(v["spec"]["replicas"].as_u64(), Some(1));
@@ -134,7 +213,7 @@ mod tests {
             let s = spec(2, Some((base, extra)));
             assert_eq!(image_registry_enabled(&s), on, "{base} {extra:?}");
             assert_eq!(
-                lab_manifests(&s).iter().any(|(p, _)| *p == IMAGE_REGISTRY),
+                render(&s).iter().any(|(p, _)| *p == IMAGE_REGISTRY),
                 on,
                 "{base} {extra:?}"
             );
@@ -143,7 +222,7 @@ mod tests {
 
     #[test]
     fn with_workers_control_planes_are_not_schedulable_and_routers_go_to_workers() {
-        let m = lab_manifests(&spec(2, None));
+        let m = render(&spec(2, None));
         let sched = &m.iter().find(|(p, _)| *p == SCHEDULER).unwrap().1;
         let v: yaml_serde::Value = yaml_serde::from_str(sched).unwrap();
         assert_eq!(v["spec"]["mastersSchedulable"], false);
@@ -157,7 +236,7 @@ mod tests {
         );
         assert!(v["spec"]["replicas"].is_null(), "two workers: the default");
         // One worker: one HostNetwork router fits.
-        let m = lab_manifests(&spec(1, None));
+        let m = render(&spec(1, None));
         let ing = &m.iter().find(|(p, _)| *p == INGRESS).unwrap().1;
         let v: yaml_serde::Value = yaml_serde::from_str(ing).unwrap();
         assert_eq!(v["spec"]["replicas"].as_u64(), Some(1));
@@ -165,10 +244,95 @@ mod tests {
 
     #[test]
     fn a_compact_cluster_keeps_schedulable_control_planes_and_the_default_ingress() {
-        let m = lab_manifests(&spec(0, None));
+        let m = render(&spec(0, None));
         let sched = &m.iter().find(|(p, _)| *p == SCHEDULER).unwrap().1;
         let v: yaml_serde::Value = yaml_serde::from_str(sched).unwrap();
         assert_eq!(v["spec"]["mastersSchedulable"], true);
         assert!(!m.iter().any(|(p, _)| *p == INGRESS));
+    }
+
+    fn registry(m: &[(&'static str, String)]) -> yaml_serde::Value {
+        let reg = &m.iter().find(|(p, _)| *p == IMAGE_REGISTRY).unwrap().1;
+        yaml_serde::from_str(reg).unwrap()
+    }
+
+    #[test]
+    fn on_nfs_the_registry_claims_rwx_with_the_replicas_the_topology_allows() {
+        for (workers, ctlplanes, replicas) in
+            [(2, 3, 2), (3, 3, 2), (1, 3, 1), (0, 3, 2), (0, 1, 1)]
+        {
+            let mut s = spec(workers, None);
+            s.ctlplanes = ctlplanes;
+            s.storage = Storage::Nfs;
+            let m = render(&s);
+            let v = registry(&m);
+            assert_eq!(v["spec"]["managementState"], "Managed");
+            assert_eq!(
+                v["spec"]["storage"]["pvc"]["claim"], "",
+                "the operator's own claim"
+            );
+            assert!(v["spec"]["storage"]["emptyDir"].is_null());
+            assert!(
+                v["spec"]["rolloutStrategy"].is_null(),
+                "RWX: the default rolling update"
+            );
+            assert_eq!(
+                v["spec"]["replicas"].as_u64(),
+                Some(replicas),
+                "{workers} workers, {ctlplanes} control planes"
+            );
+            assert!(!m.iter().any(|(p, _)| *p == IMAGE_REGISTRY_CLAIM));
+        }
+    }
+
+    #[test]
+    fn on_lvms_the_registry_has_one_replica_recreated_on_its_own_rwo_claim() {
+        let mut s = spec(3, None);
+        s.storage = Storage::Lvms;
+        let m = render(&s);
+        let v = registry(&m);
+        assert_eq!(v["spec"]["replicas"].as_u64(), Some(1));
+        assert_eq!(v["spec"]["rolloutStrategy"], "Recreate");
+        assert_eq!(
+            v["spec"]["storage"]["pvc"]["claim"],
+            IMAGE_REGISTRY_CLAIM_NAME
+        );
+        let claim = &m
+            .iter()
+            .find(|(p, _)| *p == IMAGE_REGISTRY_CLAIM)
+            .unwrap()
+            .1;
+        let c: yaml_serde::Value = yaml_serde::from_str(claim).unwrap();
+        assert_eq!(c["metadata"]["name"], IMAGE_REGISTRY_CLAIM_NAME);
+        assert_eq!(c["metadata"]["namespace"], "openshift-image-registry");
+        assert_eq!(c["spec"]["accessModes"][0], "ReadWriteOnce");
+        // No NFS export planned: no provisioner.
+        assert!(!m.iter().any(|(p, _)| p.contains("storage-")));
+    }
+
+    #[test]
+    fn the_provisioner_and_monitoring_come_with_storage() {
+        let s = spec(2, None);
+        let m = render(&s);
+        assert!(m.iter().any(|(p, _)| *p == super::super::monitoring::PATH));
+        assert!(!m
+            .iter()
+            .any(|(p, _)| p.starts_with("openshift/99-shiftlab-storage-")));
+        assert_eq!(
+            registry(&m)["spec"]["storage"]["emptyDir"],
+            yaml_serde::Value::Mapping(Default::default())
+        );
+        let mut s = spec(2, None);
+        s.storage = Storage::Nfs;
+        let m = render(&s);
+        let sc = &m
+            .iter()
+            .find(|(p, _)| *p == "openshift/99-shiftlab-storage-storageclass.yaml")
+            .unwrap()
+            .1;
+        assert!(
+            sc.contains("is-default-class: 'true'") || sc.contains("is-default-class: \"true\""),
+            "{sc}"
+        );
     }
 }

@@ -4,3 +4,5 @@
 pub mod haproxy;
 pub mod install_config;
 pub mod manifests;
+pub mod monitoring;
+pub mod storage;

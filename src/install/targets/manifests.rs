@@ -26,7 +26,7 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         }
     }
     let mut added = Vec::new();
-    for (rel, text) in crate::render::manifests::lab_manifests(ctx.spec) {
+    for (rel, text) in crate::render::manifests::lab_manifests(ctx.spec, ctx.plan) {
         crate::files::write_atomic(&assets.file(rel), text.as_bytes())?;
         added.push(rel.to_string());
     }
