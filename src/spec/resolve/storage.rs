@@ -36,8 +36,8 @@ pub fn resolve(
                     field,
                     "\"nfs\" is exported by the libvirt host on the lab network's gateway; \
                      with backend: kubevirt the nodes are pods on another cluster's network \
-                     and that export does not exist: use storage: none and the KubeVirt \
-                     cluster's own StorageClass (kubevirt.storage_class)",
+                     and that export does not exist: use storage: none (and a provisioner \
+                     of your own through manifests:)",
                 );
             }
         }
