@@ -134,13 +134,8 @@ async fn start(files: &ClusterDir, sf: &ServerFiles, config: String) -> Result<S
     Ok(Server { child, config })
 }
 
-/// The server log's last fatal line, else its last line: why it ended.
+/// Why the server ended, from its log.
 fn last_line(sf: &ServerFiles) -> String {
     let log = std::fs::read_to_string(sf.log()).unwrap_or_default();
-    log.lines()
-        .rev()
-        .find(|l| l.contains(":FATAL :"))
-        .or_else(|| log.lines().last())
-        .map(|l| l.rsplit(" :").next().unwrap_or(l).trim().to_string())
-        .unwrap_or_else(|| format!("see {}", sf.log().display()))
+    nfs::why_exited(&log).unwrap_or_else(|| format!("see {}", sf.log().display()))
 }

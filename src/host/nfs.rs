@@ -300,6 +300,24 @@ pub fn bind_problem(listening: &[std::net::IpAddr], gateway: std::net::Ipv4Addr)
     ))
 }
 
+/// Why a server ended, from its log: the bind failure that precedes its fatal
+/// line (the port taken, the address not on the host yet) with that line, else
+/// the fatal line, else the last line.
+pub fn why_exited(log: &str) -> Option<String> {
+    let msg = |l: &str| l.rsplit(" :").next().unwrap_or(l).trim().to_string();
+    let fatal = log.lines().rev().find(|l| l.contains(":FATAL :")).map(msg);
+    let bind = log
+        .lines()
+        .rev()
+        .find(|l| l.contains("Cannot bind"))
+        .map(msg);
+    match (bind, fatal) {
+        (Some(b), Some(f)) => Some(format!("{b}: {f}")),
+        (None, Some(f)) => Some(f),
+        _ => log.lines().last().map(msg),
+    }
+}
+
 /// Whether `pid` is a ganesha.nfsd running `config`.
 fn is_our_server(pid: i32, config: &Path) -> bool {
     let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
@@ -431,6 +449,23 @@ mod tests {
         // A connection (not LISTEN) on the port is no listener.
         let est = any.replace(" 0A ", " 01 ");
         assert!(listeners("", &est, PORT).is_empty());
+    }
+
+    #[test]
+    fn why_a_server_ended_is_read_from_its_log() {
+        // Recorded: ganesha.nfsd 4.3 started while another held the address's 2049.
+        let log = "25/11/2026 19:16:04 : epoch 6b0733f4 : vm : nfs-ganesha-2518[main] __Register_program :DISP :MAJ :Cannot register NFS V4 on TCP\n\
+            25/11/2026 19:16:04 : epoch 6b0733f4 : vm : nfs-ganesha-2518[main] Bind_sockets_V6 :DISP :WARN :Cannot bind NFS tcp6 socket, error 98 (Address already in use)\n\
+            25/11/2026 19:16:04 : epoch 6b0733f4 : vm : nfs-ganesha-2518[main] Bind_sockets :DISP :FATAL :Error binding to V6 interface. Cannot continue.\n";
+        assert_eq!(
+            why_exited(log).unwrap(),
+            "Cannot bind NFS tcp6 socket, error 98 (Address already in use): Error binding to V6 interface. Cannot continue."
+        );
+        assert_eq!(
+            why_exited("a : b :EVENT :shutting down\n").unwrap(),
+            "shutting down"
+        );
+        assert_eq!(why_exited(""), None);
     }
 
     #[test]

@@ -96,6 +96,13 @@ if ip netns exec "$other" timeout 20 nfs-ls "$export_url?version=4" >>"$work/oth
 contains NFS4ERR "$work/other.out" || fail "the other subnet was not refused by the server: $(cat "$work/other.out")"
 [[ ! -e $data/from-other.txt ]] || fail "the other subnet's file landed"
 
+step "a killed NFS server is started again by serve"
+pid=$(cat "$SHIFTLAB_HOME/clusters/bmc/nfs/ganesha.pid")
+kill -9 "$pid"
+restarted() { [[ $(cat "$SHIFTLAB_HOME/clusters/bmc/nfs/ganesha.pid" 2>/dev/null) != "$pid" ]] && nfs_up; }
+wait_for 30 "the NFS server restarted" restarted
+contains 'nfs server exited; starting it again' "$work/serve.log" || fail "serve did not log the exit"
+
 step "behind a default-drop input chain, serve opens 2049 for the subnet"
 nft -f - <<'EOF'
 table inet e2enfs {
