@@ -8,9 +8,10 @@
 # With `storage: nfs`, the cluster's NFS export (docs/storage.md) from clients in
 # namespaces of this script's own: one on the lab bridge writes a file with the
 # userspace client (nfs-cp) and it lands in the data directory; one from another
-# subnet is refused by the export; behind a default-drop nftables input chain
-# serve opens 2049 for the subnet; destroy stops the server, its rule and config
-# go, the data stays; destroy --purge-storage removes it.
+# subnet is refused by the export; a killed server is started again; behind a
+# default-drop nftables input chain serve opens 2049 for the subnet; destroy
+# stops the server, its rule and config go, the data stays; destroy
+# --purge-storage removes it.
 set -euo pipefail
 NAME=lab-bmc
 . "$(dirname "$0")/lib.sh"
