@@ -241,3 +241,46 @@ fn a_rehearsal_names_the_stand_in_installers_missing_tools() {
     assert_eq!(c.len(), 1, "{v}");
     assert_eq!(c[0]["severity"], "fail", "{v}");
 }
+
+/// `storage: nfs` is served by NFS-Ganesha (src/host/nfs.rs): a host without
+/// it fails doctor's nfs-server check, named with its Debian packages; with it
+/// the check is ok; without NFS storage there is no such check.
+#[test]
+fn storage_nfs_needs_the_nfs_server_installed() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let file = cluster_file(h, "http://127.0.0.1:9/");
+    let plain = std::fs::read_to_string(&file).unwrap();
+    let nfs_file = h.join("nfs.yaml");
+    std::fs::write(&nfs_file, format!("{plain}storage: nfs\n")).unwrap();
+    let nfs_file = nfs_file.display().to_string();
+    let check = |file: &str, commands: serde_json::Value| {
+        let f = facts(h, "nfs", |v| v["commands"] = commands.clone());
+        let out = common::shiftlab(&["doctor", "-f", file, "--facts", &f, "-o", "json"], h);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["id"] == "nfs-server")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let c = check(&nfs_file, serde_json::json!(["bash"]));
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0]["severity"], "fail", "{c:?}");
+    assert!(
+        c[0]["verdict"]
+            .as_str()
+            .unwrap()
+            .contains("ganesha.nfsd (Debian packages nfs-ganesha nfs-ganesha-vfs)"),
+        "{c:?}"
+    );
+    assert_eq!(
+        c[0]["fix"], "sudo apt-get install nfs-ganesha nfs-ganesha-vfs",
+        "{c:?}"
+    );
+    let c = check(&nfs_file, serde_json::json!(["bash", "ganesha.nfsd"]));
+    assert_eq!(c[0]["severity"], "ok", "{c:?}");
+    assert!(check(&file, serde_json::json!(["bash"])).is_empty());
+}

@@ -116,6 +116,8 @@ setup_packages() {
   # building coreos-installer (live ISOs: Ignition embedding); its zstd-sys build
   # needs libzstd-dev, and it links liblzma and OpenSSL
   printf '%s\n' libzstd-dev liblzma-dev libssl-dev
+  # storage: nfs: serve runs one userspace NFS-Ganesha per cluster (src/host/nfs.rs)
+  printf '%s\n' nfs-ganesha nfs-ganesha-vfs
 }
 
 # setup_test_packages: what only the tests need, installed by scripts/setup --tests
@@ -126,6 +128,23 @@ setup_packages() {
 # (tests/e2e/kube-standin.py).
 setup_test_packages() {
   printf '%s\n' nftables dbus-daemon firewalld chromium fonts-dejavu-core openssl
+  # the NFS export's e2e (tests/e2e/lab-bmc.sh) writes with the userspace client
+  printf '%s\n' libnfs-utils
+}
+
+# ganesha_service_plan STATUS SYSTEMCTL: what to do with Debian's own
+# nfs-ganesha service after the install. STATUS is `dpkg-query -W -f='${Status}'
+# nfs-ganesha` from before it (empty when absent); SYSTEMCTL is 1 when systemctl
+# runs. The package enables and starts a server on every address's port 2049,
+# which would take the port from the per-cluster servers shiftlab runs: "disable"
+# when this setup installed it on a systemd host, else "keep" (a server the
+# user had is theirs).
+ganesha_service_plan() {
+  if [[ $1 != "install ok installed" && $2 == 1 ]]; then
+    echo disable
+  else
+    echo keep
+  fi
 }
 
 # setup_cargo_args MODE: the one `cargo` command scripts/setup runs. The demo

@@ -27,6 +27,10 @@ pub struct DestroyArgs {
     #[arg(long)]
     pub purge_images: bool,
 
+    /// Also remove the cluster's NFS export data (storage: nfs), kept otherwise
+    #[arg(long)]
+    pub purge_storage: bool,
+
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

@@ -42,6 +42,20 @@ pub fn destroy(cmd: &DestroyCommand, state: &StateDir) -> Result<()> {
     for r in removed {
         println!("removed {r}");
     }
+    // The export went with the host services; its data only when asked.
+    if args.purge_storage {
+        if let Some(dir) = crate::host::nfs::purge_data(state, &name)? {
+            println!("removed storage {}", dir.display());
+        }
+    } else {
+        let data = crate::host::nfs::storage_dir(state, &name);
+        if data.is_dir() {
+            println!(
+                "kept storage {} (destroy --purge-storage removes it)",
+                data.display()
+            );
+        }
+    }
     // A rehearsal proves that destroy leaves nothing (docs/rehearsal.md).
     let Some(o) = owned else { return Ok(()) };
     let left = crate::rehearse::leftover::left(&host, state, &o)?;

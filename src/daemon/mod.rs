@@ -13,6 +13,7 @@
 //!   responder;
 //! - `bmc.rs` the lab's Redfish BMC (method ipi);
 //! - `firewall.rs` the host firewall for the nodes;
+//! - `nfs.rs` the cluster's NFS export (`storage: nfs`);
 //! - `scan.rs` what a scan of the state directory proves;
 //! - `web/` the lab's web page (`--web`).
 //!
@@ -35,6 +36,7 @@ mod firewall;
 pub mod haproxy;
 mod host_dns;
 pub mod http;
+mod nfs;
 mod reconcile;
 pub mod resolver;
 pub mod scan;
@@ -91,6 +93,9 @@ struct Served {
     firewall: Option<crate::host::firewall::Record>,
     firewall_checked: Option<Instant>,
     firewall_error: Option<String>,
+    /// The NFS export's server (`storage: nfs`), and why it last failed.
+    nfs: Option<nfs::Server>,
+    nfs_error: Option<String>,
 }
 
 struct Daemon {

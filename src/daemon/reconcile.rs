@@ -118,6 +118,8 @@ impl Daemon {
                     firewall: None,
                     firewall_checked: None,
                     firewall_error: None,
+                    nfs: None,
+                    nfs_error: None,
                 });
             // A changed plan (or a forced reconcile) checks the firewall now.
             served.firewall_checked = None;
@@ -151,7 +153,28 @@ impl Daemon {
         self.ensure_http(name, &files).await?;
         self.ensure_bmc(name, &files).await;
         self.ensure_firewall(name, &files).await;
+        self.ensure_nfs(name, &files).await;
         result
+    }
+
+    /// The cluster's NFS export: started, restarted or stopped as its plan
+    /// says; a failure is logged (once per distinct error) and retried at
+    /// the next scan.
+    async fn ensure_nfs(&mut self, name: &str, files: &ClusterDir) {
+        let state = self.opts.state.clone();
+        let Some(served) = self.clusters.get_mut(name) else {
+            return;
+        };
+        match super::nfs::ensure(&state, files, &served.plan, &mut served.nfs).await {
+            Ok(()) => served.nfs_error = None,
+            Err(e) => {
+                let msg = format!("{e:#}");
+                if served.nfs_error.as_deref() != Some(msg.as_str()) {
+                    tracing::warn!(cluster = %name, error = %msg, "nfs export not served (retrying)");
+                }
+                served.nfs_error = Some(msg);
+            }
+        }
     }
 
     /// Bind (or rebind) the cluster's artifact listener; retried every scan
@@ -212,6 +235,9 @@ impl Daemon {
         }
         if let Some(b) = s.bmc {
             b.shutdown().await;
+        }
+        if let Some(n) = s.nfs {
+            n.stop(&self.opts.state.cluster(name)).await;
         }
         if forget {
             let files = self.opts.state.cluster(name);

@@ -83,8 +83,34 @@ pub fn checks_for(f: &HostFacts, plan: Option<&Plan>, run: Run) -> Vec<Check> {
         v.push(cpu(f, p));
         v.push(disk(f, p, run));
         v.push(etcd_disk(f, p));
+        v.extend(nfs_server(f, p));
     }
     v
+}
+
+/// `storage: nfs`: the program that serves the export (host::nfs) is
+/// installed. Not shown without NFS storage, or when the host's commands were
+/// not read (a recorded host without them).
+fn nfs_server(f: &HostFacts, p: &Plan) -> Option<Check> {
+    use crate::host::nfs::{PACKAGES, SERVER};
+    p.storage.as_ref()?.nfs.as_ref()?;
+    let found = f.commands.as_ref()?;
+    Some(if found.iter().any(|c| c == SERVER) {
+        check(
+            "nfs-server",
+            Severity::Ok,
+            format!("{SERVER} (NFS-Ganesha with its VFS backend) serves the storage: nfs export"),
+        )
+    } else {
+        check(
+            "nfs-server",
+            Severity::Fail,
+            format!(
+                "storage: nfs is served by {SERVER} (Debian packages {PACKAGES}), not installed"
+            ),
+        )
+        .fix(format!("sudo apt-get install {PACKAGES}"))
+    })
 }
 
 /// The commands the stand-in installer runs for the rehearsed flow

@@ -362,7 +362,12 @@ fn gather_host(
         apparmor: read("/sys/module/apparmor/parameters/enabled").is_some_and(|v| v.trim() == "Y"),
         etc_hosts: read("/etc/hosts").unwrap_or_default(),
         serve_running,
-        commands: Some(crate::rehearse::installer::tools_on_path()),
+        commands: Some({
+            let mut c = crate::rehearse::installer::tools_on_path();
+            // The NFS export's server (storage: nfs), with its VFS backend.
+            c.extend(crate::host::nfs::installed().map(|_| crate::host::nfs::SERVER.to_string()));
+            c
+        }),
         ..HostFacts::default()
     };
     match host {

@@ -78,7 +78,7 @@ pub struct Openings {
 
 impl Openings {
     /// The load balancer's frontends, the HTTP artifact server (`http`, where
-    /// serve binds it) and the lab BMC, each once.
+    /// serve binds it), the lab BMC and the NFS export (`storage: nfs`), each once.
     pub fn from_plan(plan: &Plan, http: Option<SocketAddrV4>) -> Self {
         let mut seen = BTreeSet::new();
         let mut ports = Vec::new();
@@ -99,6 +99,9 @@ impl Openings {
         }
         if let Some(b) = &plan.bmc {
             add(b.address, b.port, "redfish bmc");
+        }
+        if let Some(n) = plan.storage.as_ref().and_then(|s| s.nfs.as_ref()) {
+            add(n.server, crate::host::nfs::PORT, "nfs");
         }
         Openings {
             cluster: plan.cluster.clone(),
@@ -882,6 +885,38 @@ mod tests {
             (o.ports[0].port, o.ports[0].service.as_str()),
             (8443, "redfish bmc")
         );
+    }
+
+    #[test]
+    fn storage_nfs_opens_2049_on_the_gateway_for_the_subnet() {
+        let mut p = plan("upi");
+        p.storage = crate::plan::storage::StoragePlan::derive(
+            crate::spec::Storage::Nfs,
+            &p.cluster,
+            "192.168.126.1".parse().unwrap(),
+            p.network.cidr,
+        );
+        let o = Openings::from_plan(&p, None);
+        assert_eq!(o.source.to_string(), "192.168.126.0/24");
+        let nfs: Vec<String> = o
+            .ports
+            .iter()
+            .filter(|p| p.service == "nfs")
+            .map(|p| format!("{}:{}", p.address, p.port))
+            .collect();
+        assert_eq!(nfs, ["192.168.126.1:2049"]);
+        // Without storage (and with storage: lvms) nothing is opened for NFS.
+        assert!(!upi().ports.iter().any(|p| p.port == 2049));
+        p.storage = crate::plan::storage::StoragePlan::derive(
+            crate::spec::Storage::Lvms,
+            &p.cluster,
+            "192.168.126.1".parse().unwrap(),
+            p.network.cidr,
+        );
+        assert!(!Openings::from_plan(&p, None)
+            .ports
+            .iter()
+            .any(|p| p.port == 2049));
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod dns;
 pub mod fips;
 pub mod firewall;
 pub mod kvm;
+pub mod nfs;
 pub mod security;
 pub mod veth;
 

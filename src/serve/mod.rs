@@ -118,6 +118,8 @@ pub fn forget_cluster(state: &StateDir, name: &str) -> Result<()> {
     }
     // Whatever serve did or did not do, nothing of the cluster may keep running.
     haproxy::stop_by_pid_file(&files).with_context(|| format!("stopping haproxy of {name}"))?;
+    crate::host::nfs::stop_by_pid_file(&files)
+        .with_context(|| format!("stopping the nfs server of {name}"))?;
     // Each record goes only once what it records is undone; one that cannot
     // be read stops here (destroy would otherwise leave the entries behind).
     let host = HostDns::system(state.host_dns_lock());

@@ -25,6 +25,7 @@
 //! | `host-links.json` | infra (ipi, `external_bridge: veth`) | the veth-linked bridge's links, removed at destroy |
 //! | `known_hosts` | ssh | the nodes' SSH host keys |
 //! | `power.json` | stop, start | the last stop or start, per node (ACPI or forced) |
+//! | `nfs/` | serve (`storage: nfs`) | the NFS server's config, pid, log, recovery dir (`host::nfs::ServerFiles`) |
 
 use std::path::{Path, PathBuf};
 

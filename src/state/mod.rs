@@ -11,6 +11,7 @@
 //! | `serve.sock` | `shiftlab serve`'s control socket |
 //! | `host-dns.lock` | serialises host DNS edits |
 //! | `bmc/` | the standalone BMC's state (`shiftlab bmc`) |
+//! | `storage/<name>/` | a cluster's NFS export data, kept by destroy (`host::nfs`) |
 
 mod cluster;
 mod name;

@@ -95,7 +95,18 @@ has_all "plain set-up keeps every package it had" "$full" \
   iproute2 iptables dnsutils curl python3-venv python3-pip jq gpgv gnupg libzstd-dev liblzma-dev libssl-dev \
   build-essential git ca-certificates
 [[ $(setup_packages tests) == "$full" ]] || { echo "FAILED: --tests installs the same base as plain set-up"; failed=1; }
-has_all "the test-only packages" "$(setup_test_packages)" nftables dbus-daemon firewalld chromium fonts-dejavu-core openssl
+has_all "the test-only packages" "$(setup_test_packages)" nftables dbus-daemon firewalld chromium fonts-dejavu-core openssl libnfs-utils
+has_all "plain set-up installs the NFS export's server" "$full" nfs-ganesha nfs-ganesha-vfs
+lacks_all "the demo installs no NFS server" "$demo" nfs-ganesha nfs-ganesha-vfs
+gs() { # name status systemctl expected
+  local got
+  got=$(ganesha_service_plan "$2" "$3")
+  if [[ $got == "$4" ]]; then echo "ok: nfs-ganesha service: $1"; else echo "FAILED: nfs-ganesha service: $1: got $got, want $4"; failed=1; fi
+}
+gs "installed by this run on systemd: disabled" "" 1 disable
+gs "removed before (config-files): disabled" "deinstall ok config-files" 1 disable
+gs "the user's own: kept" "install ok installed" 1 keep
+gs "no systemd: nothing to disable" "" 0 keep
 if out=$(setup_packages demos 2>&1); then
   echo "FAILED: an unknown mode must fail, got [$out]"; failed=1
 else
