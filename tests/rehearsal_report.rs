@@ -49,6 +49,7 @@ fn node(name: &str, role: &str, last: u8, boot: Boot, router: bool) -> NodeSeen 
         ignition_sha256: (boot == Boot::DiskFwCfg).then(|| format!("{last:02x}").repeat(32)),
         vips: Ok(format!("vips {name}")),
         has_bmc: boot == Boot::VirtualMedia,
+        bmc_failure: None,
     }
 }
 
@@ -432,6 +433,55 @@ fn vips_on_the_wrong_node_or_on_none_fail() {
         ]
     );
     golden("ipi-broken", &r);
+}
+
+/// What the lab BMC answered the stand-in Ironic's InsertMedia when the CA
+/// it trusts did not sign the image server's certificate, as the stand-in
+/// kept it (recorded from tests/e2e/ipi.sh's ipi3, the paths shortened).
+const REFUSED: &str = "InsertMedia: POST /redfish/v1/Systems/20bb1847-c162-87cc-a0fc-5f5fd02452cd/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia: 400 fetching the image https://127.0.0.1:44137/redfish/boot-e72d25b3-9ee0-4740-8efb-dec8247a9e8a.iso failed: TLS: unknown CA: the image server on loopback has a certificate not from this rehearsal's stand-in Ironic CA (/s/clusters/r1/assets/.ironic/tls/ca.crt)";
+
+/// An IPI 3+0 rehearsal whose BMC refused the media: the stand-in Ironic
+/// stopped at the first node's InsertMedia, so no node ever ran (libvirt
+/// leased nothing; the probes do not ask a domain that is shut off). That
+/// node's bmc row names the BMC's refusal; the others say they never ran.
+#[test]
+fn a_refused_media_names_the_node_and_the_bmcs_message() {
+    let mut o = ipi();
+    o.nodes.truncate(3);
+    o.dns = dns_of(&o.nodes, "192.168.150.5", "192.168.150.6");
+    for n in &mut o.nodes {
+        n.leased_ip = None;
+        n.report = Err("its domain is shutoff, not running".into());
+        n.vips = Err("its domain is shutoff, not running".into());
+    }
+    o.nodes[0].bmc_failure = Some(REFUSED.into());
+    let r = judge(&o);
+    assert!(!r.ok, "{}", r.table());
+    let bmc: Vec<(String, String, String)> = failed(&r)
+        .into_iter()
+        .filter(|(check, _, _)| check == "bmc")
+        .collect();
+    assert_eq!(
+        bmc,
+        [
+            (
+                "bmc".to_string(),
+                "r1-ctlplane-0".to_string(),
+                format!("the stand-in Ironic's deployment failed: {REFUSED}")
+            ),
+            (
+                "bmc".to_string(),
+                "r1-ctlplane-1".to_string(),
+                "its stand-in report: its domain is shutoff, not running".to_string()
+            ),
+            (
+                "bmc".to_string(),
+                "r1-ctlplane-2".to_string(),
+                "its stand-in report: its domain is shutoff, not running".to_string()
+            ),
+        ]
+    );
+    golden("ipi-media-refused", &r);
 }
 
 #[test]

@@ -12,7 +12,9 @@
 //!              "disableCertificateVerification", "bootMode", "report"}]}`;
 //! logrus-style lines on stderr; `DIR/deployed/NAME` once a host runs from its
 //! disk; a rerun leaves those hosts alone. The first failure ends the run
-//! (`level=error`, naming the host and the BMC's message).
+//! (`level=error`, naming the host and the BMC's message) and is kept in
+//! `DIR/failed/NAME` (the message alone) for the rehearsal report, until a
+//! rerun deploys that host again.
 
 mod media;
 mod redfish;
@@ -33,6 +35,12 @@ use redfish::{link, members, Client, Verify};
 /// installer names it (`$dir/.ironic`).
 pub fn state_dir(install_dir: &Path) -> PathBuf {
     install_dir.join(".ironic")
+}
+
+/// Where the stand-in whose state is `state` keeps why a host failed (the
+/// message of its `level=error` line), one file per host name.
+pub fn failed_path(state: &Path, host: &str) -> PathBuf {
+    state.join("failed").join(host)
 }
 
 /// The CA of the image server of a stand-in whose state is `state`: what a
@@ -215,6 +223,13 @@ pub fn run(input: &Input) -> Result<()> {
         log("info", &format!("all {} hosts active", input.hosts.len()));
         return Ok(());
     }
+    // This run's outcome replaces the last one's.
+    for h in &todo {
+        let old = failed_path(&input.state, &h.name);
+        if old.exists() {
+            std::fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
+        }
+    }
     let mut files = BTreeMap::new();
     let mut nodes = Vec::new();
     for h in &todo {
@@ -244,6 +259,7 @@ pub fn run(input: &Input) -> Result<()> {
 }
 
 fn deploy_all(input: &Input, nodes: &[(&Host, String)], images: &str) -> Result<()> {
+    let host_error = |h: &Host, e: anyhow::Error| failed(&input.state, h, e);
     let deadline = Instant::now() + Duration::from_secs(input.timeout);
     // Ironic keeps one sushy connection (so one session) per BMC and
     // credentials (drivers/modules/redfish/utils.py SessionCache).
@@ -323,8 +339,30 @@ fn deploy_all(input: &Input, nodes: &[(&Host, String)], images: &str) -> Result<
     Ok(())
 }
 
-fn host_error(h: &Host, e: anyhow::Error) -> anyhow::Error {
-    anyhow!("{}: {e:#}", h.name)
+/// A host's failure, named, and kept in `failed/NAME` for the report (a
+/// record that cannot be written is said on the log: the failure still ends
+/// the run).
+fn failed(state: &Path, h: &Host, e: anyhow::Error) -> anyhow::Error {
+    let message = format!("{e:#}");
+    let path = failed_path(state, &h.name);
+    let kept = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| {
+            crate::files::write_atomic_mode(&path, format!("{message}\n").as_bytes(), 0o600)
+        });
+    if let Err(w) = kept {
+        log(
+            "warning",
+            &format!(
+                "{}: keeping the failure in {}: {w:#}",
+                h.name,
+                path.display()
+            ),
+        );
+    }
+    anyhow!("{}: {message}", h.name)
 }
 
 fn report_agent() -> ureq::Agent {
@@ -673,6 +711,38 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("extra"), "{e}");
+    }
+
+    #[test]
+    fn a_hosts_failure_is_kept_for_the_report_until_a_rerun() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut input = one("lab1-ctlplane-0", "master.iso");
+        input.state = dir.path().join(".ironic");
+        input.iso_dir = dir.path().join("iso");
+        let e = failed(
+            &input.state,
+            &input.hosts[0],
+            anyhow!("400 the image source is refused").context("InsertMedia"),
+        );
+        assert_eq!(
+            e.to_string(),
+            "lab1-ctlplane-0: InsertMedia: 400 the image source is refused"
+        );
+        let kept = failed_path(&input.state, "lab1-ctlplane-0");
+        assert_eq!(
+            std::fs::read_to_string(&kept).unwrap(),
+            "InsertMedia: 400 the image source is refused\n"
+        );
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(
+            std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        // A rerun that deploys the host again forgets it (here it stops at
+        // the missing ISO, after the clean-up).
+        let e = run(&input).unwrap_err().to_string();
+        assert!(e.contains("no ISO"), "{e}");
+        assert!(!kept.exists());
     }
 
     #[test]

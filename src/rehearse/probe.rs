@@ -66,6 +66,15 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
     }
     let services = status.services.as_ref();
     let lb = services.and_then(|s| s.load_balancer.as_ref());
+    let ironic = crate::rehearse::ironic::state_dir(cluster.assets().path());
+    let redactor = crate::redact::Redactor::of_cluster(&cluster);
+    let running = |name: &str| {
+        status
+            .infra
+            .nodes
+            .iter()
+            .any(|s| s.name == name && s.state == "running")
+    };
     let nodes = plan
         .nodes
         .iter()
@@ -73,8 +82,14 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
             let seen = status.infra.nodes.iter().find(|s| s.name == n.name);
             let exists = seen.is_some();
             let ask = |path: &str| -> Result<String, String> {
-                if !exists {
-                    return Err(format!("no domain {}", n.name));
+                match seen {
+                    None => return Err(format!("no domain {}", n.name)),
+                    // Nothing answers for a domain that does not run (an IPI
+                    // node Ironic never powered on): said, not waited for.
+                    Some(s) if s.state != "running" => {
+                        return Err(format!("its domain is {}, not running", s.state))
+                    }
+                    Some(_) => {}
                 }
                 get(SocketAddr::from((n.ip, 8000)), path, &n.ip.to_string())
                     .map_err(|e| format!("{e:#}"))
@@ -103,11 +118,15 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
                 },
                 vips: ask("/vips").map(|b| b.trim().to_string()),
                 has_bmc: n.bmc.is_some(),
+                bmc_failure: n
+                    .bmc
+                    .as_ref()
+                    .and_then(|_| bmc_failure(&ironic, &n.name, &redactor)),
             }
         })
         .collect::<Vec<NodeSeen>>();
     let keepalived = lb.is_none() && matches!(plan.method.to_string().as_str(), "ipi" | "agent");
-    let nodes = await_vips(nodes, keepalived);
+    let nodes = await_vips(nodes, keepalived, &running);
     let load_balancer = lb.map(|lb| {
         lb.frontends
             .iter()
@@ -329,10 +348,31 @@ pub fn in_transition(status: &str) -> bool {
     matches!(w.next(), Some("UP" | "DOWN")) && w.next().is_some_and(|c| c.contains('/'))
 }
 
+/// Why the rehearsal's Ironic stand-in (state `ironic`) failed to deploy
+/// `node`, as it kept it (`failed/NAME`), redacted and bounded; `None` when
+/// it kept nothing.
+fn bmc_failure(
+    ironic: &std::path::Path,
+    node: &str,
+    redactor: &crate::redact::Redactor,
+) -> Option<String> {
+    let text = std::fs::read_to_string(crate::rehearse::ironic::failed_path(ironic, node)).ok()?;
+    let text: String = redactor.redact(text.trim()).chars().take(600).collect();
+    (!text.is_empty()).then_some(text)
+}
+
 /// keepalived elects a VIP holder a few seconds after the previous one went
 /// (the bootstrap, at the end of an IPI install: a master-down interval of 3 s
-/// plus a skew): while no node holds one, ask again, a bounded number of times.
-fn await_vips(mut nodes: Vec<NodeSeen>, vips_apply: bool) -> Vec<NodeSeen> {
+/// plus a skew): while no node holds one, ask the nodes that run again, a
+/// bounded number of times; none running, there is nothing to wait for.
+fn await_vips(
+    mut nodes: Vec<NodeSeen>,
+    vips_apply: bool,
+    running: &dyn Fn(&str) -> bool,
+) -> Vec<NodeSeen> {
+    if !nodes.iter().any(|n| running(&n.name)) {
+        return nodes;
+    }
     let held = |nodes: &[NodeSeen], vip: &str| {
         nodes.iter().any(|n| {
             n.vips.as_ref().is_ok_and(|l| {
@@ -346,7 +386,7 @@ fn await_vips(mut nodes: Vec<NodeSeen>, vips_apply: bool) -> Vec<NodeSeen> {
             break;
         }
         std::thread::sleep(Duration::from_secs(3));
-        for n in nodes.iter_mut().filter(|n| n.exists) {
+        for n in nodes.iter_mut().filter(|n| running(&n.name)) {
             n.vips = get(
                 SocketAddr::from((n.planned_ip, 8000)),
                 "/vips",
@@ -364,7 +404,38 @@ fn await_vips(mut nodes: Vec<NodeSeen>, vips_apply: bool) -> Vec<NodeSeen> {
 
 #[cfg(test)]
 mod tests {
-    use super::in_transition;
+    use super::{bmc_failure, in_transition};
+
+    #[test]
+    fn the_kept_bmc_failure_is_read_redacted_and_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let ironic = dir.path().join(".ironic");
+        let mut redactor = crate::redact::Redactor::default();
+        redactor.add("s3cret-lab-password");
+        assert_eq!(bmc_failure(&ironic, "lab1-ctlplane-0", &redactor), None);
+        let kept = crate::rehearse::ironic::failed_path(&ironic, "lab1-ctlplane-0");
+        std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
+        std::fs::write(
+            &kept,
+            "opening a session: 401 user admin, password s3cret-lab-password refused\n",
+        )
+        .unwrap();
+        let got = bmc_failure(&ironic, "lab1-ctlplane-0", &redactor).unwrap();
+        assert!(!got.contains("s3cret"), "{got}");
+        assert!(
+            got.starts_with("opening a session: 401 user admin, password "),
+            "{got}"
+        );
+        assert!(!got.ends_with('\n'));
+        assert_eq!(bmc_failure(&ironic, "lab1-ctlplane-1", &redactor), None);
+        std::fs::write(&kept, "x".repeat(5000)).unwrap();
+        assert_eq!(
+            bmc_failure(&ironic, "lab1-ctlplane-0", &redactor)
+                .unwrap()
+                .len(),
+            600
+        );
+    }
 
     #[test]
     fn haproxys_counting_states_are_in_transition() {

@@ -89,6 +89,9 @@ pub struct NodeSeen {
     pub vips: Result<String, String>,
     /// Whether the plan gives it a BMC (IPI).
     pub has_bmc: bool,
+    /// Why the stand-in Ironic's deployment of it failed (the BMC's
+    /// refusal, redacted), as the stand-in kept it; `None` when it did not.
+    pub bmc_failure: Option<String>,
 }
 
 impl NodeSeen {
@@ -579,6 +582,10 @@ fn short(sha: &str) -> &str {
 fn bmc_row(n: &NodeSeen, method: &str) -> Row {
     let outcome = if !n.has_bmc {
         Outcome::NotApplicable(format!("method {method}: no BMC for this node"))
+    } else if let Some(why) = &n.bmc_failure {
+        // The installer's Ironic stopped at this node: what the BMC said is
+        // the finding, whatever the node shows since.
+        Outcome::Failed(format!("the stand-in Ironic's deployment failed: {why}"))
     } else {
         match &n.report {
             Ok(r)

@@ -9,9 +9,11 @@
 # installer's Ignition wrapped per node, the bootstrap removed after
 # bootstrap-complete, workers started after it. The installer and the CoreOS
 # image come from a loopback mirror: verified, cached, downloaded once; a
-# corrupted tarball is a clear error that caches nothing. Then the same again,
-# killed with -9 during `infra` and during the bootstrap-complete wait: the rerun
-# completes with no duplicated libvirt objects.
+# corrupted tarball is a clear error that caches nothing. Rehearsals with
+# `rehearsal: true` alone (the shipped stand-in installer, no mirror): a compact
+# 3+0 with the report and its DNS and firewall breaks; a UPI 3+2 killed with -9
+# during `infra` and during the bootstrap-complete wait, each rerun completing
+# with no duplicated libvirt objects and the report holding.
 #
 # `shiftlab serve` runs the load balancers, as on a real host (create's preflight
 # refuses to start without it, before any download: shown first). Ingress is proven for a UPI 3+2 and a compact
@@ -263,18 +265,37 @@ want=$(awk '/openshift-install/ {print $1}' "$work/mirror/4.17.0-okd-scos.1/sha2
 [[ -z $(virsh list --all --name | grep '^inst3-' || true) ]] || fail "a failed release created domains"
 "$bin" destroy cluster inst3 >/dev/null
 
-step "kill -9 during infra, then during the bootstrap-complete wait; reruns complete"
-f2=$(install_file inst2 192.168.181.0/24)
+# UPI 3+2 as a user rehearses it (rehearsal: true alone: the shipped stand-in
+# installer, no mirror, no stream file), killed on the way; each rerun ends with
+# the report holding.
+step "UPI 3+2 rehearsal with rehearsal: true alone: kill -9 during infra, then during the bootstrap-complete wait; reruns complete, the report holds"
+unset SHIFTLAB_FAKE_STREAM_JSON
+asked=$(grep -c 'GET /' "$work/mirror.log" || true)
+f2=$(cluster_file inst2 192.168.181.0/24 "method: upi" "ctlplanes: 3" "workers: 2")
 kill_during "$f2" inst2 infra
-"$bin" create cluster -f "$f2" 2>&1 | tail -3
-check_finished inst2
+"$bin" create cluster -f "$f2" >"$work/run2a.out" 2>&1 || { tail -8 "$work/run2a.out"; fail "the rerun after the kill during infra failed"; }
+tail -3 "$work/run2a.out"
+check_finished inst2 2
+contains -F 'everything that applies holds on this host' "$work/run2a.out" || fail "inst2: create cluster printed no report holding"
 "$bin" destroy cluster inst2 >/dev/null
 kill_during "$f2" inst2 bootstrap-complete "$work/cache/.*openshift-install wait-for bootstrap-complete"
 [[ $(target_status inst2 infra) == done ]] || fail "infra was not done before bootstrap-complete"
-"$bin" create cluster -f "$f2" 2>&1 | tee "$work/resume.out" | tail -3
-check_finished inst2
+"$bin" create cluster -f "$f2" >"$work/resume.out" 2>&1 || { tail -8 "$work/resume.out"; fail "the rerun after the kill during the wait failed"; }
+tail -3 "$work/resume.out"
+check_finished inst2 2
 if grep -q '^==> infra' "$work/resume.out"; then fail "the rerun repeated infra"; fi
-# Three installs from one mirror: every artifact was downloaded once, then cached.
+contains -F 'everything that applies holds on this host' "$work/resume.out" || fail "inst2: the resumed create printed no report holding"
+"$bin" report inst2 -o json >"$work/report2.json" || {
+	jq -r '.rows[] | select(.result == "failed") | "\(.check) \(.subject): \(.evidence)"' "$work/report2.json"
+	fail "report inst2 exited non-zero"
+}
+jq -e '.ok and .method == "upi" and ([.rows[] | select(.check == "boot" and .result == "proven")] | length) == 5' "$work/report2.json" >/dev/null ||
+	fail "inst2: the report does not prove the 5 nodes' boot: $(jq -c '[.rows[] | select(.check == "boot")]' "$work/report2.json")"
+jq -e --arg c "$SHIFTLAB_CACHE/rehearsal/" '(.facts.openshift_install | startswith($c)) and .facts.release_version == "4.18.0-rehearsal"' \
+	"$SHIFTLAB_HOME/clusters/inst2/install-state.json" >/dev/null || fail "inst2 did not run the shipped installer"
+[[ $(grep -c 'GET /' "$work/mirror.log" || true) == "$asked" ]] || fail "the rehearsal asked the mirror: $(tail -n 3 "$work/mirror.log")"
+# The mirror's installs (inst1, its rerun, the corrupt inst3): every artifact
+# downloaded once, then cached.
 [[ $(mirror_downloads "$V/openshift-install-linux") == 1 ]] || fail "the installer was downloaded again"
 [[ $(mirror_downloads coreos-qemu) == 1 ]] || fail "the CoreOS image was downloaded again"
 

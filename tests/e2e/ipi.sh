@@ -22,7 +22,11 @@
 # installed once and runs from its disk, its media ejected; every Ironic node
 # inspected (cpu_arch) and `active`, no BMC password in Ironic's logs; the BMC's log has
 # each system's InsertMedia, boot override and resets by the lab user; the
-# bootstrap VM was on the right bridge and is gone with its pool.
+# bootstrap VM was on the right bridge and is gone with its pool. Then the same
+# install as a user rehearses it (`rehearsal: true` alone, IPI 3+2, its report
+# exit 0), and a compact 3+0 rehearsal whose BMC refuses the media (it trusts a
+# CA that did not sign the image server's certificate): the install fails at the
+# first node, and `shiftlab report` names the node and the BMC's message, exit 9.
 set -euo pipefail
 
 NAME=ipi
@@ -324,4 +328,46 @@ for n in "${n2[@]}"; do
 done
 "$bin" report "$R" >"$work/report.out" 2>&1 || { cat "$work/report.out"; fail "shiftlab report $R did not exit 0"; }
 step "ok: the rehearsal installed 3+2 by IPI: each host deployed by the stand-in Ironic over TLS, its ISO over HTTPS from the stand-in's CA, booted once then from disk; the 512 MiB bootstrap VM gone; no password in .ironic"
+
+# A BMC that refuses the media, as a real host's does when it trusts a CA other
+# than the one that signed the image server's certificate: the cluster's
+# stand-in CA certificate (<assets>/.ironic/tls/ca.crt, which the lab BMC
+# trusts) is another CA's before the install (the stand-in keeps a CA
+# certificate byte for byte, and signs its server's with its own key). The cheapest IPI, compact 3+0: the first InsertMedia is refused, the
+# stand-in Ironic stops there, the installer at its next look (every 3 s), and
+# the report names the node and the BMC's message with exit 9, no node being
+# waited for (none runs).
+step "rehearsal: the BMC refuses the media (a CA that did not sign the image server's): the report names the node and the BMC's refusal, exit 9"
+"$bin" destroy cluster "$R" >/dev/null
+M=ipi3
+destroy_on_exit "$M"
+on_exit 'p=$(cat "$SHIFTLAB_HOME/clusters/'"$M"'/assets/.ironic/pid" 2>/dev/null) && [[ -n $p ]] && kill "$p" 2>/dev/null'
+f3=$(cluster_file "$M" 192.168.193.0/24 "method: ipi" "ctlplanes: 3" "workers: 0")
+tls3=$SHIFTLAB_HOME/clusters/$M/assets/.ironic/tls
+mkdir -p "$tls3"
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=another CA" -keyout "$work/other-ca.key" -out "$tls3/ca.crt" 2>/dev/null
+rc=0
+"${clean[@]}" "$bin" create cluster -f "$f3" >"$work/media.out" 2>&1 || rc=$?
+[[ $rc != 0 ]] || fail "the install of $M went on with its media refused"
+tail -3 "$work/media.out"
+contains "failed to provision the hosts: $M-ctlplane-0: InsertMedia: " "$SHIFTLAB_HOME/clusters/$M/openshift-install.log" ||
+	fail "the installer did not fail on the refused media: $(tail -5 "$SHIFTLAB_HOME/clusters/$M/openshift-install.log")"
+[[ $(jq -r '.targets["install-complete"].status // "none"' "$SHIFTLAB_HOME/clusters/$M/install-state.json") != done ]] ||
+	fail "$M: install-complete is done"
+rc=0
+"$bin" report "$M" >"$work/media-report.out" 2>&1 || rc=$?
+[[ $rc == 9 ]] || { cat "$work/media-report.out"; fail "with the media refused report exited $rc, not 9"; }
+grep -E '^(bmc|boot) ' "$work/media-report.out"
+contains -E "^bmc +$M-ctlplane-0 +failed +the stand-in Ironic's deployment failed: InsertMedia: POST /redfish/v1/[^ ]*InsertMedia: 400 fetching the image https://127\.0\.0\.1:[0-9]+/redfish/boot-[0-9a-f-]+\.iso failed: TLS: unknown CA" \
+	"$work/media-report.out" || { cat "$work/media-report.out"; fail "the report does not name the node and the BMC's refusal"; }
+for n in "$M-ctlplane-1" "$M-ctlplane-2"; do
+	contains -E "^bmc +$n +failed +its stand-in report: its domain is shutoff, not running" "$work/media-report.out" ||
+		fail "$n: its bmc row does not say it never ran: $(grep -E "^bmc +$n " "$work/media-report.out")"
+done
+pw3=$(cat "$SHIFTLAB_HOME/clusters/$M/bmc-password")
+if grep -F -- "$pw3" "$work/media-report.out" "$SHIFTLAB_HOME/clusters/$M/assets/.ironic/failed/$M-ctlplane-0"; then
+	fail "a BMC password in the report"
+fi
+[[ $(stat -c %a "$SHIFTLAB_HOME/clusters/$M/assets/.ironic/failed/$M-ctlplane-0") == 600 ]] || fail "the kept failure is not 0600"
+step "ok: the refused media failed the install at the first host, and the report named it (exit 9)"
 echo "PASS $NAME"

@@ -15,6 +15,8 @@
 #                       (the stand-in oc on the installer's PATH, the stand-in ISO
 #                       shiftlab built given to it through its image cache, no
 #                       download), the routers on every node;
+#   ag2   method agent: 3 control planes + 2 workers, straight through, the
+#                       routers on the workers alone;
 # from the cluster file to "install complete" and the rehearsal report holding
 # (the boot rows: each node installed by the live ISO). Each node boots the ISO
 # once (its disk is empty, the CD-ROM comes second in the boot order), installs,
@@ -38,7 +40,7 @@ export SHIFTLAB_CACHE=$work/cache XDG_CACHE_HOME=$work/xdg
 export LIBVIRT_DEFAULT_URI=${LIBVIRT_DEFAULT_URI:-qemu:///system}
 export FAKE_INSTALL_TIMEOUT=${FAKE_INSTALL_TIMEOUT:-420}
 on_exit 'pkill -f "$work/cache/.*openshift-install"'
-destroy_on_exit sno1 ag1 bad1 bad2 bad3
+destroy_on_exit sno1 ag1 ag2 bad1 bad2 bad3
 
 # coreos-installer, slowed: the kill during the ISO build must land inside it.
 mkdir -p "$work/shim"
@@ -241,5 +243,30 @@ fi
 contains "routers may run on ag1-ctlplane-0 ag1-ctlplane-1 ag1-ctlplane-2, which the ingress load balancer" <"$work/ag1-nolb.out" ||
 	fail "not the console route's failure: $(tail -n 3 "$work/ag1-nolb.out")"
 mv "$work/ag1-plan.json" "$plan"
+
+# Agent 3+2 as a user rehearses it: straight to install complete (the kills are
+# ag1's). Two workers: the control planes are not schedulable
+# (assisted-service's rule), the routers run on the workers alone.
+step "agent 3+2: rehearsal: true alone to install complete, routers on the workers only, the report holding"
+"$bin" destroy cluster ag1 >/dev/null
+f=$(cluster_file ag2 192.168.190.0/24 "method: agent" "ctlplanes: 3" "workers: 2")
+"$bin" create cluster -f "$f" >"$work/agent2.out" 2>&1 || {
+	tail -8 "$work/agent2.out"
+	tail -15 "$SHIFTLAB_HOME/clusters/ag2/openshift-install.log"
+	fail "the agent 3+2 rehearsal failed"
+}
+tail -3 "$work/agent2.out"
+nodes=(ag2-ctlplane-0 ag2-ctlplane-1 ag2-ctlplane-2 ag2-worker-0 ag2-worker-1)
+check_finished ag2 "$agent_targets" "${nodes[@]}"
+check_rehearsal ag2 "$work/agent2.out" "${nodes[@]}"
+for n in "${nodes[@]}"; do
+	want=no
+	[[ $n != *-worker-* ]] || want=yes
+	console "$n" | grep "role '.*router " | tail -n 1 | contains "router $want " ||
+		fail "$n: router $want expected: $(console "$n" | grep "role '.*router " | tail -n 1)"
+done
+[[ $(grep -c 'GET /' "$work/mirror.log" || true) == "$mirror_asked" ]] ||
+	fail "the agent 3+2 rehearsal asked the mirror: $(tail -n 3 "$work/mirror.log")"
+"$bin" destroy cluster ag2 >/dev/null
 
 echo "PASS $NAME"
