@@ -219,7 +219,8 @@ fn ipi_dns_points_at_the_vips() {
 /// The manifests the lab adds per topology: a UPI cluster with workers (control
 /// planes unschedulable, routers pinned to the workers the ingress load balancer
 /// targets, the registry with one replica) and a compact one (schedulable control
-/// planes, the default IngressController), each file under a `# path` line.
+/// planes, the default IngressController, chrony MachineConfigs for its
+/// `ntp_servers`), each file under a `# path` line.
 #[test]
 fn lab_manifests_per_topology() {
     for name in ["upi", "compact"] {

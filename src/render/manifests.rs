@@ -92,6 +92,7 @@ pub fn lab_manifests(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    out.extend(super::chrony::manifests(spec));
     out
 }
 

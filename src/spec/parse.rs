@@ -135,6 +135,7 @@ pub struct RawSpec {
     pub cluster_network_host_prefix: Option<Src<u64>>,
     pub service_network: Option<Src<Ipv4Net>>,
     pub fips: Option<Src<bool>>,
+    pub ntp_servers: Option<Src<Vec<String>>>,
     pub proxy: Option<RawProxy>,
     pub image_digest_sources: Vec<(String, Vec<String>)>,
     pub additional_trust_bundle: Option<Src<String>>,
@@ -804,6 +805,7 @@ const TOP: &[Key<RawSpec>] = &[
     field!(cluster_network_host_prefix: uint),
     field_or_alias!(service_network: cidr),
     field!(fips: boolean),
+    field_or_alias!(ntp_servers: list_of_strings),
     Key {
         name: "proxy",
         read: kcli_proxy,

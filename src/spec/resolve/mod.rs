@@ -21,6 +21,7 @@ mod libvirt;
 mod network;
 mod release;
 mod sizes;
+mod time;
 pub use capabilities::enabled as capability_enabled;
 pub use sizes::documented_minimum;
 pub use versions::minor as version_minor;
@@ -96,6 +97,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
             d.error(p.field, p.message);
         }
     }
+    let ntp_servers = time::resolve(&raw, d);
     let release = release::resolve(&raw, env, d);
     let bmc = bmc::resolve(&raw, &network, d);
     let method_field = raw.method.as_ref().map_or("method", |m| m.field.as_str());
@@ -132,6 +134,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         cluster_network_host_prefix: nets.host_prefix,
         service_network: nets.service_network,
         fips: install.fips,
+        ntp_servers,
         proxy: install.proxy,
         image_digest_sources: install.image_digest_sources,
         additional_trust_bundle: install.additional_trust_bundle,
