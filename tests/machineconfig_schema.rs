@@ -127,7 +127,9 @@ fn chrony_machine_configs_validate_against_the_crd() {
 
 #[test]
 fn the_embedded_ignition_writes_chrony_conf_with_the_servers() {
-    for (path, mc) in machine_configs() {
+    let mcs = machine_configs();
+    assert_eq!(mcs.len(), 2, "one MachineConfig per pool");
+    for (path, mc) in mcs {
         let role = mc["metadata"]["labels"]["machineconfiguration.openshift.io/role"]
             .as_str()
             .unwrap_or_else(|| panic!("{path}: no role label"));
@@ -164,5 +166,65 @@ fn the_embedded_ignition_writes_chrony_conf_with_the_servers() {
             "{path}: {conf}"
         );
         assert!(!conf.lines().any(|l| l.starts_with("pool ")), "{conf}");
+    }
+}
+
+/// Through the stand-in installer (assets/rehearsal/openshift-install, which
+/// packs `openshift/*` into `bootstrap.ign` under /opt/openshift as the real
+/// one does): the chrony MachineConfigs written where the manifests target
+/// writes them reach the bootstrap node, byte for byte.
+#[test]
+fn the_machine_configs_reach_bootstrap_ign() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        common::repo().join("tests/golden/compact.install-config.yaml"),
+        d.path().join("install-config.yaml"),
+    )
+    .unwrap();
+    let fake = |verb: &str| {
+        let out =
+            std::process::Command::new(common::repo().join("assets/rehearsal/openshift-install"))
+                .args(["create", verb, "--dir"])
+                .arg(d.path())
+                .output()
+                .unwrap();
+        assert!(
+            out.status.success(),
+            "{verb}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    fake("manifests");
+    let ours = manifests::lab_manifests(&compact());
+    for (rel, text) in &ours {
+        std::fs::write(d.path().join(rel), text).unwrap();
+    }
+    fake("ignition-configs");
+    let ign: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("bootstrap.ign")).unwrap())
+            .unwrap();
+    let chrony: Vec<_> = ours.iter().filter(|(r, _)| r.contains("chrony")).collect();
+    assert_eq!(
+        chrony.len(),
+        2,
+        "{:?}",
+        ours.iter().map(|(r, _)| r).collect::<Vec<_>>()
+    );
+    for (rel, text) in chrony {
+        let at = format!("/opt/openshift/{rel}");
+        let entry = ign["storage"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == at.as_str())
+            .unwrap_or_else(|| panic!("{at} is not in bootstrap.ign"));
+        let src = entry["contents"]["source"].as_str().unwrap();
+        let b64 = src
+            .strip_prefix("data:text/plain;charset=utf-8;base64,")
+            .unwrap();
+        let got = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap();
+        assert_eq!(String::from_utf8(got).unwrap(), *text, "{at}");
     }
 }
