@@ -150,6 +150,36 @@ fn an_unsynchronised_clock_warns_with_what_to_do() {
     assert!(clock(&f).is_none());
 }
 
+/// `host_ntp: true` needs the host's chronyd running: said with what to install.
+#[test]
+fn host_ntp_needs_chronyd_on_the_host() {
+    let p = plan("host_ntp: true\n");
+    let find = |f: &HostFacts| {
+        doctor::checks(f, Some(&p))
+            .into_iter()
+            .find(|c| c.id == "host-ntp")
+    };
+    let good = find(&facts("good-host")).unwrap();
+    assert_eq!(good.severity, Severity::Ok);
+    assert!(
+        good.verdict.contains("192.168.126.0/24 at 192.168.126.1"),
+        "{}",
+        good.verdict
+    );
+    let bad = find(&facts("troubled-host")).unwrap();
+    assert_eq!(bad.severity, Severity::Warn);
+    assert!(
+        bad.fix
+            .as_deref()
+            .unwrap()
+            .contains("apt-get install chrony"),
+        "{bad:?}"
+    );
+    assert!(doctor::checks(&facts("troubled-host"), Some(&plan("")))
+        .iter()
+        .all(|c| c.id != "host-ntp"));
+}
+
 #[test]
 fn capacity_is_weighed_against_the_plan() {
     let mut f = facts("good-host");

@@ -34,6 +34,7 @@ mod control;
 mod firewall;
 pub mod haproxy;
 mod host_dns;
+mod host_ntp;
 pub mod http;
 mod reconcile;
 pub mod resolver;

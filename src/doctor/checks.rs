@@ -80,6 +80,7 @@ pub fn checks_for(f: &HostFacts, plan: Option<&Plan>, run: Run) -> Vec<Check> {
         v.extend(network(f, p));
         v.push(ports(f, p));
         v.push(host_dns(f, p));
+        v.extend(host_ntp(f, p));
         v.push(memory(f, p));
         v.push(cpu(f, p));
         v.push(disk(f, p, run));
@@ -595,6 +596,33 @@ fn clock(f: &HostFacts) -> Option<Check> {
             format!("the host's clock is not synchronised although {services} runs: it reaches no time server; {why}"),
         )
         .fix("see which servers it tries and why they fail: chronyc sources -v (chrony) or timedatectl timesync-status (systemd-timesyncd); allow outgoing UDP port 123")
+    })
+}
+
+/// `host_ntp: true`: the host's chrony must run to serve the nodes (shiftlab
+/// writes its drop-in; it installs nothing). Not shown without `host_ntp` or
+/// for a recorded host without the clock.
+fn host_ntp(f: &HostFacts, p: &Plan) -> Option<Check> {
+    if !p.network.host_ntp {
+        return None;
+    }
+    let c = f.clock.as_ref()?;
+    Some(if c.services.iter().any(|s| s == "chronyd") {
+        check(
+            "host-ntp",
+            Severity::Ok,
+            format!(
+                "chronyd runs: serve lets it answer {} at {} (UDP 123)",
+                p.network.cidr, p.network.gateway
+            ),
+        )
+    } else {
+        check(
+            "host-ntp",
+            Severity::Warn,
+            "host_ntp is set but chronyd does not run: the nodes get no time from the host",
+        )
+        .fix("sudo apt-get install chrony (Debian's, whose /etc/chrony/conf.d serve writes to), or use ntp_servers")
     })
 }
 

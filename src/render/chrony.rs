@@ -66,12 +66,22 @@ fn try_machine_config(role: &str, conf: &str) -> Result<String> {
     yaml_serde::to_string(&mc).context("serialising the MachineConfig")
 }
 
-/// The manifests for `spec`: none without `ntp_servers` (CoreOS's own pool).
+/// The servers the nodes use: `ntp_servers`, or with `host_ntp` the network's
+/// gateway (the host, whose chrony serves the subnet: host::chrony).
+pub fn servers(spec: &ClusterSpec) -> Vec<String> {
+    if spec.host_ntp {
+        return vec![crate::addressing::gateway(&spec.network.cidr).to_string()];
+    }
+    spec.ntp_servers.clone()
+}
+
+/// The manifests for `spec`: none without servers (CoreOS's own pool).
 pub fn manifests(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
-    if spec.ntp_servers.is_empty() {
+    let servers = servers(spec);
+    if servers.is_empty() {
         return Vec::new();
     }
-    let conf = chrony_conf(&spec.ntp_servers);
+    let conf = chrony_conf(&servers);
     POOLS
         .iter()
         .map(|(role, path)| (*path, machine_config(role, &conf)))
@@ -98,6 +108,17 @@ mod tests {
         assert!(!crate::render::manifests::lab_manifests(&spec(""))
             .iter()
             .any(|(p, _)| p.contains("chrony")));
+    }
+
+    #[test]
+    fn host_ntp_points_the_nodes_at_the_gateway() {
+        let s = spec("host_ntp: true\nnetwork: {cidr: 192.168.140.0/24}\n");
+        assert_eq!(servers(&s), ["192.168.140.1"]);
+        let m = manifests(&s);
+        assert_eq!(m.len(), 2);
+        let conf = chrony_conf(&servers(&s));
+        assert!(conf.contains("\nserver 192.168.140.1 iburst\n"), "{conf}");
+        assert_eq!(m[0].1, machine_config("master", &conf));
     }
 
     #[test]

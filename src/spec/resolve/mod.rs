@@ -97,7 +97,6 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
             d.error(p.field, p.message);
         }
     }
-    let ntp_servers = time::resolve(&raw, d);
     let release = release::resolve(&raw, env, d);
     let bmc = bmc::resolve(&raw, &network, d);
     let method_field = raw.method.as_ref().map_or("method", |m| m.field.as_str());
@@ -110,6 +109,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         d.error(field, message);
     }
     let (backend, kubevirt) = kubevirt::resolve(&raw, env, &id.cluster, topo.method, &network, d);
+    let (ntp_servers, host_ntp) = time::resolve(&raw, &network, backend, d);
 
     ClusterSpec {
         cluster: id.cluster,
@@ -135,6 +135,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         service_network: nets.service_network,
         fips: install.fips,
         ntp_servers,
+        host_ntp,
         proxy: install.proxy,
         image_digest_sources: install.image_digest_sources,
         additional_trust_bundle: install.additional_trust_bundle,

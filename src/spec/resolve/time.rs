@@ -3,11 +3,16 @@
 //! Each entry becomes a `server` line, so only a host name or an IPv4 address
 //! gets through: anything else (a space, a newline, a chrony option) would be
 //! configuration of its own.
+//!
+//! `host_ntp: true`: the host's chrony serves the cluster's subnet
+//! (host::chrony) and the nodes use the network's gateway. Only where the
+//! gateway is this host: a NAT network shiftlab creates on libvirt.
 
 use std::net::IpAddr;
 
 use crate::spec::diag::Diagnostics;
 use crate::spec::parse::RawSpec;
+use crate::spec::types::{BackendKind, NetworkMode, NetworkSpec};
 
 /// What an entry may be, for messages.
 const RULE: &str = "expected a host name (letters, digits, '-', labels joined by '.') or an IPv4 address, e.g. ntp.lab.test or 192.168.126.1";
@@ -28,7 +33,38 @@ fn is_host_name(s: &str) -> bool {
         && !s.rsplit('.').next().unwrap_or("").bytes().all(|c| c.is_ascii_digit())
 }
 
-pub fn resolve(raw: &RawSpec, d: &mut Diagnostics) -> Vec<String> {
+/// The servers, and whether the host serves time to the lab.
+pub fn resolve(
+    raw: &RawSpec,
+    network: &NetworkSpec,
+    backend: BackendKind,
+    d: &mut Diagnostics,
+) -> (Vec<String>, bool) {
+    let servers = servers(raw, d);
+    let Some(host) = raw.host_ntp.as_ref().filter(|h| h.v) else {
+        return (servers, false);
+    };
+    if !servers.is_empty() {
+        d.error(
+            &host.field,
+            "points the nodes at the network's gateway, the host; leave `ntp_servers` out, or set host_ntp: false to use `ntp_servers`",
+        );
+    }
+    if backend == BackendKind::Kubevirt {
+        d.error(
+            &host.field,
+            "KubeVirt nodes do not reach this host's network gateway; use `ntp_servers`",
+        );
+    } else if network.mode == NetworkMode::Bridge {
+        d.error(
+            &host.field,
+            "with network.mode: bridge the gateway is the LAN's router, not this host; use `ntp_servers`",
+        );
+    }
+    (servers, true)
+}
+
+fn servers(raw: &RawSpec, d: &mut Diagnostics) -> Vec<String> {
     let Some(list) = &raw.ntp_servers else {
         return Vec::new();
     };
@@ -88,6 +124,33 @@ mod tests {
                 && d.message.contains("sets the same thing as `ntp_servers`")),
             "{e}"
         );
+    }
+
+    #[test]
+    fn host_ntp_is_for_a_nat_network_on_libvirt_without_ntp_servers() {
+        let l = load("host_ntp: true\n").unwrap();
+        assert!(l.spec.host_ntp);
+        assert!(l.spec.ntp_servers.is_empty());
+        assert!(!load("host_ntp: false\n").unwrap().spec.host_ntp);
+        for (extra, says) in [
+            ("ntp_servers: [a.test]\n", "leave `ntp_servers` out"),
+            (
+                "network: {mode: bridge, bridge: br0}\n",
+                "the gateway is the LAN's router",
+            ),
+            (
+                "backend: kubevirt\nkubevirt: {kubeconfig: /nonexistent}\n",
+                "KubeVirt nodes",
+            ),
+        ] {
+            let e = load(&format!("host_ntp: true\n{extra}")).unwrap_err();
+            assert!(
+                e.errors
+                    .iter()
+                    .any(|d| d.field == "host_ntp" && d.message.contains(says)),
+                "{extra}: {e}"
+            );
+        }
     }
 
     #[test]
