@@ -97,7 +97,8 @@ mod tests {
     #[test]
     fn the_kernel_answers_without_privilege() {
         let c = read().expect("adjtimex with modes 0 reads the clock");
-        assert!((0..=UNSYNC_MAXERROR_US).contains(&c.maxerror_us), "{c:?}");
+        // A service may set any bound; the kernel clamps it at 16 s within a second.
+        assert!(c.maxerror_us >= 0, "{c:?}");
         assert!((0..=5).contains(&c.state), "{c:?}");
     }
 }
