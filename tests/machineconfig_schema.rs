@@ -85,9 +85,15 @@ fn compact() -> spec::ClusterSpec {
         .spec
 }
 
+/// Everything the lab adds for the golden compact cluster (the one call of
+/// render::manifests here).
+fn lab() -> Vec<(&'static str, String)> {
+    manifests::lab_manifests(&compact())
+}
+
 /// The lab's MachineConfigs (the golden compact cluster has `ntp_servers`).
 fn machine_configs() -> Vec<(&'static str, Value)> {
-    manifests::lab_manifests(&compact())
+    lab()
         .into_iter()
         .map(|(p, t)| (p, yaml_serde::from_str::<Value>(&t).unwrap()))
         .filter(|(_, v)| v["kind"] == "MachineConfig")
@@ -195,7 +201,7 @@ fn the_machine_configs_reach_bootstrap_ign() {
         );
     };
     fake("manifests");
-    let ours = manifests::lab_manifests(&compact());
+    let ours = lab();
     for (rel, text) in &ours {
         std::fs::write(d.path().join(rel), text).unwrap();
     }

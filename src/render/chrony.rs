@@ -93,6 +93,11 @@ mod tests {
     use super::*;
     use base64::Engine;
 
+    /// Everything the lab adds (the one call of render::manifests here).
+    fn lab(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
+        crate::render::manifests::lab_manifests(spec)
+    }
+
     fn spec(extra: &str) -> ClusterSpec {
         let text = format!(
             "cluster: lab1\ndistribution: okd\nssh_keys: ['ssh-ed25519 AAAA k']\nctlplanes: 3\nworkers: 0\n{extra}"
@@ -105,9 +110,7 @@ mod tests {
     #[test]
     fn without_ntp_servers_nothing_is_rendered() {
         assert!(manifests(&spec("")).is_empty());
-        assert!(!crate::render::manifests::lab_manifests(&spec(""))
-            .iter()
-            .any(|(p, _)| p.contains("chrony")));
+        assert!(!lab(&spec("")).iter().any(|(p, _)| p.contains("chrony")));
     }
 
     #[test]
@@ -160,7 +163,7 @@ mod tests {
             assert!(!conf.contains("pool "), "{conf}");
         }
         // The lab's manifests carry them.
-        let lab = crate::render::manifests::lab_manifests(&s);
+        let lab = lab(&s);
         assert!(lab.iter().any(|(p, _)| *p == MASTER) && lab.iter().any(|(p, _)| *p == WORKER));
     }
 }
