@@ -71,6 +71,8 @@ fn a_troubled_host_gets_a_verdict_and_a_fix_for_each_problem() {
         ("cpu", Severity::Info),
         ("disk", Severity::Ok),
         ("etcd-disk", Severity::Warn),
+        // Recorded on a container with no time service: the kernel's ceiling.
+        ("clock", Severity::Warn),
     ] {
         assert_eq!(severity(&checks, id), want, "{id}");
     }
@@ -93,6 +95,89 @@ fn a_troubled_host_gets_a_verdict_and_a_fix_for_each_problem() {
         &common::repo().join("tests/golden/doctor/troubled-host.txt"),
         &table,
     );
+}
+
+/// The clock: synchronised is fine; not synchronised warns (never fails), with
+/// what to install when no time service runs and what to look at when one does;
+/// a recorded host without the clock gets no verdict on it.
+#[test]
+fn an_unsynchronised_clock_warns_with_what_to_do() {
+    let clock = |f: &HostFacts| {
+        doctor::checks(f, None)
+            .into_iter()
+            .find(|c| c.id == "clock")
+    };
+    let good = clock(&facts("good-host")).unwrap();
+    assert_eq!(good.severity, Severity::Ok);
+    assert!(
+        good.verdict
+            .contains("synchronised (maximum error 13 ms, kept by chronyd)"),
+        "{}",
+        good.verdict
+    );
+    let bad = clock(&facts("troubled-host")).unwrap();
+    assert_eq!(bad.severity, Severity::Warn);
+    assert!(
+        bad.verdict.contains("no time service runs"),
+        "{}",
+        bad.verdict
+    );
+    assert!(
+        bad.fix
+            .as_deref()
+            .unwrap()
+            .contains("apt-get install chrony"),
+        "{bad:?}"
+    );
+    let mut f = facts("troubled-host");
+    f.clock.as_mut().unwrap().services = vec!["systemd-timesyncd".into()];
+    let stuck = clock(&f).unwrap();
+    assert_eq!(stuck.severity, Severity::Warn);
+    assert!(
+        stuck.verdict.contains("although systemd-timesyncd runs"),
+        "{}",
+        stuck.verdict
+    );
+    assert!(
+        stuck
+            .fix
+            .as_deref()
+            .unwrap()
+            .contains("timedatectl timesync-status"),
+        "{stuck:?}"
+    );
+    f.clock = None;
+    assert!(clock(&f).is_none());
+}
+
+/// `host_ntp: true` needs the host's chronyd running: said with what to install.
+#[test]
+fn host_ntp_needs_chronyd_on_the_host() {
+    let p = plan("host_ntp: true\n");
+    let find = |f: &HostFacts| {
+        doctor::checks(f, Some(&p))
+            .into_iter()
+            .find(|c| c.id == "host-ntp")
+    };
+    let good = find(&facts("good-host")).unwrap();
+    assert_eq!(good.severity, Severity::Ok);
+    assert!(
+        good.verdict.contains("192.168.126.0/24 at 192.168.126.1"),
+        "{}",
+        good.verdict
+    );
+    let bad = find(&facts("troubled-host")).unwrap();
+    assert_eq!(bad.severity, Severity::Warn);
+    assert!(
+        bad.fix
+            .as_deref()
+            .unwrap()
+            .contains("apt-get install chrony"),
+        "{bad:?}"
+    );
+    assert!(doctor::checks(&facts("troubled-host"), Some(&plan("")))
+        .iter()
+        .all(|c| c.id != "host-ntp"));
 }
 
 #[test]

@@ -219,9 +219,10 @@ fn ipi_dns_points_at_the_vips() {
 /// The manifests the lab adds per topology: a UPI cluster with workers (control
 /// planes unschedulable, routers pinned to the workers the ingress load balancer
 /// targets, the registry with one replica) and a compact one (schedulable control
-/// planes, the default IngressController) and one with `storage: nfs` (the
-/// provisioner and its default StorageClass on the plan's export, the registry on
-/// an RWX claim with 2 replicas, monitoring claims), each file under a `# path` line.
+/// planes, the default IngressController, chrony MachineConfigs for its
+/// `ntp_servers`) and one with `storage: nfs` (the provisioner and its default
+/// StorageClass on the plan's export, the registry on an RWX claim with 2
+/// replicas, monitoring claims), each file under a `# path` line.
 #[test]
 fn lab_manifests_per_topology() {
     for name in ["upi", "compact", "nfs"] {

@@ -35,6 +35,7 @@ mod control;
 mod firewall;
 pub mod haproxy;
 mod host_dns;
+mod host_ntp;
 pub mod http;
 mod nfs;
 mod reconcile;

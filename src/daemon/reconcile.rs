@@ -149,6 +149,7 @@ impl Daemon {
                 }
             }
             self.ensure_dns(name, &plan, &files, &mut result).await?;
+            super::host_ntp::ensure(name, &plan, &mut result).await;
         }
         self.ensure_http(name, &files).await?;
         self.ensure_bmc(name, &files).await;
@@ -243,6 +244,7 @@ impl Daemon {
             let files = self.opts.state.cluster(name);
             self.remove_dns(name, s.dns, &files).await;
             super::firewall::remove(name, s.firewall, &files).await;
+            super::host_ntp::remove(name).await;
             let _ = std::fs::remove_file(files.serve_endpoints());
         }
     }

@@ -73,12 +73,14 @@ pub fn checks_for(f: &HostFacts, plan: Option<&Plan>, run: Run) -> Vec<Check> {
     v.push(firewall_check(f, plan));
     v.push(network_manager(f, plan));
     v.push(etc_hosts(f, plan));
+    v.extend(clock(f));
     v.push(serve(f, plan, run));
     v.extend(rehearsal_tools(f, run));
     if let Some(p) = plan {
         v.extend(network(f, p));
         v.push(ports(f, p));
         v.push(host_dns(f, p));
+        v.extend(host_ntp(f, p));
         v.push(memory(f, p));
         v.push(cpu(f, p));
         v.push(disk(f, p, run));
@@ -583,6 +585,71 @@ fn etc_hosts(f: &HostFacts, plan: Option<&Plan>) -> Check {
     }
     check("etc-hosts", Severity::Warn, format!("/etc/hosts: {}", problems.join("; ")))
         .fix("keep '127.0.0.1 localhost' and '::1 localhost ip6-localhost ip6-loopback' only; put the host's own name on its real address")
+}
+
+/// The host's clock (host::clock): a warning, never a refusal, when it is not
+/// synchronised. Not shown when not read (a recorded host without it).
+fn clock(f: &HostFacts) -> Option<Check> {
+    let c = f.clock.as_ref()?;
+    let services = c.services.join(", ");
+    if c.synced() {
+        let by = if services.is_empty() {
+            String::new()
+        } else {
+            format!(", kept by {services}")
+        };
+        return Some(check(
+            "clock",
+            Severity::Ok,
+            format!(
+                "the host's clock is synchronised (maximum error {} ms{by})",
+                c.maxerror_us / 1000
+            ),
+        ));
+    }
+    let why = "the installer and shiftlab sign the lab's certificates with this clock: nodes whose time differs refuse them as not yet valid or expired (etcd, kubelet, the API)";
+    Some(if services.is_empty() {
+        check(
+            "clock",
+            Severity::Warn,
+            format!("the host's clock is not synchronised and no time service runs; {why}"),
+        )
+        .fix("sudo apt-get install chrony (it synchronises from Debian's pool at once), or enable systemd-timesyncd: sudo timedatectl set-ntp true")
+    } else {
+        check(
+            "clock",
+            Severity::Warn,
+            format!("the host's clock is not synchronised although {services} runs: it reaches no time server; {why}"),
+        )
+        .fix("see which servers it tries and why they fail: chronyc sources -v (chrony) or timedatectl timesync-status (systemd-timesyncd); allow outgoing UDP port 123")
+    })
+}
+
+/// `host_ntp: true`: the host's chrony must run to serve the nodes (shiftlab
+/// writes its drop-in; it installs nothing). Not shown without `host_ntp` or
+/// for a recorded host without the clock.
+fn host_ntp(f: &HostFacts, p: &Plan) -> Option<Check> {
+    if !p.network.host_ntp {
+        return None;
+    }
+    let c = f.clock.as_ref()?;
+    Some(if c.services.iter().any(|s| s == "chronyd") {
+        check(
+            "host-ntp",
+            Severity::Ok,
+            format!(
+                "chronyd runs: serve lets it answer {} at {} (UDP 123)",
+                p.network.cidr, p.network.gateway
+            ),
+        )
+    } else {
+        check(
+            "host-ntp",
+            Severity::Warn,
+            "host_ntp is set but chronyd does not run: the nodes get no time from the host",
+        )
+        .fix("sudo apt-get install chrony (Debian's, whose /etc/chrony/conf.d serve writes to), or use ntp_servers")
+    })
 }
 
 fn serve(f: &HostFacts, plan: Option<&Plan>, run: Run) -> Check {

@@ -70,6 +70,10 @@ pub struct HostFacts {
     /// Which of the commands a rehearsal's stand-in installer runs are on PATH
     /// (`None`: not read, a recorded host without them).
     pub commands: Option<Vec<String>>,
+    /// The kernel's clock discipline and the time services running (`None`:
+    /// not read, a recorded host without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock: Option<crate::host::clock::Clock>,
 }
 
 /// One libvirt network, as the name and address checks see it.
@@ -401,6 +405,14 @@ fn gather_host(
                 .unwrap_or_default(),
         );
     }
+    f.clock = crate::host::clock::read().map(|mut c| {
+        c.services = crate::host::clock::SERVICES
+            .iter()
+            .filter(|(comm, _)| process_running(comm))
+            .map(|(_, name)| name.to_string())
+            .collect();
+        c
+    });
     let (total, avail) = parse_meminfo(&read("/proc/meminfo").unwrap_or_default());
     f.memory_total_mib = total;
     f.memory_available_mib = avail;

@@ -56,13 +56,41 @@ use serde_json::Value;
 
 use crate::plan::Plan;
 
-/// One TCP port on one host address that the cluster's nodes must reach.
+/// NTP's port (UDP).
+pub const NTP_PORT: u16 = 123;
+
+/// One port on one host address that the cluster's nodes must reach.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Opening {
     pub address: Ipv4Addr,
     pub port: u16,
     /// What listens there (`api`, `http artifacts`, …), for people.
     pub service: String,
+    /// TCP unless said (records written before UDP openings existed say nothing).
+    #[serde(default, skip_serializing_if = "Protocol::is_tcp")]
+    pub protocol: Protocol,
+}
+
+/// The transport of an [`Opening`]: TCP for every service but the host's NTP.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    #[default]
+    Tcp,
+    Udp,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+        }
+    }
+
+    fn is_tcp(&self) -> bool {
+        *self == Protocol::Tcp
+    }
 }
 
 /// Everything a cluster needs opened, from its plan.
@@ -88,6 +116,7 @@ impl Openings {
                     address,
                     port,
                     service: service.to_string(),
+                    protocol: Protocol::Tcp,
                 });
             }
         };
@@ -103,6 +132,15 @@ impl Openings {
         if let Some(n) = plan.storage.as_ref().and_then(|s| s.nfs.as_ref()) {
             add(n.server, crate::host::nfs::PORT, "nfs");
         }
+        if plan.network.host_ntp {
+            // The host's chrony answers NTP at the gateway (host::chrony).
+            ports.push(Opening {
+                address: plan.network.gateway,
+                port: NTP_PORT,
+                service: "ntp (host chrony)".into(),
+                protocol: Protocol::Udp,
+            });
+        }
         Openings {
             cluster: plan.cluster.clone(),
             bridge: plan.network.bridge.clone(),
@@ -111,9 +149,20 @@ impl Openings {
         }
     }
 
-    /// The comment every nftables/iptables rule of this cluster carries.
+    /// The comment every nftables/iptables rule of this cluster carries (a UDP
+    /// rule's ends in `/udp`: the same port may be open for TCP too).
     fn comment(&self, o: &Opening) -> String {
-        format!("{}{}:{}", comment_prefix(&self.cluster), o.address, o.port)
+        let udp = if o.protocol == Protocol::Udp {
+            "/udp"
+        } else {
+            ""
+        };
+        format!(
+            "{}{}:{}{udp}",
+            comment_prefix(&self.cluster),
+            o.address,
+            o.port
+        )
     }
 }
 
@@ -317,8 +366,11 @@ pub fn iptables_blocks(rules: &str) -> bool {
 /// A firewalld rich rule for one opening.
 pub fn rich_rule(o: &Openings, p: &Opening) -> String {
     format!(
-        "rule family=\"ipv4\" source address=\"{}\" destination address=\"{}\" port port=\"{}\" protocol=\"tcp\" accept",
-        o.source, p.address, p.port
+        "rule family=\"ipv4\" source address=\"{}\" destination address=\"{}\" port port=\"{}\" protocol=\"{}\" accept",
+        o.source,
+        p.address,
+        p.port,
+        p.protocol.as_str()
     )
 }
 
@@ -341,7 +393,7 @@ pub fn ufw_args(o: &Openings, p: &Opening, delete: bool) -> Vec<String> {
             "port",
             &p.port.to_string(),
             "proto",
-            "tcp",
+            p.protocol.as_str(),
             "comment",
         ]
         .map(String::from),
@@ -353,10 +405,11 @@ pub fn ufw_args(o: &Openings, p: &Opening, delete: bool) -> Vec<String> {
 /// The nftables rule (after `insert rule <family> <table> <chain>`).
 pub fn nft_rule(o: &Openings, p: &Opening) -> String {
     format!(
-        "iifname \"{}\" ip saddr {} ip daddr {} tcp dport {} accept comment \"{}\"",
+        "iifname \"{}\" ip saddr {} ip daddr {} {} dport {} accept comment \"{}\"",
         o.bridge,
         o.source,
         p.address,
+        p.protocol.as_str(),
         p.port,
         o.comment(p)
     )
@@ -372,9 +425,9 @@ pub fn iptables_spec(o: &Openings, p: &Opening) -> Vec<String> {
         "-d",
         &format!("{}/32", p.address),
         "-p",
-        "tcp",
+        p.protocol.as_str(),
         "-m",
-        "tcp",
+        p.protocol.as_str(),
         "--dport",
         &p.port.to_string(),
         "-m",
@@ -697,8 +750,12 @@ impl Firewall<'_> {
                 // `ufw status`: `<addr> <port>/tcp on <bridge> ALLOW IN <subnet> # …`.
                 Backend::Ufw => self.run(argv(&["ufw", "status"]))?.is_some_and(|s| {
                     s.stdout.lines().any(|l| {
-                        l.starts_with(&format!("{} {}/tcp ", p.address, p.port))
-                            && l.contains("ALLOW")
+                        l.starts_with(&format!(
+                            "{} {}/{} ",
+                            p.address,
+                            p.port,
+                            p.protocol.as_str()
+                        )) && l.contains("ALLOW")
                             && l.contains(&o.source.to_string())
                     })
                 }),
@@ -940,6 +997,42 @@ mod tests {
             iptables_spec(&o, p).join(" "),
             "-i sl-lab1 -s 192.168.126.0/24 -d 192.168.126.2/32 -p tcp -m tcp --dport 6443 -m comment --comment shiftlab lab1 192.168.126.2:6443 -j ACCEPT"
         );
+    }
+
+    /// `host_ntp`: UDP port 123 at the gateway, from the subnet only, in every
+    /// backend's words; a record of an older shiftlab (no `protocol`) is TCP.
+    #[test]
+    fn the_host_ntp_opening_is_udp_123_at_the_gateway() {
+        let mut pl = plan("upi");
+        pl.network.host_ntp = true;
+        let o = Openings::from_plan(&pl, None);
+        let p = o.ports.last().unwrap();
+        assert_eq!(
+            (p.address.to_string(), p.port, p.protocol),
+            ("192.168.126.1".to_string(), 123, Protocol::Udp)
+        );
+        assert_eq!(
+            rich_rule(&o, p),
+            "rule family=\"ipv4\" source address=\"192.168.126.0/24\" destination address=\"192.168.126.1\" port port=\"123\" protocol=\"udp\" accept"
+        );
+        assert_eq!(
+            ufw_args(&o, p, false).join(" "),
+            "allow in on sl-lab1 from 192.168.126.0/24 to 192.168.126.1 port 123 proto udp comment shiftlab lab1"
+        );
+        assert_eq!(
+            nft_rule(&o, p),
+            "iifname \"sl-lab1\" ip saddr 192.168.126.0/24 ip daddr 192.168.126.1 udp dport 123 accept comment \"shiftlab lab1 192.168.126.1:123/udp\""
+        );
+        assert_eq!(
+            iptables_spec(&o, p).join(" "),
+            "-i sl-lab1 -s 192.168.126.0/24 -d 192.168.126.1/32 -p udp -m udp --dport 123 -m comment --comment shiftlab lab1 192.168.126.1:123/udp -j ACCEPT"
+        );
+        assert!(!upi().ports.iter().any(|p| p.protocol == Protocol::Udp));
+        let old: Opening =
+            serde_json::from_str(r#"{"address":"192.168.126.2","port":6443,"service":"api"}"#)
+                .unwrap();
+        assert_eq!(old.protocol, Protocol::Tcp);
+        assert!(!serde_json::to_string(&old).unwrap().contains("protocol"));
     }
 
     // Recorded on this machine's kind of host: `firewall-cmd --state` exits 252 with

@@ -1,6 +1,8 @@
 //! Facts about the host shiftlab runs on: KVM, routes, free space; and what
 //! shiftlab changes on it: host DNS, the host firewall; AppArmor/SELinux checks.
 
+pub mod chrony;
+pub mod clock;
 pub mod dns;
 pub mod fips;
 pub mod firewall;

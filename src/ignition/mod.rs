@@ -17,7 +17,8 @@ fn data_url(bytes: &[u8]) -> String {
     )
 }
 
-fn file(path: &str, contents: &str, mode: i64) -> File {
+/// A file Ignition writes whole (overwriting), its contents as a data: URL.
+pub fn file(path: &str, contents: &str, mode: i64) -> File {
     let mut f = File::new(path.to_string());
     f.contents = Some(Resource {
         source: Some(data_url(contents.as_bytes())),

@@ -348,6 +348,7 @@ fn network(spec: &ClusterSpec, cd: &str, nodes: &[Node], has_lb: bool) -> Networ
             .veth_bridge
             .as_ref()
             .map(|b| network::VethBridge::new(&spec.cluster, b, &net.bridge)),
+        host_ntp: spec.host_ntp,
     }
 }
 

@@ -73,6 +73,10 @@ pub struct NetworkPlan {
     /// by shiftlab (src/host/veth.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub veth: Option<network::VethBridge>,
+    /// `host_ntp`: the host's chrony serves time to this network, at its
+    /// gateway (host::chrony).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_ntp: bool,
 }
 
 impl NetworkPlan {

@@ -1,7 +1,7 @@
 //! What `destroy cluster` of a rehearsal left behind: read what the cluster
 //! owns before the destroy ([`before`]), look for each piece after it
 //! ([`left`]): its domains, volumes and network on libvirt, serve's HAProxy,
-//! host DNS and firewall rules for it, its state directory. The destroy prints
+//! host DNS and firewall rules for it, its host chrony drop-in, its state directory. The destroy prints
 //! the outcome and fails when something is left.
 
 use std::path::PathBuf;
@@ -84,6 +84,10 @@ pub fn left(host: &Host, state: &StateDir, o: &Owned) -> Result<Vec<String>> {
             "firewall rule for {} {}:{}",
             p.service, p.address, p.port
         ));
+    }
+    let chrony = crate::host::chrony::system().path(&o.cluster);
+    if std::fs::read_to_string(&chrony).is_ok_and(|t| crate::host::chrony::owned(&t, &o.cluster)) {
+        left.push(format!("host chrony drop-in {}", chrony.display()));
     }
     if o.state_dir.exists() {
         left.push(format!("state {}", o.state_dir.display()));

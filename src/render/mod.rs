@@ -1,6 +1,7 @@
 //! Pure renderers: from spec and plan to the text of configuration files (libvirt
 //! XML is `libvirt::xml::write`).
 
+pub mod chrony;
 pub mod haproxy;
 pub mod install_config;
 pub mod manifests;

@@ -262,13 +262,7 @@ pub const KEYS: &[(&str, Key)] = &[
             "control planes run workloads exactly when there are no workers (the installer's rule)",
         ),
     ),
-    (
-        "ntp_server",
-        Refused(
-            "~",
-            "it writes no chrony configuration yet: the nodes use CoreOS's default NTP servers",
-        ),
-    ),
+    ("ntp_server", Alias("ntp_servers")),
     (
         "autostart",
         Refused(
@@ -556,10 +550,10 @@ mod tests {
 
     #[test]
     fn a_refusal_names_key_value_and_reason_but_never_a_password() {
-        let e = load("ntp_server: ntp.lab.test\ndisconnected_password: s3cr3t-Pw\n").unwrap_err();
+        let e = load("sno_hostname: one.lab.test\ndisconnected_password: s3cr3t-Pw\n").unwrap_err();
         let text = e.to_string();
         assert!(
-            text.contains("ntp_server: \"ntp.lab.test\" is not supported by shiftlab because it writes no chrony configuration yet"),
+            text.contains("sno_hostname: \"one.lab.test\" is not supported by shiftlab because node names are"),
             "{text}"
         );
         assert!(

@@ -135,6 +135,8 @@ pub struct RawSpec {
     pub cluster_network_host_prefix: Option<Src<u64>>,
     pub service_network: Option<Src<Ipv4Net>>,
     pub fips: Option<Src<bool>>,
+    pub ntp_servers: Option<Src<Vec<String>>>,
+    pub host_ntp: Option<Src<bool>>,
     pub proxy: Option<RawProxy>,
     pub image_digest_sources: Vec<(String, Vec<String>)>,
     pub additional_trust_bundle: Option<Src<String>>,
@@ -822,6 +824,8 @@ const TOP: &[Key<RawSpec>] = &[
             }
         },
     },
+    field_or_alias!(ntp_servers: list_of_strings),
+    field!(host_ntp: boolean),
     Key {
         name: "proxy",
         read: kcli_proxy,

@@ -435,6 +435,14 @@ pub struct ClusterSpec {
     pub cluster_network_host_prefix: u8,
     pub service_network: Ipv4Net,
     pub fips: bool,
+    /// `ntp_servers`: the time servers every node's chrony uses (host names or
+    /// IPv4 addresses; render::chrony). Empty: CoreOS's default pool.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ntp_servers: Vec<String>,
+    /// `host_ntp`: the host's chrony serves time to the cluster's subnet and
+    /// the nodes take it from the network's gateway (host::chrony).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub host_ntp: bool,
     pub proxy: Option<ProxySpec>,
     pub image_digest_sources: Vec<ImageDigestSource>,
     pub additional_trust_bundle: Option<PathBuf>,

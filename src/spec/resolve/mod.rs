@@ -23,6 +23,7 @@ mod network;
 mod release;
 mod sizes;
 mod storage;
+mod time;
 pub use capabilities::enabled as capability_enabled;
 pub use sizes::documented_minimum;
 pub use versions::minor as version_minor;
@@ -112,6 +113,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let (backend, kubevirt) = kubevirt::resolve(&raw, env, &id.cluster, topo.method, &network, d);
     let storage = storage::resolve(&raw, id.distribution, backend, &topo, &sizes, d);
     let monitoring = monitoring::resolve(&raw, d);
+    let (ntp_servers, host_ntp) = time::resolve(&raw, &network, backend, d);
 
     ClusterSpec {
         cluster: id.cluster,
@@ -136,6 +138,8 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         cluster_network_host_prefix: nets.host_prefix,
         service_network: nets.service_network,
         fips: install.fips,
+        ntp_servers,
+        host_ntp,
         proxy: install.proxy,
         image_digest_sources: install.image_digest_sources,
         additional_trust_bundle: install.additional_trust_bundle,
