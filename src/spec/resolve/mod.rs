@@ -21,6 +21,7 @@ mod libvirt;
 mod network;
 mod release;
 mod sizes;
+mod users;
 pub use capabilities::enabled as capability_enabled;
 pub use sizes::documented_minimum;
 pub use versions::minor as version_minor;
@@ -37,6 +38,7 @@ use super::types::*;
 
 pub use identity::{is_cluster_name, is_dns_label, parse_version, CLUSTER_NAME_RULE};
 pub use kubevirt::is_dns_subdomain;
+pub use users::{is_user_name, read_password_file, MAX_PASSWORD_BYTES, USER_NAME_RULE};
 
 /// What resolution may look at outside the file itself. Passed in so that tests are
 /// independent of the machine they run on.
@@ -83,6 +85,7 @@ impl Env {
 pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let id = identity::resolve(&raw, d);
     let creds = credentials::resolve(&raw, id.distribution, env, d);
+    let users = users::resolve(&raw, env, d);
     fips::check(&raw, &creds.ssh_keys, d);
     let topo = topology::resolve(&raw, d);
     let sizes = sizes::resolve(&raw, &topo, &id.cluster, d);
@@ -115,6 +118,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         distribution: id.distribution,
         version: id.version,
         pull_secret: creds.pull_secret,
+        users,
         ssh_keys: creds.ssh_keys,
         method: topo.method,
         ctlplanes: topo.ctlplanes,
