@@ -4,3 +4,4 @@
 pub mod haproxy;
 pub mod install_config;
 pub mod manifests;
+pub mod users;
