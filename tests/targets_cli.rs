@@ -248,6 +248,18 @@ fn the_installers_state_file_is_private_after_every_run_failed_or_not() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["login"]["user"], "bob");
     assert_eq!(v["login"]["password_file"], bob.display().to_string());
+    // `status` lists the users, admins marked, without a password.
+    let out = shiftlab(&["status", "lab1"], h);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\nusers: alice, bob (cluster-admin)\n"),
+        "{text}"
+    );
+    assert!(!text.contains(&bob_pw) && !text.contains("alice-lab-password"));
+    let out = shiftlab(&["status", "lab1", "-o", "json"], h);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["users"][1]["name"], "bob");
+    assert_eq!(v["users"][1]["admin"], true);
 }
 
 /// A release mirror laid out as OKD publishes (`<dir>/<version>/`): the fake
