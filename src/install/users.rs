@@ -76,6 +76,39 @@ pub fn prepare(users: &[User], assets: &Assets) -> Result<Prepared> {
     })
 }
 
+/// Is `name` (a file of `openshift/`) one of the users' manifests shiftlab writes?
+fn is_users_manifest(name: &str) -> bool {
+    let secret = crate::render::users::SECRET.trim_start_matches("openshift/");
+    let oauth = crate::render::users::OAUTH.trim_start_matches("openshift/");
+    name == secret
+        || name == oauth
+        || name
+            .strip_prefix("99-shiftlab-user-")
+            .is_some_and(|n| n.ends_with("-cluster-admin.yaml"))
+}
+
+/// Remove the users' manifests of an earlier run that `kept` (this run's, by
+/// their path in the asset directory) does not have: a user no longer an admin
+/// must not keep a ClusterRoleBinding from a file left behind.
+pub fn remove_stale(assets: &Assets, kept: &[(String, String)]) -> Result<()> {
+    let dir = assets.openshift_manifests();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    for e in entries {
+        let e = e.with_context(|| format!("reading {}", dir.display()))?;
+        let name = e.file_name().to_string_lossy().to_string();
+        let rel = format!("openshift/{name}");
+        if is_users_manifest(&name) && !kept.iter().any(|(p, _)| *p == rel) {
+            std::fs::remove_file(e.path())
+                .with_context(|| format!("removing {}", e.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Write `users.json`; without users there is none (a rerun without them removes it).
 pub fn write_record(path: &Path, record: &[Recorded]) -> Result<()> {
     if !record.is_empty() {
@@ -154,6 +187,64 @@ mod tests {
         // Nothing of the passwords in the record.
         let json = serde_json::to_string(&rec).unwrap();
         assert!(!json.contains(&alice) && !json.contains("bobs-secret"));
+    }
+
+    #[test]
+    fn a_rerun_removes_the_users_manifests_it_no_longer_renders_and_nothing_else() {
+        let d = tempfile::tempdir().unwrap();
+        let assets = crate::state::StateDir {
+            root: d.path().into(),
+        }
+        .cluster("lab1")
+        .assets();
+        let dir = assets.openshift_manifests();
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = prepare(
+            &[user("alice", None, true), user("bob", None, true)],
+            &assets,
+        )
+        .unwrap()
+        .manifests;
+        for (rel, text) in &first {
+            std::fs::write(assets.file(rel), text).unwrap();
+        }
+        let others = [
+            "99_kubeadmin-password-secret.yaml",
+            "99-shiftlab-image-registry.yaml",
+        ];
+        for f in others {
+            std::fs::write(dir.join(f), "x").unwrap();
+        }
+        // bob is no admin any more.
+        let second = prepare(
+            &[user("alice", None, true), user("bob", None, false)],
+            &assets,
+        )
+        .unwrap()
+        .manifests;
+        remove_stale(&assets, &second).unwrap();
+        assert!(!dir.join("99-shiftlab-user-bob-cluster-admin.yaml").exists());
+        assert!(dir
+            .join("99-shiftlab-user-alice-cluster-admin.yaml")
+            .exists());
+        assert!(dir.join("99-shiftlab-users-oauth.yaml").exists());
+        for f in others {
+            assert!(dir.join(f).exists(), "{f}");
+        }
+        // No users at all: none of their manifests stays.
+        remove_stale(&assets, &[]).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "99-shiftlab-image-registry.yaml",
+                "99_kubeadmin-password-secret.yaml"
+            ]
+        );
     }
 
     #[test]

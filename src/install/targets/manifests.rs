@@ -35,6 +35,7 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     // The users' hashes need their passwords (files, generated ones) and a
     // random salt: I/O, beside the pure lab manifests.
     let users = crate::install::users::prepare(&ctx.spec.users, &assets)?;
+    crate::install::users::remove_stale(&assets, &users.manifests)?;
     for (rel, text) in users.manifests {
         crate::files::write_private(&assets.file(&rel), text.as_bytes())?;
         added.push(rel);

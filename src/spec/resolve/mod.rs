@@ -85,9 +85,9 @@ impl Env {
 pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let id = identity::resolve(&raw, d);
     let creds = credentials::resolve(&raw, id.distribution, env, d);
-    let users = users::resolve(&raw, env, d);
     fips::check(&raw, &creds.ssh_keys, d);
     let topo = topology::resolve(&raw, d);
+    let users = users::resolve(&raw, env, topo.method, d);
     let sizes = sizes::resolve(&raw, &topo, &id.cluster, d);
     let nets = network::cluster_networks(&raw, &id.version, d);
     let network = network::machine_network(&raw, &id.cluster, &topo, &nets, d);
