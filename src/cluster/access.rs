@@ -90,11 +90,12 @@ pub fn env_line(kubeconfig: &Path) -> String {
 
 /// `oc login` as a lab user, commented out so that `eval "$(shiftlab env …)"`
 /// runs nothing: the password is read from its file, never printed.
-pub fn login_line(user: &str, password_file: &Path, cluster_domain: &str) -> String {
+pub fn login_line(user: &str, password_file: &Path, server: &str) -> String {
     format!(
-        "# oc login -u {} -p \"$(cat {})\" https://api.{cluster_domain}:6443\n",
+        "# oc login -u {} -p \"$(cat {})\" {}\n",
         shell_quote(user),
-        shell_quote(&password_file.to_string_lossy())
+        shell_quote(&password_file.to_string_lossy()),
+        shell_quote(server)
     )
 }
 
@@ -121,13 +122,17 @@ mod tests {
         let l = login_line(
             "alice",
             Path::new("/s/lab1/assets/auth/alice-password"),
-            "lab1.example.com",
+            "https://api.lab1.example.com:6443",
         );
         assert_eq!(
             l,
             "# oc login -u alice -p \"$(cat /s/lab1/assets/auth/alice-password)\" https://api.lab1.example.com:6443\n"
         );
-        let l = login_line("bob", Path::new("/my dir/pw"), "lab1.example.com");
+        let l = login_line(
+            "bob",
+            Path::new("/my dir/pw"),
+            "https://api.lab1.example.com:6443",
+        );
         assert!(l.contains("$(cat '/my dir/pw')"), "{l}");
     }
 

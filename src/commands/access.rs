@@ -18,16 +18,7 @@ struct Env {
     kubeconfig: String,
     /// The first admin of `users:` and where its password is (never the password).
     #[serde(skip_serializing_if = "Option::is_none")]
-    login: Option<Login>,
-}
-
-#[derive(Serialize)]
-struct Login {
-    user: String,
-    password_file: String,
-    server: String,
-    #[serde(skip)]
-    line: String,
+    login: Option<crate::install::users::Login>,
 }
 
 pub fn env(args: &EnvArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
@@ -40,38 +31,16 @@ pub fn env(args: &EnvArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> 
             kubeconfig.display()
         );
     }
-    let admin = crate::install::users::read_record(&cluster.users())?
-        .into_iter()
-        .find(|u| u.admin);
-    let login = match admin {
-        Some(u) => {
-            // The plan serve works from (infra's), else the one the install
-            // recorded before its first target.
-            let plan = if cluster.has_plan()? {
-                cluster.read_plan()?
-            } else {
-                crate::state::read_plan_file(&cluster.install_plan())?
-            };
-            let domain = plan.cluster_domain;
-            Some(Login {
-                server: format!("https://api.{domain}:6443"),
-                line: access::login_line(&u.name, &u.password_file, &domain),
-                user: u.name,
-                password_file: u.password_file.to_string_lossy().into_owned(),
-            })
-        }
-        None => None,
-    };
     let v = Env {
         kubeconfig: kubeconfig.to_string_lossy().into_owned(),
-        login,
+        login: crate::install::users::admin_login(&cluster)?,
     };
     emit(out, args.output, &v, || {
-        let mut text = access::env_line(&kubeconfig);
-        if let Some(l) = &v.login {
-            text.push_str(&l.line);
-        }
-        text
+        let login = v
+            .login
+            .as_ref()
+            .map(|l| access::login_line(&l.user, &l.password_file, &l.server));
+        access::env_line(&kubeconfig) + &login.unwrap_or_default()
     })
 }
 

@@ -122,6 +122,33 @@ pub fn write_record(path: &Path, record: &[Recorded]) -> Result<()> {
     }
 }
 
+/// How to log in as the cluster's first admin: never the password, its file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Login {
+    pub user: String,
+    pub password_file: PathBuf,
+    pub server: String,
+}
+
+/// The first admin of the cluster's `users:`, if any, at the API its plan names
+/// (the plan serve works from, else the one the install recorded first).
+pub fn admin_login(cluster: &crate::state::ClusterDir) -> Result<Option<Login>> {
+    let Some(u) = read_record(&cluster.users())?.into_iter().find(|u| u.admin) else {
+        return Ok(None);
+    };
+    let plan = if cluster.has_plan()? {
+        cluster.read_plan()?
+    } else {
+        crate::state::read_plan_file(&cluster.install_plan())?
+    };
+    Ok(Some(Login {
+        user: u.name,
+        password_file: u.password_file,
+        // The admin kubeconfig's server (openshift/installer pkg/asset/kubeconfig/admin.go).
+        server: format!("https://api.{}:6443", plan.cluster_domain),
+    }))
+}
+
 /// Read `users.json`; empty when the cluster has none.
 pub fn read_record(path: &Path) -> Result<Vec<Recorded>> {
     Ok(crate::files::read_json(path)?.unwrap_or_default())
