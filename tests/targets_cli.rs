@@ -164,6 +164,8 @@ fn the_installers_state_file_is_private_after_every_run_failed_or_not() {
     .unwrap();
     std::fs::set_permissions(&installer, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(h.join("image.qcow2"), "").unwrap();
+    // The lab's users (docs/users.md): one with a password file, one generated.
+    std::fs::write(h.join("alice.pw"), "alice-lab-password\n").unwrap();
     let file = h.join("lab1.yaml");
     std::fs::write(
         &file,
@@ -171,7 +173,8 @@ fn the_installers_state_file_is_private_after_every_run_failed_or_not() {
             "cluster: lab1\ndomain: lab.test\ndistribution: okd\nversion: {v}\nrehearsal: true\n\
              openshift_install: {}\nimage: {}\n\
              ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n\
-             libvirt:\n  uri: test:///default\n",
+             libvirt:\n  uri: test:///default\n\
+             users:\n  - name: alice\n    password_file: alice.pw\n  - name: bob\n    admin: true\n",
             installer.display(),
             h.join("image.qcow2").display()
         ),
@@ -184,6 +187,28 @@ fn the_installers_state_file_is_private_after_every_run_failed_or_not() {
     let (code, err) = run(h, &["create", "manifests", "-f", file]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(mode(&state), 0o600, "after create manifests");
+    // The users' manifests are in the asset directory, private: they hold hashes.
+    let assets = h.join("state/clusters/lab1/assets");
+    let users_manifests = [
+        "openshift/99-shiftlab-users-htpasswd-secret.yaml",
+        "openshift/99-shiftlab-users-oauth.yaml",
+        "openshift/99-shiftlab-user-bob-cluster-admin.yaml",
+    ];
+    for f in users_manifests {
+        assert_eq!(mode(&assets.join(f)), 0o600, "{f}");
+    }
+    assert!(!assets
+        .join("openshift/99-shiftlab-user-alice-cluster-admin.yaml")
+        .exists());
+    // bob's password is generated once, beside kubeadmin's, 0600; alice has hers.
+    let bob = assets.join("auth/bob-password");
+    assert_eq!(mode(&bob), 0o600);
+    let bob_pw = std::fs::read_to_string(&bob).unwrap();
+    assert!(!assets.join("auth/alice-password").exists());
+    assert!(
+        !err.contains(&bob_pw) && !err.contains("alice-lab-password"),
+        "{err}"
+    );
 
     let (code, err) = run(h, &["create", "ignition", "-f", file]);
     assert_eq!(code, Some(1), "{err}");
@@ -200,6 +225,41 @@ fn the_installers_state_file_is_private_after_every_run_failed_or_not() {
     for f in ["kubeadmin-password", "kubeconfig"] {
         assert_eq!(mode(&auth.join(f)), 0o600, "{f}");
     }
+    // The installer took the users' manifests into bootstrap.ign, private too;
+    // bob's password stayed as it was.
+    let ign = std::fs::read_to_string(assets.join("bootstrap.ign")).unwrap();
+    for f in users_manifests {
+        assert!(ign.contains(&format!("/opt/openshift/{f}")), "{f}");
+    }
+    assert_eq!(mode(&assets.join("bootstrap.ign")), 0o600);
+    assert_eq!(std::fs::read_to_string(&bob).unwrap(), bob_pw);
+    // `env` shows how to log in as the first admin: the password's file, not the password.
+    let out = shiftlab(&["env", "lab1"], h);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "# oc login -u bob -p \"$(cat {})\" https://api.lab1.lab.test:6443\n",
+            bob.display()
+        )),
+        "{text}"
+    );
+    assert!(!text.contains(&bob_pw), "{text}");
+    let out = shiftlab(&["env", "lab1", "-o", "json"], h);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["login"]["user"], "bob");
+    assert_eq!(v["login"]["password_file"], bob.display().to_string());
+    // `status` lists the users, admins marked, without a password.
+    let out = shiftlab(&["status", "lab1"], h);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\nusers: alice, bob (cluster-admin)\n"),
+        "{text}"
+    );
+    assert!(!text.contains(&bob_pw) && !text.contains("alice-lab-password"));
+    let out = shiftlab(&["status", "lab1", "-o", "json"], h);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["users"][1]["name"], "bob");
+    assert_eq!(v["users"][1]["admin"], true);
 }
 
 /// A release mirror laid out as OKD publishes (`<dir>/<version>/`): the fake

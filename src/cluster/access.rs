@@ -88,6 +88,17 @@ pub fn env_line(kubeconfig: &Path) -> String {
     )
 }
 
+/// `oc login` as a lab user, commented out so that `eval "$(shiftlab env …)"`
+/// runs nothing: the password is read from its file, never printed.
+pub fn login_line(user: &str, password_file: &Path, server: &str) -> String {
+    format!(
+        "# oc login -u {} -p \"$(cat {})\" {}\n",
+        shell_quote(user),
+        shell_quote(&password_file.to_string_lossy()),
+        shell_quote(server)
+    )
+}
+
 /// Single-quote `s` for a POSIX shell unless it is made only of safe characters.
 pub fn shell_quote(s: &str) -> String {
     let safe = |c: char| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c);
@@ -104,6 +115,25 @@ mod tests {
     fn plan() -> Plan {
         let text = "cluster: lab1\ndomain: example.com\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\nworkers: 1\n";
         crate::plan::from_yaml(text)
+    }
+
+    #[test]
+    fn the_login_line_points_at_the_password_file_and_is_a_comment() {
+        let l = login_line(
+            "alice",
+            Path::new("/s/lab1/assets/auth/alice-password"),
+            "https://api.lab1.example.com:6443",
+        );
+        assert_eq!(
+            l,
+            "# oc login -u alice -p \"$(cat /s/lab1/assets/auth/alice-password)\" https://api.lab1.example.com:6443\n"
+        );
+        let l = login_line(
+            "bob",
+            Path::new("/my dir/pw"),
+            "https://api.lab1.example.com:6443",
+        );
+        assert!(l.contains("$(cat '/my dir/pw')"), "{l}");
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub struct Status {
     pub veth_bridge: Option<crate::host::veth::VethStatus>,
     /// Certificate expiry, where it can be read.
     pub certificates: Option<Certificates>,
+    /// The lab's users (`users:`, docs/users.md) as the install recorded them:
+    /// where each password is, never a password.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<crate::install::users::Recorded>,
 }
 
 /// What `status` can tell of the cluster's certificates without the API.
@@ -130,6 +134,7 @@ pub fn status(state: &StateDir, cluster: &ClusterDir, connect: Option<&str>) -> 
                 None
             }),
         certificates: certificates(cluster)?,
+        users: crate::install::users::read_record(&cluster.users())?,
     })
 }
 
@@ -233,6 +238,9 @@ impl Status {
         if let Some(i) = &self.install {
             s.push_str(&i.table());
         }
+        if !self.users.is_empty() {
+            s.push_str(&format!("\nusers: {}\n", users_line(&self.users)));
+        }
         if let Some(c) = &self.certificates {
             let now = super::power::now() as i64;
             let when = |t: i64| {
@@ -265,9 +273,37 @@ certificates:
     }
 }
 
+/// `alice (cluster-admin), bob`: the users in their order, admins marked.
+fn users_line(users: &[crate::install::users::Recorded]) -> String {
+    users
+        .iter()
+        .map(|u| {
+            if u.admin {
+                format!("{} (cluster-admin)", u.name)
+            } else {
+                u.name.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_users_line_marks_the_admins() {
+        let u = |name: &str, admin| crate::install::users::Recorded {
+            name: name.into(),
+            admin,
+            password_file: format!("/s/{name}-password").into(),
+        };
+        assert_eq!(
+            users_line(&[u("alice", true), u("bob", false)]),
+            "alice (cluster-admin), bob"
+        );
+    }
 
     #[test]
     fn the_admin_client_certificate_expiry_is_read_from_the_kubeconfig() {

@@ -16,6 +16,9 @@ const UNKNOWN: &str = " (shiftlab list shows the clusters on the host)";
 struct Env {
     #[serde(rename = "KUBECONFIG")]
     kubeconfig: String,
+    /// The first admin of `users:` and where its password is (never the password).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    login: Option<crate::install::users::Login>,
 }
 
 pub fn env(args: &EnvArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> {
@@ -30,8 +33,15 @@ pub fn env(args: &EnvArgs, state: &StateDir, out: &mut dyn Write) -> Result<()> 
     }
     let v = Env {
         kubeconfig: kubeconfig.to_string_lossy().into_owned(),
+        login: crate::install::users::admin_login(&cluster)?,
     };
-    emit(out, args.output, &v, || access::env_line(&kubeconfig))
+    emit(out, args.output, &v, || {
+        let login = v
+            .login
+            .as_ref()
+            .map(|l| access::login_line(&l.user, &l.password_file, &l.server));
+        access::env_line(&kubeconfig) + &login.unwrap_or_default()
+    })
 }
 
 pub fn ssh(args: &SshArgs, state: &StateDir) -> Result<()> {

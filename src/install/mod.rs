@@ -19,6 +19,7 @@ pub mod redact;
 pub mod state;
 pub mod target;
 pub mod targets;
+pub mod users;
 
 use std::path::{Path, PathBuf};
 

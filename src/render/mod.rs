@@ -7,3 +7,4 @@ pub mod install_config;
 pub mod manifests;
 pub mod monitoring;
 pub mod storage;
+pub mod users;

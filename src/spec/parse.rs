@@ -117,6 +117,7 @@ pub struct RawSpec {
     pub version: Option<Src<String>>,
     pub tag: Option<Src<String>>,
     pub pull_secret: Option<Src<String>>,
+    pub users: Vec<RawUser>,
     pub ssh_keys: Option<Src<Vec<String>>>,
     pub method: Option<Src<String>>,
     pub ctlplanes: Option<Src<u64>>,
@@ -157,6 +158,15 @@ pub struct RawSpec {
 #[derive(Debug, Default, Clone)]
 pub struct RawMonitoring {
     pub retention: Option<Src<String>>,
+}
+
+/// One entry of `users:`, with the field it was written under (`users[0]`).
+#[derive(Debug, Default, Clone)]
+pub struct RawUser {
+    pub field: String,
+    pub name: Option<Src<String>>,
+    pub password_file: Option<Src<String>>,
+    pub admin: Option<Src<bool>>,
 }
 
 /// How a YAML value is shown in a message: short, quoted when it is a string.
@@ -710,6 +720,10 @@ const TOP: &[Key<RawSpec>] = &[
     },
     field!(pull_secret: string),
     Key {
+        name: "users",
+        read: users,
+    },
+    Key {
         name: "ssh_keys",
         read: |obj, key, into, d| {
             let own = obj.take(key).into_iter();
@@ -1077,6 +1091,41 @@ fn digest_sources(obj: &mut Obj, key: &'static str, into: &mut RawSpec, d: &mut 
                 "needs `source` (a repository) and `mirrors` (a non-empty list)",
             ),
         }
+    }
+}
+
+const USER: &[Key<RawUser>] = &[
+    field!(name: string),
+    field!(password_file: string),
+    field!(admin: boolean),
+];
+
+/// `users:`, a list of `{name, password_file, admin}` (checked in resolve/users.rs).
+fn users(obj: &mut Obj, key: &'static str, into: &mut RawSpec, d: &mut Diagnostics) {
+    let Some((f, v)) = obj.take(key) else {
+        return;
+    };
+    let Value::Sequence(items) = v else {
+        d.error(
+            f,
+            format!(
+                "{} is not a list of {{name, password_file, admin}} entries",
+                show(&v)
+            ),
+        );
+        return;
+    };
+    for (i, item) in items.into_iter().enumerate() {
+        let field = format!("{f}[{i}]");
+        let Some(m) = mapping(&field, item, d) else {
+            continue;
+        };
+        let mut entry = RawUser {
+            field: field.clone(),
+            ..RawUser::default()
+        };
+        section(Obj::new(&field, m), USER, &mut entry, d);
+        into.users.push(entry);
     }
 }
 

@@ -407,6 +407,15 @@ impl Default for MonitoringSpec {
     }
 }
 
+/// One of `users:`: an htpasswd user of the cluster's OAuth.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct User {
+    pub name: String,
+    /// Path only; `None`: shiftlab generates one into `auth/<name>-password`.
+    pub password_file: Option<PathBuf>,
+    pub admin: bool,
+}
+
 /// The whole cluster file after defaults and validation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClusterSpec {
@@ -416,6 +425,9 @@ pub struct ClusterSpec {
     pub version: Version,
     /// Path only: the contents are a secret and are read when rendering.
     pub pull_secret: Option<PathBuf>,
+    /// `users:`, the lab's htpasswd users (docs/users.md).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<User>,
     pub ssh_keys: Vec<SshKey>,
     pub method: Method,
     pub ctlplanes: u32,

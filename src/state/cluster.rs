@@ -90,6 +90,8 @@ impl ClusterDir {
         install_plan => "install-plan.json";
         /// The cluster file the install was made from (0600; src/spec/source.rs).
         cluster_file => "cluster-file.json";
+        /// The lab's users: names, admin or not, where each password is (no secret).
+        users => "users.json";
         /// What install-config.yaml was (the installer consumes the original).
         install_config_backup => "install-config.backup.yaml";
         /// What agent-config.yaml was.
@@ -292,6 +294,13 @@ impl Assets {
 
     pub fn kubeadmin_password(&self) -> PathBuf {
         self.0.join("auth/kubeadmin-password")
+    }
+
+    /// A `users:` entry's generated password (0600), beside kubeadmin's; `name`
+    /// is checked (`spec::is_user_name`).
+    pub fn user_password(&self, name: &str) -> PathBuf {
+        debug_assert!(crate::spec::is_user_name(name));
+        self.0.join(format!("auth/{name}-password"))
     }
 
     /// `create single-node-ignition-config`'s config for the live ISO

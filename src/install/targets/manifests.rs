@@ -26,10 +26,21 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         }
     }
     let mut added = Vec::new();
+    // Private from the first byte: the asset directory holds secrets (the
+    // users' hashes among them), made 0600 wholesale only at the next installer run.
     for (rel, text) in crate::render::manifests::lab_manifests(ctx.spec, ctx.plan) {
-        crate::files::write_atomic(&assets.file(rel), text.as_bytes())?;
+        crate::files::write_private(&assets.file(rel), text.as_bytes())?;
         added.push(rel.to_string());
     }
+    // The users' hashes need their passwords (files, generated ones) and a
+    // random salt: I/O, beside the pure lab manifests.
+    let users = crate::install::users::prepare(&ctx.spec.users, &assets)?;
+    crate::install::users::remove_stale(&assets, &users.manifests)?;
+    for (rel, text) in users.manifests {
+        crate::files::write_private(&assets.file(&rel), text.as_bytes())?;
+        added.push(rel);
+    }
+    crate::install::users::write_record(&ctx.cluster.users(), &users.record)?;
     if let Some(dir) = &ctx.spec.manifests {
         for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
             let e = e?;

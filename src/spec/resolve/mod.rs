@@ -24,6 +24,7 @@ mod release;
 mod sizes;
 mod storage;
 mod time;
+mod users;
 pub use capabilities::enabled as capability_enabled;
 pub use sizes::documented_minimum;
 pub use versions::minor as version_minor;
@@ -40,6 +41,7 @@ use super::types::*;
 
 pub use identity::{is_cluster_name, is_dns_label, parse_version, CLUSTER_NAME_RULE};
 pub use kubevirt::is_dns_subdomain;
+pub use users::{is_user_name, read_password_file, MAX_PASSWORD_BYTES, USER_NAME_RULE};
 
 /// What resolution may look at outside the file itself. Passed in so that tests are
 /// independent of the machine they run on.
@@ -88,6 +90,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let creds = credentials::resolve(&raw, id.distribution, env, d);
     fips::check(&raw, &creds.ssh_keys, d);
     let topo = topology::resolve(&raw, d);
+    let users = users::resolve(&raw, env, topo.method, d);
     let sizes = sizes::resolve(&raw, &topo, &id.cluster, d);
     let nets = network::cluster_networks(&raw, &id.version, d);
     let network = network::machine_network(&raw, &id.cluster, &topo, &nets, d);
@@ -121,6 +124,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         distribution: id.distribution,
         version: id.version,
         pull_secret: creds.pull_secret,
+        users,
         ssh_keys: creds.ssh_keys,
         method: topo.method,
         ctlplanes: topo.ctlplanes,
