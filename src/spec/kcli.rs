@@ -336,7 +336,7 @@ pub const KEYS: &[(&str, Key)] = &[
     ("ipsec_mode", Refused("~", MANIFEST)),
     ("mtu", Refused("1400", MANIFEST)),
     ("ovn_hostrouting", Refused("false", MANIFEST)),
-    ("monitoring_retention", Refused("24h", MANIFEST)),
+    ("monitoring_retention", Alias("monitoring.retention")),
     ("dedicated_etcd", Refused("false", MANIFEST)),
     ("dedicated_etcd_size", Refused("100", MANIFEST)),
     ("techpreview", Refused("false", MANIFEST)),
@@ -579,6 +579,37 @@ mod tests {
             l.warnings
         );
         assert!(l.spec.proxy.is_none());
+    }
+
+    fn errors(e: &crate::spec::InvalidSpec) -> Vec<(String, String)> {
+        e.errors
+            .iter()
+            .map(|d| (d.field.clone(), d.message.clone()))
+            .collect()
+    }
+
+    /// kcli writes `monitoring_retention` as cluster-monitoring-config's
+    /// prometheusK8s.retention (kcli customisation/99-monitoring.yaml):
+    /// `monitoring.retention`, checked the same way.
+    #[test]
+    fn monitoring_retention_is_monitoring_retention() {
+        let l = load("monitoring_retention: 7d\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(l.spec.monitoring.retention, "7d");
+        let l = load("monitoring_retention: 24h\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(l.spec.monitoring.retention, "24h");
+        let e = errors(&load("monitoring_retention: 2 days\n").unwrap_err());
+        assert!(
+            e.iter().any(|(f, m)| f == "monitoring_retention"
+                && m.contains("\"2 days\" is not a Prometheus duration")),
+            "{e:?}"
+        );
+        let e =
+            errors(&load("monitoring:\n  retention: 3d\nmonitoring_retention: 7d\n").unwrap_err());
+        assert!(
+            e.iter().any(|(f, m)| f == "monitoring_retention"
+                && m.contains("sets the same thing as `monitoring.retention`")),
+            "{e:?}"
+        );
     }
 
     #[test]

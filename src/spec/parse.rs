@@ -820,6 +820,9 @@ const TOP: &[Key<RawSpec>] = &[
             if let Some(m) = nested(obj, key, MONITORING, d) {
                 into.monitoring = m;
             }
+            for (f, v) in kcli_aliases(obj, "monitoring.retention") {
+                set_once(&mut into.monitoring.retention, string(&f, v, d), d);
+            }
         },
     },
     Key {
