@@ -95,7 +95,36 @@ pub const KEYS: &[(&str, Key)] = &[
     ),
     ("info", Own("kcli's description of its plan: read by nobody")),
     ("async", Ignored("false", "shiftlab always drives the install to completion")),
-    ("apps", Ignored("[]", DAY2_APPS)),
+    (
+        "apps",
+        Own("kcli day-2 apps: `nfs` is `storage: nfs`, the others are not installed (a warning)"),
+    ),
+    // The `nfs` app's own settings (kcli kvirt/cluster/openshift/apps/nfs/
+    // kcli_default.yml): a parameter file passes them to the app.
+    (
+        "nfs_ip",
+        Refused("~", "its NFS server is the host itself, on the cluster network's gateway (`storage: nfs`); it mounts no other server"),
+    ),
+    (
+        "nfs_share",
+        Refused("~", "the host exports a directory of its own per cluster (`storage: nfs`, docs/storage.md)"),
+    ),
+    (
+        "nfs_network",
+        Ignored("default", "the export is served on the cluster's own network"),
+    ),
+    (
+        "nfs_namespace",
+        Ignored("nfs", "the provisioner runs in the namespace shiftlab-nfs-provisioner"),
+    ),
+    (
+        "nfs_default_storageclass",
+        Own("`false` is refused: with `storage: nfs` its StorageClass is the default"),
+    ),
+    (
+        "nfs_disconnected_registry",
+        Refused("~", "the provisioner's image is pinned by digest on registry.k8s.io: mirror it with `image_digest_sources`"),
+    ),
     ("apps_install_cr", Ignored("true", DAY2_APPS)),
     ("notify", Ignored("false", "kcli notifications are not supported")),
     ("dualstack", Refused("false", IPV6)),
@@ -330,7 +359,7 @@ pub const KEYS: &[(&str, Key)] = &[
     ("ipsec_mode", Refused("~", MANIFEST)),
     ("mtu", Refused("1400", MANIFEST)),
     ("ovn_hostrouting", Refused("false", MANIFEST)),
-    ("monitoring_retention", Refused("24h", MANIFEST)),
+    ("monitoring_retention", Alias("monitoring.retention")),
     ("dedicated_etcd", Refused("false", MANIFEST)),
     ("dedicated_etcd_size", Refused("100", MANIFEST)),
     ("techpreview", Refused("false", MANIFEST)),
@@ -573,6 +602,107 @@ mod tests {
             l.warnings
         );
         assert!(l.spec.proxy.is_none());
+    }
+
+    fn errors(e: &crate::spec::InvalidSpec) -> Vec<(String, String)> {
+        e.errors
+            .iter()
+            .map(|d| (d.field.clone(), d.message.clone()))
+            .collect()
+    }
+
+    /// kcli writes `monitoring_retention` as cluster-monitoring-config's
+    /// prometheusK8s.retention (kcli customisation/99-monitoring.yaml):
+    /// `monitoring.retention`, checked the same way.
+    #[test]
+    fn monitoring_retention_is_monitoring_retention() {
+        let l = load("monitoring_retention: 7d\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(l.spec.monitoring.retention, "7d");
+        let l = load("monitoring_retention: 24h\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(l.spec.monitoring.retention, "24h");
+        let e = errors(&load("monitoring_retention: 2 days\n").unwrap_err());
+        assert!(
+            e.iter().any(|(f, m)| f == "monitoring_retention"
+                && m.contains("\"2 days\" is not a Prometheus duration")),
+            "{e:?}"
+        );
+        let e =
+            errors(&load("monitoring:\n  retention: 3d\nmonitoring_retention: 7d\n").unwrap_err());
+        assert!(
+            e.iter().any(|(f, m)| f == "monitoring_retention"
+                && m.contains("sets the same thing as `monitoring.retention`")),
+            "{e:?}"
+        );
+    }
+
+    /// kcli's `nfs` app (a host export, nfs-subdir-external-provisioner, its
+    /// StorageClass the default) is `storage: nfs`; its settings that would make it
+    /// something else are refused.
+    #[test]
+    fn the_nfs_app_is_storage_nfs() {
+        for apps in ["[nfs, metallb-operator]", "[{name: nfs}, metallb-operator]"] {
+            let l = load(&format!(
+                "apps: {apps}\nnfs_namespace: nfs\nnfs_network: default\n"
+            ))
+            .unwrap_or_else(|e| panic!("{apps}: {e}"));
+            assert_eq!(l.spec.storage, crate::spec::Storage::Nfs, "{apps}");
+            let w: Vec<_> = l.warnings.iter().filter(|w| w.field == "apps").collect();
+            assert!(
+                w.len() == 1
+                    && w[0].message.contains("(metallb-operator)")
+                    && !w[0].message.contains("nfs"),
+                "{apps}: {:?}",
+                l.warnings
+            );
+        }
+        let l = load("apps: [metallb-operator]\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(l.spec.storage, crate::spec::Storage::None);
+        let l =
+            load("apps: []\nnfs_default_storageclass: true\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            !l.warnings.iter().any(|w| w.message.contains("kcli")),
+            "{:?}",
+            l.warnings
+        );
+        for (extra, field, says) in [
+            (
+                "apps: [nfs]\nnfs_ip: 10.9.8.7\n",
+                "nfs_ip",
+                "its NFS server is the host itself",
+            ),
+            (
+                "apps: [nfs]\nnfs_share: /srv/x\n",
+                "nfs_share",
+                "exports a directory of its own",
+            ),
+            (
+                "apps: [nfs]\nnfs_default_storageclass: false\n",
+                "nfs_default_storageclass",
+                "is the cluster's default",
+            ),
+            (
+                "apps: [nfs]\nnfs_disconnected_registry: r.lab\n",
+                "nfs_disconnected_registry",
+                "`image_digest_sources`",
+            ),
+            (
+                "apps: [{name: nfs, nfs_ip: 10.9.8.7}]\n",
+                "apps",
+                "at the top, where shiftlab checks them",
+            ),
+            (
+                "storage: none\napps: [nfs]\n",
+                "apps",
+                "sets the same thing as `storage`",
+            ),
+            ("apps: nfs\n", "apps", "is not a list of kcli apps"),
+        ] {
+            let e = errors(&load(extra).unwrap_err());
+            assert!(
+                e.iter().any(|(f, m)| f == field && m.contains(says)),
+                "{extra}: {e:?}"
+            );
+        }
     }
 
     #[test]

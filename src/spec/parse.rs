@@ -515,6 +515,61 @@ fn kcli_flags(top: &mut Obj, field: &str, d: &mut Diagnostics) -> Vec<Src<String
     out
 }
 
+/// kcli's `apps`: its `nfs` app (a host export and nfs-subdir-external-provisioner
+/// as the default StorageClass, kcli kvirt/cluster/openshift/apps/nfs/install.sh)
+/// is `storage: nfs`; shiftlab installs no other app, so those are a warning.
+fn kcli_apps(top: &mut Obj, storage: &mut Option<Src<String>>, d: &mut Diagnostics) {
+    if let Some((f, v)) = top.take("nfs_default_storageclass") {
+        if boolean(&f, v, d).is_some_and(|b| !b.v) {
+            d.error(
+                f,
+                "false is not supported by shiftlab because with `storage: nfs` its \
+                 StorageClass is the cluster's default",
+            );
+        }
+    }
+    let Some((f, v)) = top.take("apps") else {
+        return;
+    };
+    let Value::Sequence(apps) = v else {
+        d.error(&f, format!("{} is not a list of kcli apps", show(&v)));
+        return;
+    };
+    let mut others = Vec::new();
+    for app in apps {
+        let name = match &app {
+            Value::String(s) => Some(s.as_str()),
+            Value::Mapping(m) => m.get("name").and_then(Value::as_str),
+            _ => None,
+        };
+        match (name, &app) {
+            (Some("nfs"), Value::Mapping(m)) if m.len() > 1 => d.error(
+                &f,
+                "`{name: nfs, ...}` with settings is not supported by shiftlab: write `nfs` \
+                 and its settings (`nfs_*`) at the top, where shiftlab checks them",
+            ),
+            (Some("nfs"), _) => set_once(
+                storage,
+                Some(Src {
+                    v: "nfs".to_string(),
+                    field: f.clone(),
+                }),
+                d,
+            ),
+            _ => others.push(name.map_or_else(|| show(&app), str::to_string)),
+        }
+    }
+    if !others.is_empty() {
+        d.warn(
+            &f,
+            format!(
+                "kcli parameter ignored: kcli day-2 apps are not installed by shiftlab ({})",
+                others.join(", ")
+            ),
+        );
+    }
+}
+
 /// One key of a section of the cluster file: its name, and how it is read out of
 /// the section's mapping into the section's raw values. Each section has one
 /// table of these; the parser walks it and the unknown-key check lists its names,
@@ -829,12 +884,23 @@ const TOP: &[Key<RawSpec>] = &[
     field!(cluster_network_host_prefix: uint),
     field_or_alias!(service_network: cidr),
     field!(fips: boolean),
-    field!(storage: string),
+    Key {
+        name: "storage",
+        read: |obj, key, into, d| {
+            if let Some((f, v)) = obj.take(key) {
+                into.storage = string(&f, v, d);
+            }
+            kcli_apps(obj, &mut into.storage, d);
+        },
+    },
     Key {
         name: "monitoring",
         read: |obj, key, into, d| {
             if let Some(m) = nested(obj, key, MONITORING, d) {
                 into.monitoring = m;
+            }
+            for (f, v) in kcli_aliases(obj, "monitoring.retention") {
+                set_once(&mut into.monitoring.retention, string(&f, v, d), d);
             }
         },
     },
