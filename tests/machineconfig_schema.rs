@@ -6,71 +6,13 @@
 //! `ignition-config` crate.
 
 mod common;
+#[path = "support/openshift_crd.rs"]
+mod openshift_crd;
 
 use base64::Engine;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use shiftlab::render::{chrony, manifests};
 use shiftlab::spec::{self, Env};
-
-/// The CRD's schema for `v1`, as a JSON Schema.
-fn schema() -> Value {
-    let path = common::repo().join("tests/fixtures/openshift-crds/machineconfigs.crd.yaml");
-    let crd: Value = yaml_serde::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    assert_eq!(crd["spec"]["names"]["kind"], "MachineConfig");
-    let version = crd["spec"]["versions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["name"] == "v1")
-        .expect("the CRD serves v1");
-    structural(&version["schema"]["openAPIV3Schema"])
-}
-
-/// An OpenAPI v3 structural schema as JSON Schema: every object with
-/// `properties` closed unless it preserves unknown fields; `nullable` allows null.
-fn structural(s: &Value) -> Value {
-    let Some(m) = s.as_object() else {
-        return s.clone();
-    };
-    let mut out = Map::new();
-    for (k, v) in m {
-        match k.as_str() {
-            "properties" => {
-                let props = v
-                    .as_object()
-                    .unwrap()
-                    .iter()
-                    .map(|(name, p)| (name.clone(), structural(p)))
-                    .collect();
-                out.insert(k.clone(), Value::Object(props));
-            }
-            "items" | "additionalProperties" if v.is_object() => {
-                out.insert(k.clone(), structural(v));
-            }
-            k if k.starts_with("x-kubernetes-") || k == "nullable" => {}
-            _ => {
-                out.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    let open = m.get("x-kubernetes-preserve-unknown-fields") == Some(&json!(true));
-    if m.contains_key("properties") && !open {
-        out.insert("additionalProperties".into(), json!(false));
-    }
-    if m.get("nullable") == Some(&json!(true)) {
-        if let Some(t) = out.get("type").cloned() {
-            out.insert("type".into(), json!([t, "null"]));
-        }
-    }
-    out.remove("description");
-    Value::Object(out)
-}
-
-fn violations(v: &jsonschema::Validator, o: &Value) -> Vec<String> {
-    v.iter_errors(o)
-        .map(|e| format!("{}: {e}", e.instance_path()))
-        .collect()
-}
 
 fn compact() -> spec::ClusterSpec {
     let dir = common::repo().join("tests/golden");
@@ -103,7 +45,10 @@ fn machine_configs() -> Vec<(&'static str, Value)> {
 
 #[test]
 fn chrony_machine_configs_validate_against_the_crd() {
-    let v = jsonschema::draft202012::new(&schema()).unwrap();
+    let v = openshift_crd::v1_validator(
+        "machineconfigs.crd.yaml",
+        "machineconfigs.machineconfiguration.openshift.io",
+    );
     let mcs = machine_configs();
     assert_eq!(
         mcs.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
@@ -114,22 +59,28 @@ fn chrony_machine_configs_validate_against_the_crd() {
             mc["apiVersion"], "machineconfiguration.openshift.io/v1",
             "{path}"
         );
-        let errors = violations(&v, mc);
+        let errors = openshift_crd::violations(&v, mc);
         assert!(errors.is_empty(), "{path}: {errors:#?}");
     }
     // The validator refuses what the API server would drop or reject.
     let mut bad = mcs[0].1.clone();
     bad["spec"]["kernelArgs"] = json!(["a"]);
     assert!(
-        !violations(&v, &bad).is_empty(),
+        !openshift_crd::violations(&v, &bad).is_empty(),
         "an unknown spec field passed"
     );
     let mut bad = mcs[0].1.clone();
     bad["spec"]["fips"] = json!("yes");
-    assert!(!violations(&v, &bad).is_empty(), "a string fips passed");
+    assert!(
+        !openshift_crd::violations(&v, &bad).is_empty(),
+        "a string fips passed"
+    );
     let mut bad = mcs[0].1.clone();
     bad["spec"]["config"] = json!("{}");
-    assert!(!violations(&v, &bad).is_empty(), "a string config passed");
+    assert!(
+        !openshift_crd::violations(&v, &bad).is_empty(),
+        "a string config passed"
+    );
 }
 
 #[test]

@@ -5,6 +5,8 @@
 //! types.
 
 mod common;
+#[path = "support/openshift_crd.rs"]
+mod openshift_crd;
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
@@ -104,42 +106,6 @@ fn the_secret_holds_htpasswd_lines_whose_hashes_verify_the_passwords() {
     assert_eq!(passwords[0], "alice-lab-password");
 }
 
-/// Every object schema that lists its properties refuses others, as the API
-/// server's strict field validation does (an open `metadata` stays open).
-fn closed(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            if m.contains_key("properties") && !m.contains_key("additionalProperties") {
-                m.insert("additionalProperties".into(), json!(false));
-            }
-            m.values_mut().for_each(closed);
-        }
-        Value::Array(a) => a.iter_mut().for_each(closed),
-        _ => {}
-    }
-}
-
-fn oauth_validator() -> jsonschema::Validator {
-    let path = common::repo().join("tests/fixtures/openshift-crds/oauths.config.openshift.io.yaml");
-    let crd: Value = yaml_serde::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    assert_eq!(crd["metadata"]["name"], "oauths.config.openshift.io");
-    let version = crd["spec"]["versions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["name"] == "v1")
-        .unwrap();
-    let mut schema = version["schema"]["openAPIV3Schema"].clone();
-    closed(&mut schema);
-    jsonschema::draft202012::new(&schema).unwrap()
-}
-
-fn violations(v: &jsonschema::Validator, o: &Value) -> Vec<String> {
-    v.iter_errors(o)
-        .map(|e| format!("{}: {e}", e.instance_path()))
-        .collect()
-}
-
 #[test]
 fn the_oauth_resource_validates_against_openshift_apis_crd() {
     let (_, objects) = rendered();
@@ -147,8 +113,11 @@ fn the_oauth_resource_validates_against_openshift_apis_crd() {
     assert_eq!(oauth["apiVersion"], "config.openshift.io/v1");
     assert_eq!(oauth["kind"], "OAuth");
     assert_eq!(oauth["metadata"]["name"], "cluster");
-    let v = oauth_validator();
-    assert_eq!(violations(&v, oauth), Vec::<String>::new());
+    let v = openshift_crd::v1_validator(
+        "oauths.config.openshift.io.yaml",
+        "oauths.config.openshift.io",
+    );
+    assert_eq!(openshift_crd::violations(&v, oauth), Vec::<String>::new());
     let idp = &oauth["spec"]["identityProviders"][0];
     assert_eq!(idp["type"], "HTPasswd");
     assert_eq!(
@@ -158,11 +127,11 @@ fn the_oauth_resource_validates_against_openshift_apis_crd() {
     // The check bites: a misspelt field, a name of the wrong type.
     let mut bad = oauth.clone();
     bad["spec"]["identityProviders"][0]["htpasswd"]["fileDta"] = json!({"name": "x"});
-    assert!(!violations(&v, &bad).is_empty());
+    assert!(!openshift_crd::violations(&v, &bad).is_empty());
     let mut bad = oauth.clone();
     bad["spec"]["identityProviders"][0]["htpasswd"]["fileData"] = json!({});
     assert!(
-        !violations(&v, &bad).is_empty(),
+        !openshift_crd::violations(&v, &bad).is_empty(),
         "fileData.name is required"
     );
 }
