@@ -1,7 +1,8 @@
 //! What `destroy cluster` of a rehearsal left behind: read what the cluster
 //! owns before the destroy ([`before`]), look for each piece after it
 //! ([`left`]): its domains, volumes and network on libvirt, serve's HAProxy,
-//! host DNS and firewall rules for it, its host chrony drop-in, its state directory. The destroy prints
+//! host DNS and firewall rules for it, its NFS server, its host chrony drop-in,
+//! its state directory (the NFS data is kept unless asked). The destroy prints
 //! the outcome and fails when something is left.
 
 use std::path::PathBuf;
@@ -23,6 +24,8 @@ pub struct Owned {
     pub openings: Openings,
     pub host_dns: Option<dns::Record>,
     pub haproxy_cfg: PathBuf,
+    /// The NFS server's configuration (its `-f` argument) when storage is nfs.
+    pub nfs_cfg: PathBuf,
     pub state_dir: PathBuf,
 }
 
@@ -48,6 +51,7 @@ pub fn before(state: &StateDir, name: &ClusterName) -> Option<Owned> {
             .unwrap_or_else(|| Openings::from_plan(&plan, None)),
         host_dns: crate::serve::read_dns_record(&files),
         haproxy_cfg: files.haproxy_cfg(),
+        nfs_cfg: crate::host::nfs::ServerFiles::of(&files).config(),
         state_dir: files.path().to_path_buf(),
     })
 }
@@ -70,8 +74,11 @@ pub fn left(host: &Host, state: &StateDir, o: &Owned) -> Result<Vec<String>> {
     if host.network(&o.network)?.is_some() {
         left.push(format!("network {}", o.network));
     }
-    if haproxy_running(&o.haproxy_cfg) {
+    if running_with(&o.haproxy_cfg) {
         left.push(format!("HAProxy of {}", o.haproxy_cfg.display()));
+    }
+    if running_with(&o.nfs_cfg) {
+        left.push(format!("NFS server of {}", o.nfs_cfg.display()));
     }
     if let Some(r) = &o.host_dns {
         if HostDns::system(state.host_dns_lock()).is_configured(r) {
@@ -95,8 +102,9 @@ pub fn left(host: &Host, state: &StateDir, o: &Owned) -> Result<Vec<String>> {
     Ok(left)
 }
 
-/// Whether an HAProxy runs on `cfg` (its `-f` argument), from /proc.
-fn haproxy_running(cfg: &std::path::Path) -> bool {
+/// Whether a process runs on `cfg` (its `-f` argument: serve's HAProxy and
+/// NFS-Ganesha), from /proc.
+fn running_with(cfg: &std::path::Path) -> bool {
     let want = cfg.as_os_str().as_encoded_bytes();
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return false;
@@ -105,4 +113,32 @@ fn haproxy_running(cfg: &std::path::Path) -> bool {
         std::fs::read(p.path().join("cmdline"))
             .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == want))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::running_with;
+
+    #[test]
+    fn a_process_is_found_by_its_config_argument_only_while_it_runs() {
+        let cfg =
+            std::env::temp_dir().join(format!("leftover-{}/ganesha.conf", std::process::id()));
+        assert!(!running_with(&cfg));
+        // `; :` keeps the shell from exec'ing sleep, so the argument stays in its cmdline.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30; :"])
+            .arg(&cfg)
+            .spawn()
+            .unwrap();
+        let seen = running_with(&cfg);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            seen,
+            "the process with {} in its command line",
+            cfg.display()
+        );
+        assert!(!running_with(&cfg));
+        assert!(!running_with(&cfg.with_file_name("other.conf")));
+    }
 }
