@@ -46,6 +46,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plan(args) => commands::plan::run(args, &mut std::io::stdout().lock()),
         Command::Render(args) => commands::render::run(args, &state),
         Command::Create(cmd) => commands::create::run(cmd, &state)
+            .map_err(|e| commands::report::after_failed_create(cmd, &state, e))
             .and_then(|()| commands::report::after_create(cmd, &state)),
         Command::WaitFor(cmd) => commands::wait_for::run(cmd, &state),
         Command::Destroy(cmd) => commands::destroy::destroy(cmd, &state),

@@ -6,6 +6,7 @@ use anyhow::Result;
 
 use crate::cli::create::CreateCommand;
 use crate::cli::report::ReportArgs;
+use crate::install::target::Target;
 use crate::output::{emit, OutputFormat};
 use crate::rehearse::{probe, report};
 use crate::state::{ClusterName, StateDir};
@@ -17,10 +18,58 @@ pub fn run(args: &ReportArgs, state: &StateDir, out: &mut dyn Write) -> Result<(
 /// A rehearsal's `create cluster` ends with its report, and fails when a check
 /// did (main calls it after `create`: the command file stays glue).
 pub fn after_create(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
-    let CreateCommand::Cluster(a) = cmd else {
+    let Some(name) = cluster_of(cmd)? else {
         return Ok(());
     };
-    let name = match (&a.which.name, &a.which.file) {
+    let plan = state.cluster(&name).read_plan()?;
+    if !plan.rehearsal || plan.kubevirt.is_some() {
+        return Ok(());
+    }
+    show(state, &name, OutputFormat::Table, &mut std::io::stdout())
+}
+
+/// A rehearsal's `create cluster` that failed once its VMs were made shows the
+/// report too (on stderr), so the failure comes with what was and was not proven;
+/// the create's own error (and its exit status) stands.
+pub fn after_failed_create(
+    cmd: &CreateCommand,
+    state: &StateDir,
+    e: anyhow::Error,
+) -> anyhow::Error {
+    if let Some(name) = created_rehearsal(cmd, state, &e) {
+        eprintln!("what the rehearsal of {name} proved before it failed:");
+        if let Err(re) = show(state, &name, OutputFormat::Table, &mut std::io::stderr()) {
+            tracing::debug!("report after the failure: {re:#}");
+        }
+    }
+    e
+}
+
+/// The rehearsal (not KubeVirt) whose create failed in a target after infra.
+fn created_rehearsal(
+    cmd: &CreateCommand,
+    state: &StateDir,
+    e: &anyhow::Error,
+) -> Option<ClusterName> {
+    let failed = e.downcast_ref::<crate::exit_status::TargetFailed>()?.0;
+    let name = cluster_of(cmd).ok()??;
+    let cluster = state.cluster(&name);
+    let plan = cluster.read_plan().ok()?;
+    let status = crate::install::status(&cluster).ok()??;
+    let infra_done = status
+        .targets
+        .iter()
+        .any(|t| t.target == "infra" && t.status == "done");
+    (plan.rehearsal && plan.kubevirt.is_none() && infra_done && failed != Target::Infra)
+        .then_some(name)
+}
+
+/// The cluster a `create cluster` names, by name or by its file.
+fn cluster_of(cmd: &CreateCommand) -> Result<Option<ClusterName>> {
+    let CreateCommand::Cluster(a) = cmd else {
+        return Ok(None);
+    };
+    Ok(Some(match (&a.which.name, &a.which.file) {
         (Some(n), _) => n.clone(),
         // The file was read and checked by create already: quietly again.
         (None, Some(f)) => {
@@ -30,13 +79,8 @@ pub fn after_create(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
             };
             ClusterName::parse(&crate::spec::load_with(f, overrides)?.spec.cluster)?
         }
-        (None, None) => return Ok(()),
-    };
-    let plan = state.cluster(&name).read_plan()?;
-    if !plan.rehearsal || plan.kubevirt.is_some() {
-        return Ok(());
-    }
-    show(state, &name, OutputFormat::Table, &mut std::io::stdout())
+        (None, None) => return Ok(None),
+    }))
 }
 
 /// Probe, judge and print the report of `name`; an error when a row failed

@@ -349,6 +349,7 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=another CA" -keyout
 rc=0
 "${clean[@]}" "$bin" create cluster -f "$f3" >"$work/media.out" 2>&1 || rc=$?
 [[ $rc != 0 ]] || fail "the install of $M went on with its media refused"
+rc_create=$rc
 tail -3 "$work/media.out"
 contains "failed to provision the hosts: $M-ctlplane-0: InsertMedia: " "$SHIFTLAB_HOME/clusters/$M/openshift-install.log" ||
 	fail "the installer did not fail on the refused media: $(tail -5 "$SHIFTLAB_HOME/clusters/$M/openshift-install.log")"
@@ -364,8 +365,14 @@ for n in "$M-ctlplane-1" "$M-ctlplane-2"; do
 	contains -E "^bmc +$n +failed +its stand-in report: its domain is shutoff, not running" "$work/media-report.out" ||
 		fail "$n: its bmc row does not say it never ran: $(grep -E "^bmc +$n " "$work/media-report.out")"
 done
+# create itself showed the report after its failure, and kept its own exit status.
+[[ $rc_create != 9 ]] || fail "create exited with the report's 9, not its failed target's"
+contains "what the rehearsal of $M proved before it failed:" "$work/media.out" ||
+	fail "create did not show the report after the failure"
+contains -E "^bmc +$M-ctlplane-0 +failed +the stand-in Ironic's deployment failed: InsertMedia: " "$work/media.out" ||
+	fail "create's report does not name the refused node"
 pw3=$(cat "$SHIFTLAB_HOME/clusters/$M/bmc-password")
-if grep -F -- "$pw3" "$work/media-report.out" "$SHIFTLAB_HOME/clusters/$M/assets/.ironic/failed/$M-ctlplane-0"; then
+if grep -F -- "$pw3" "$work/media.out" "$work/media-report.out" "$SHIFTLAB_HOME/clusters/$M/assets/.ironic/failed/$M-ctlplane-0"; then
 	fail "a BMC password in the report"
 fi
 [[ $(stat -c %a "$SHIFTLAB_HOME/clusters/$M/assets/.ironic/failed/$M-ctlplane-0") == 600 ]] || fail "the kept failure is not 0600"
