@@ -97,6 +97,35 @@ fn a_troubled_host_gets_a_verdict_and_a_fix_for_each_problem() {
     );
 }
 
+/// `storage: nfs` binds the gateway's 2049 (serve's NFS server): doctor names
+/// it among the ports, and another program already on it is said.
+#[test]
+fn the_nfs_port_is_among_the_ports_a_storage_lab_binds() {
+    let p = plan("storage: nfs\n");
+    let mut f = facts("good-host");
+    let ports = |f: &HostFacts| {
+        doctor::checks(f, Some(&p))
+            .into_iter()
+            .find(|c| c.id == "ports")
+            .unwrap()
+    };
+    let free = ports(&f);
+    assert_eq!(free.severity, Severity::Ok);
+    assert!(
+        free.verdict.contains("192.168.126.1:2049"),
+        "{}",
+        free.verdict
+    );
+    f.serve_running = false;
+    f.listening.push("0.0.0.0:2049".parse().unwrap());
+    let taken = ports(&f);
+    assert_eq!(taken.severity, Severity::Warn);
+    assert_eq!(
+        taken.verdict,
+        "another program listens on 192.168.126.1:2049"
+    );
+}
+
 /// The clock: synchronised is fine; not synchronised warns (never fails), with
 /// what to install when no time service runs and what to look at when one does;
 /// a recorded host without the clock gets no verdict on it.

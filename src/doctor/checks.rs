@@ -770,8 +770,8 @@ fn network(f: &HostFacts, p: &Plan) -> Option<Check> {
     )
 }
 
-/// The host ports a cluster's services bind: the load balancer's frontends and
-/// the lab BMC.
+/// The host ports a cluster's services bind: the load balancer's frontends,
+/// the lab BMC and the NFS server of `storage: nfs` (on the gateway).
 fn wanted_ports(p: &Plan) -> Vec<SocketAddr> {
     let mut v: Vec<SocketAddr> = p
         .load_balancer
@@ -781,6 +781,9 @@ fn wanted_ports(p: &Plan) -> Vec<SocketAddr> {
         .collect();
     if let Some(b) = &p.bmc {
         v.push(SocketAddr::new(b.address.into(), b.port));
+    }
+    if let Some(nfs) = p.storage.as_ref().and_then(|s| s.nfs.as_ref()) {
+        v.push(SocketAddr::new(nfs.server.into(), crate::host::nfs::PORT));
     }
     v
 }
