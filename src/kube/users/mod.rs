@@ -362,7 +362,8 @@ pub async fn add(client: &Client, req: &AddRequest<'_>) -> Result<Vec<String>> {
         .map_err(|_| anyhow::anyhow!("short read of random bytes"))?;
     let hash = crate::render::users::hash(req.password, salt).context("hashing the password")?;
     let (user, password) = (req.user, req.password);
-    let edited = edit_secret(client, &secret, req.cluster, seen.provider.is_none(), |f| {
+    // A Secret the OAuth names but that is missing is made: the provider then works.
+    let edited = edit_secret(client, &secret, req.cluster, true, |f| {
         let old = f.hash_of(user).map(str::to_string);
         // Same password: nothing to write (the hash's salt differs each time).
         if old
