@@ -50,7 +50,8 @@ Control and Consistency", "HTTP Status codes", "Response Status Kind"):
   is not the stored one is a 409 Conflict ("the object has been modified");
   without one it is an unconditional update (Secrets allow it); a PUT of a
   missing Secret is a 404 (no create on update); a POST of an existing name is
-  a 409 AlreadyExists. Every write gets a new resourceVersion.
+  a 409 AlreadyExists. Every write gets a new resourceVersion; an update
+  that changes nothing is no write and keeps it.
 - ClusterRoleBindings (rbac.authorization.k8s.io/v1: list, GET, POST, DELETE),
   the OAuth `cluster` (config.openshift.io/v1: GET, PUT as a Secret), and
   users and identities of user.openshift.io/v1 (list, GET, DELETE).
@@ -558,8 +559,11 @@ def users_api(handler, method, path, query, body):
         else:
             body["metadata"]["uid"] = obj["metadata"]["uid"]
             body["metadata"]["creationTimestamp"] = obj["metadata"]["creationTimestamp"]
-            store[key] = stamp(body)
-            event(event="update", object=what + "/" + name)
+            body["metadata"]["resourceVersion"] = obj["metadata"]["resourceVersion"]
+            # An update that changes nothing is not written (no new resourceVersion).
+            if body != obj:
+                store[key] = stamp(body)
+                event(event="update", object=what + "/" + name)
             handler.reply(200, store[key])
     elif method == "DELETE":
         obj = store.pop(key)
