@@ -58,6 +58,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::ApproveCsrs(args) => {
             commands::approve_csrs::run(args, &state, &mut std::io::stdout().lock())
         }
+        Command::Users(args) => commands::users::run(args, &state, &mut std::io::stdout().lock()),
         Command::Env(args) => commands::access::env(args, &state, &mut std::io::stdout().lock()),
         Command::Ssh(args) => commands::access::ssh(args, &state),
         Command::Console(args) => commands::access::console(args, &state),

@@ -20,6 +20,7 @@ pub mod report;
 pub mod scale;
 pub mod serve;
 pub mod status;
+pub mod users;
 pub mod wait_for;
 
 use std::path::PathBuf;
@@ -84,6 +85,10 @@ pub enum Command {
     /// Approve the cluster's node CSRs: client CSRs from the node bootstrapper and serving
     /// CSRs from the nodes, for nodes of the plan only
     ApproveCsrs(approve_csrs::ApproveCsrsArgs),
+    /// The lab's htpasswd users on an installed cluster, through its API: list, add (a
+    /// cluster-admin with --admin), remove (kubeadmin too, once another cluster-admin has
+    /// logged in)
+    Users(users::UsersArgs),
     /// Print the shell line that points oc and kubectl at the cluster (eval "$(shiftlab env NAME)")
     Env(access::EnvArgs),
     /// Log in to a node as core over SSH, or run a command there

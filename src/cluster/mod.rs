@@ -12,6 +12,7 @@ mod open;
 pub mod power;
 pub mod scale;
 mod status;
+pub mod users;
 
 pub use destroy::{destroy, destroy_kubevirt};
 pub use open::{

@@ -17,6 +17,7 @@ pub mod report;
 pub mod scale;
 pub mod serve;
 pub mod status;
+pub mod users;
 pub mod wait_for;
 
 use std::path::Path;

@@ -22,8 +22,8 @@ pub struct Recorded {
 }
 
 /// The password of `user`: its file's, else the generated one in `assets`,
-/// made now when there is none.
-fn password(user: &User, assets: &Assets) -> Result<(String, PathBuf)> {
+/// made now when there is none (also `shiftlab users NAME add`).
+pub fn password(user: &User, assets: &Assets) -> Result<(String, PathBuf)> {
     if let Some(p) = &user.password_file {
         let pw = crate::spec::read_password_file(p)
             .map_err(|e| anyhow::anyhow!("users: {}: {e}", user.name))?;

@@ -11,3 +11,4 @@ pub mod health;
 pub mod owner;
 pub mod ready;
 pub mod report;
+pub mod users;

@@ -86,7 +86,9 @@ pub fn manifests(users: &[Hashed]) -> Vec<(String, String)> {
         let binding = json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
-            "metadata": {"name": format!("shiftlab-user-{}-cluster-admin", u.name)},
+            // The label marks it shiftlab's: `users NAME remove` deletes only those.
+            "metadata": {"name": format!("shiftlab-user-{}-cluster-admin", u.name),
+                         "labels": {"app.kubernetes.io/managed-by": "shiftlab"}},
             "roleRef": {
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "ClusterRole",

@@ -10,7 +10,11 @@
 # stand-in's power-button message seen on the console); start (control planes
 # first, no API in a lab: said so); stop and start again with a stand-in API whose
 # kubelets ask for new certificates on boot (tests/e2e/kube-standin.py), approved
-# by start; gather with no secret of the state in it.
+# by start; the lab's users through that API (shiftlab users: add, a rerun
+# that changes nothing, a 409 on the Secret read again, list, logins checked by
+# the stand-in's OAuth server, remove, kubeadmin's removal refused until a
+# cluster-admin has logged in, the last admin kept); gather with no secret of
+# the state in it.
 set -euo pipefail
 
 NAME=day2
@@ -123,6 +127,54 @@ for n in $(jq -r '.[]' <<<"$members"); do
 done
 jq -e '.api.approved | length > 0' "$SHIFTLAB_HOME/clusters/e2ed/power.json" >/dev/null || fail "power.json has no approvals"
 
+step "users through the stand-in API: add, list, a conflict, remove, kubeadmin"
+# The stand-in's cluster was installed without users: (OAuth spec {},
+# kube-system/kubeadmin, no User); its OAuth server checks a login against the
+# htpasswd Secret with crypt(3)'s bcrypt and makes the User and Identity.
+api_url=http://127.0.0.1:$(cat "$work/api.port")
+users() { "$bin" users e2ed "$@" --kubeconfig "$work/kubeconfig"; }
+login() { # USER PASSWORD: the HTTP code of oc login's challenge flow
+	curl -s -o /dev/null -w '%{http_code}' -u "$1:$2" -H 'X-CSRF-Token: 1' \
+		"$api_url/oauth/authorize?client_id=openshift-challenging-client&response_type=token"
+}
+if users remove kubeadmin >"$work/users-k1.out" 2>&1; then fail "kubeadmin removed with no other cluster-admin"; fi
+grep -q 'refusing to remove kubeadmin: no user is a cluster-admin' "$work/users-k1.out" || fail "kubeadmin: $(cat "$work/users-k1.out")"
+users add alice --admin -o json >"$work/users-alice.json"
+jq -e '(.done | length) == 3 and (.done[1] | contains("identity provider shiftlab-htpasswd"))' "$work/users-alice.json" >/dev/null ||
+	fail "add alice: $(cat "$work/users-alice.json")"
+alice_pw_file=$SHIFTLAB_HOME/clusters/e2ed/assets/auth/alice-password
+[[ $(stat -c %a "$alice_pw_file") == 600 ]] || fail "alice's generated password is $(stat -c %a "$alice_pw_file")"
+alice_pw=$(cat "$alice_pw_file")
+users add alice --admin -o json | jq -e '.done == []' >/dev/null || fail "a rerun of add alice changed something"
+if users remove kubeadmin >"$work/users-k2.out" 2>&1; then fail "kubeadmin removed before alice logged in"; fi
+grep -q 'log in once as alice' "$work/users-k2.out" || fail "kubeadmin: $(cat "$work/users-k2.out")"
+[[ $(login alice wrong-password) == 401 ]] || fail "alice logged in with a wrong password"
+[[ $(login alice "$alice_pw") == 302 ]] || fail "alice cannot log in with her generated password"
+# bob while another admin writes the Secret between shiftlab's read and write:
+# the PUT gets 409, shiftlab reads again, the other writer's line stays.
+printf 'bob-%s\n' "$RANDOM$RANDOM" >"$work/bob.pw"
+curl -fs -X POST "$api_url/standin/concurrent-writer?namespace=openshift-config&name=shiftlab-htpasswd&user=carol" >/dev/null
+users add bob --password-file "$work/bob.pw" | tee "$work/users-bob.out"
+grep -q '"event": "conflict", "object": "secrets/shiftlab-htpasswd"' "$work/api.events" || fail "no 409 on the Secret: $(tail -5 "$work/api.events")"
+[[ $(login bob "$(head -1 "$work/bob.pw")") == 302 ]] || fail "bob cannot log in with his password"
+users list -o json >"$work/users-list.json"
+users list | tee "$work/users-list.out"
+jq -e '[.users[] | [.name, .admin, .logged_in]] == [["alice", true, true], ["carol", false, false], ["bob", false, true]] and .kubeadmin' \
+	"$work/users-list.json" >/dev/null || fail "list: $(cat "$work/users-list.json")"
+for f in "$work"/users-*; do
+	if grep -qF -e "$alice_pw" -e "$(head -1 "$work/bob.pw")" -e '$2y$' "$f"; then fail "$f shows a password or a hash"; fi
+done
+users remove kubeadmin | tee "$work/users-k3.out"
+grep -q 'Secret kube-system/kubeadmin: deleted' "$work/users-k3.out" || fail "kubeadmin: $(cat "$work/users-k3.out")"
+[[ $(curl -s -o /dev/null -w '%{http_code}' "$api_url/api/v1/namespaces/kube-system/secrets/kubeadmin") == 404 ]] || fail "kubeadmin's Secret is still there"
+if users remove alice >"$work/users-last.out" 2>&1; then fail "the last cluster-admin was removed with kubeadmin gone"; fi
+grep -q 'alice is the last cluster-admin' "$work/users-last.out" || fail "remove alice: $(cat "$work/users-last.out")"
+users remove bob -o json >"$work/users-rm-bob.json"
+jq -e '.done == ["Secret openshift-config/shiftlab-htpasswd: bob removed", "Identity shiftlab-htpasswd:bob: deleted", "User bob: deleted"]' \
+	"$work/users-rm-bob.json" >/dev/null || fail "remove bob: $(cat "$work/users-rm-bob.json")"
+[[ $(login bob "$(head -1 "$work/bob.pw")") == 401 ]] || fail "bob still logs in"
+users remove bob -o json | jq -e '.done == []' >/dev/null || fail "a second remove bob changed something"
+
 step "gather"
 token=$(cat "$SHIFTLAB_HOME/clusters/e2ed/http-token" 2>/dev/null || true)
 "$bin" gather e2ed --out "$work/g.tar.gz" | tee "$work/gather.out"
@@ -134,4 +186,5 @@ done
 [[ -s $work/g/gather-e2ed/libvirt/network-shiftlab-e2ed.xml ]] || fail "gather has no network XML: $(ls "$work/g/gather-e2ed/libvirt")"
 [[ -s $work/g/gather-e2ed/state/plan.json ]] || fail "gather has no plan"
 if [[ -n $token ]] && grep -rqF "$token" "$work/g"; then fail "the HTTP token is in the tarball"; fi
+if grep -rqF "$alice_pw" "$work/g"; then fail "a user's password is in the tarball"; fi
 echo "PASS $NAME"

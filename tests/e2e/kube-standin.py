@@ -41,6 +41,44 @@ What it models, and where the behaviour comes from:
   GET /api/v1/nodes, GET one Node, GET the ClusterVersion and ClusterOperator
   lists and one of each; anything else a 404 Status.
 
+The lab's users (`shiftlab users`, docs/users.md), as the real API server
+and OAuth server behave (Kubernetes API conventions,
+community/contributors/devel/sig-architecture/api-conventions.md: "Concurrency
+Control and Consistency", "HTTP Status codes", "Response Status Kind"):
+
+- Secrets (GET, POST, PUT, DELETE one): a PUT whose metadata.resourceVersion
+  is not the stored one is a 409 Conflict ("the object has been modified");
+  without one it is an unconditional update (Secrets allow it); a PUT of a
+  missing Secret is a 404 (no create on update); a POST of an existing name is
+  a 409 AlreadyExists. Every write gets a new resourceVersion; an update
+  that changes nothing is no write and keeps it.
+- ClusterRoleBindings (rbac.authorization.k8s.io/v1: list, GET, POST, DELETE),
+  the OAuth `cluster` (config.openshift.io/v1: GET, PUT as a Secret), and
+  users and identities of user.openshift.io/v1 (list, GET, DELETE).
+- A DELETE of an object that exists answers 200 with a Status of status
+  Success and details (name, kind, uid), as kube-apiserver's generic registry
+  does for these resources; of a missing one a 404 NotFound Status. Status
+  bodies carry kind, apiVersion, metadata, status, message, reason, details
+  and code as the real ones (`secrets "x" not found`,
+  `clusterrolebindings.rbac.authorization.k8s.io "x" not found`).
+- The cluster was installed without `users:`: the OAuth has `spec: {}`,
+  kube-system/kubeadmin exists (key `kubeadmin`: a bcrypt hash, as the
+  installer's pkg/asset/password writes it), the system cluster-admin
+  bindings bind groups, no User exists.
+- A login (`oc login -u`'s challenge flow: GET /oauth/authorize with
+  client_id openshift-challenging-client, response_type token, Basic
+  credentials, an X-CSRF-Token header) is checked against the htpasswd
+  Secrets the OAuth's HTPasswd providers name, bcrypt by the C library's
+  crypt(3); on success the OAuth server's `claim` mapping makes the Identity
+  `<provider>:<user>` and the User listing it, and answers 302 with a token
+  in the Location's fragment; otherwise 401. (The real OAuth server is
+  oauth-openshift.apps.<domain>; here it shares the API's port.)
+- A test's knob, POST /standin/concurrent-writer?namespace=N&name=S&user=U:
+  when the next PUT of Secret N/S arrives, another writer's update lands
+  first (the line U added to its htpasswd, a new resourceVersion), as an
+  admin's `oc edit` between shiftlab's read and its write would; that PUT,
+  carrying the version read, gets the real API's 409.
+
 Each event (boot, CSR created, approved) is appended to EVENTS_FILE as one JSON
 line, so the test can see what happened in which order. Nothing leaves 127.0.0.1.
 Python's standard library and the openssl command (Debian's ca-certificates
@@ -48,6 +86,7 @@ depends on it) only: the sandbox has no package index.
 """
 
 import base64
+import crypt  # bcrypt through libxcrypt; deprecated in 3.11, still here (the sandbox's python)
 import datetime
 import json
 import os
@@ -55,6 +94,9 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
+import uuid
+import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
@@ -237,14 +279,34 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def status(self, code, reason, message):
-        self.reply(code, {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                          "status": "Failure", "code": code, "reason": reason,
-                          "message": message})
+    def status(self, code, reason, message, details=None):
+        body = {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                "status": "Failure", "code": code, "reason": reason,
+                "message": message}
+        if details:
+            body["details"] = details
+        self.reply(code, body)
+
+    def body(self):
+        return json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+
+    def do_POST(self):
+        path, _, query = self.path.partition("?")
+        with lock:
+            if not users_api(self, "POST", path, query, self.body()):
+                self.status(404, "NotFound", "the server could not find the requested resource")
+
+    def do_DELETE(self):
+        path, _, query = self.path.partition("?")
+        with lock:
+            if not users_api(self, "DELETE", path, query, None):
+                self.status(404, "NotFound", "the server could not find the requested resource")
 
     def do_GET(self):
         path = self.path.split("?")[0]
         with lock:
+            if users_api(self, "GET", path, self.path.partition("?")[2], None):
+                return
             if path == "/version":
                 return self.reply(200, {"major": "1", "minor": "30", "gitVersion": "v1.30.0",
                                         "gitCommit": "", "gitTreeState": "clean",
@@ -280,7 +342,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_PUT(self):
         path = self.path.split("?")[0]
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+        body = self.body()
+        with lock:
+            if users_api(self, "PUT", path, "", body):
+                return
         name = path[len(CSRS) + 1:-len("/approval")] if (
             path.startswith(CSRS + "/") and path.endswith("/approval")) else None
         with lock:
@@ -305,6 +370,209 @@ class Handler(BaseHTTPRequestHandler):
                     set_ready(m["name"], "True", "KubeletReady", "kubelet is posting ready status")
                     create_csr(m, "serving")
             self.reply(200, csr)
+
+
+# --- the lab's users (see the docstring) ---
+USER_API = "/apis/user.openshift.io/v1/"
+RBAC = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
+secrets = {}  # (namespace, name) -> object
+oauths = {}
+bindings = {}
+ousers = {}
+identities = {}
+concurrent_writer = {}  # (namespace, name) -> the user the other writer adds
+
+
+def bcrypt_hash(password):
+    salt = base64.b64encode(os.urandom(16), b"./").decode()[:22]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return crypt.crypt(password, "$2y$10$" + salt)
+
+
+def bcrypt_ok(password, hashed):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return crypt.crypt(password, hashed) == hashed
+
+
+def stamp(obj):
+    md = obj.setdefault("metadata", {})
+    md.setdefault("uid", str(uuid.uuid4()))
+    md.setdefault("creationTimestamp", now())
+    md["resourceVersion"] = next_version()
+    return obj
+
+
+stamp(secrets.setdefault(("kube-system", "kubeadmin"), {
+    "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+    "metadata": {"name": "kubeadmin", "namespace": "kube-system"},
+    "data": {"kubeadmin": base64.b64encode(bcrypt_hash(base64.b64encode(os.urandom(18)).decode()).encode()).decode()}}))
+oauths["cluster"] = stamp({"apiVersion": "config.openshift.io/v1", "kind": "OAuth",
+                           "metadata": {"name": "cluster"}, "spec": {}})
+for bname, group in (("cluster-admin", "system:masters"), ("cluster-admins", "system:cluster-admins")):
+    bindings[bname] = stamp({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                             "metadata": {"name": bname},
+                             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                         "name": "cluster-admin"},
+                             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                           "name": group}]})
+
+
+def resource(path):
+    """(store, key, collection?, resource, group, namespaced, list kind, api version) for a users path."""
+    parts = path.strip("/").split("/")
+    if path.startswith("/api/v1/namespaces/") and len(parts) in (5, 6) and parts[4] == "secrets":
+        key = (parts[3], parts[5]) if len(parts) == 6 else (parts[3], None)
+        return secrets, key, len(parts) == 5, "secrets", "", "SecretList", "v1"
+    table = ((RBAC, bindings, "clusterrolebindings", "rbac.authorization.k8s.io", "ClusterRoleBindingList",
+              "rbac.authorization.k8s.io/v1"),
+             (CONFIG + "oauths", oauths, "oauths", "config.openshift.io", "OAuthList", "config.openshift.io/v1"),
+             (USER_API + "users", ousers, "users", "user.openshift.io", "UserList", "user.openshift.io/v1"),
+             (USER_API + "identities", identities, "identities", "user.openshift.io", "IdentityList",
+              "user.openshift.io/v1"))
+    for prefix, store, plural, group, list_kind, api in table:
+        if path == prefix:
+            return store, None, True, plural, group, list_kind, api
+        if path.startswith(prefix + "/") and "/" not in path[len(prefix) + 1:]:
+            return store, urllib.parse.unquote(path[len(prefix) + 1:]), False, plural, group, list_kind, api
+    return None
+
+
+def qualified(plural, group):
+    return plural + "." + group if group else plural
+
+
+def details(name, plural, group, uid=None):
+    d = {"name": name, "kind": plural}
+    if group:
+        d["group"] = group
+    if uid:
+        d["uid"] = uid
+    return d
+
+
+def add_line(secret, user):
+    text = base64.b64decode(secret.get("data", {}).get("htpasswd", "")).decode()
+    text += "%s:%s\n" % (user, bcrypt_hash(base64.b64encode(os.urandom(12)).decode()))
+    secret.setdefault("data", {})["htpasswd"] = base64.b64encode(text.encode()).decode()
+    stamp(secret)
+
+
+def login(handler, query):
+    """The OAuth server's challenge flow for oc login."""
+    q = urllib.parse.parse_qs(query)
+    auth = handler.headers.get("Authorization", "")
+    if q.get("client_id") != ["openshift-challenging-client"] or q.get("response_type") != ["token"] \
+            or not handler.headers.get("X-CSRF-Token"):
+        return handler.reply(400, {"error": "invalid_request"})
+    if auth.startswith("Basic "):
+        user, _, password = base64.b64decode(auth[6:]).decode().partition(":")
+        for idp in oauths["cluster"].get("spec", {}).get("identityProviders") or []:
+            if idp.get("type") != "HTPasswd":
+                continue
+            sec = secrets.get(("openshift-config", idp.get("htpasswd", {}).get("fileData", {}).get("name")))
+            text = base64.b64decode((sec or {}).get("data", {}).get("htpasswd", "")).decode()
+            for line in text.splitlines():
+                n, _, h = line.partition(":")
+                if n == user and h and bcrypt_ok(password, h):
+                    ident = "%s:%s" % (idp["name"], user)
+                    if ident not in identities:
+                        identities[ident] = stamp({"apiVersion": "user.openshift.io/v1", "kind": "Identity",
+                                                   "metadata": {"name": ident}, "providerName": idp["name"],
+                                                   "providerUserName": user,
+                                                   "user": {"name": user}})
+                    u = ousers.setdefault(user, stamp({"apiVersion": "user.openshift.io/v1", "kind": "User",
+                                                        "metadata": {"name": user}, "identities": [],
+                                                        "groups": None}))
+                    if ident not in u["identities"]:
+                        u["identities"].append(ident)
+                        stamp(u)
+                    identities[ident]["user"]["uid"] = u["metadata"]["uid"]
+                    event(event="login", user=user, identity=ident)
+                    handler.send_response(302)
+                    handler.send_header("Location", "https://oauth.invalid/oauth/token/implicit#access_token=sha256~"
+                                        + uuid.uuid4().hex + "&token_type=Bearer")
+                    handler.send_header("content-length", "0")
+                    return handler.end_headers()
+    event(event="login-refused", user=auth and "?")
+    handler.send_response(401)
+    handler.send_header("WWW-Authenticate", 'Basic realm="openshift"')
+    handler.send_header("content-length", "0")
+    handler.end_headers()
+
+
+def users_api(handler, method, path, query, body):
+    """The users' part of the API; False when `path` is not one of its objects."""
+    if path == "/oauth/authorize" and method == "GET":
+        login(handler, query)
+        return True
+    if path == "/standin/concurrent-writer" and method == "POST":
+        q = urllib.parse.parse_qs(query)
+        concurrent_writer[(q["namespace"][0], q["name"][0])] = q["user"][0]
+        handler.reply(200, {"armed": True})
+        return True
+    r = resource(path)
+    if r is None:
+        return False
+    store, key, collection, plural, group, list_kind, api = r
+    name = key[1] if isinstance(key, tuple) else key
+    what = qualified(plural, group)
+    not_found = lambda: handler.status(404, "NotFound", '%s "%s" not found' % (what, name),
+                                       details(name, plural, group))
+    if collection and method == "GET" and not isinstance(key, tuple):
+        handler.reply(200, {"apiVersion": api, "kind": list_kind, "metadata": {"resourceVersion": str(version[0])},
+                            "items": list(store.values())})
+    elif collection and method == "POST":
+        new_name = body.get("metadata", {}).get("name")
+        k = (key[0], new_name) if isinstance(key, tuple) else new_name
+        if k in store:
+            handler.status(409, "AlreadyExists", '%s "%s" already exists' % (what, new_name),
+                           details(new_name, plural, group))
+        else:
+            if isinstance(key, tuple):
+                body["metadata"]["namespace"] = key[0]
+            store[k] = stamp(body)
+            event(event="create", object=what + "/" + new_name)
+            handler.reply(201, store[k])
+    elif collection:
+        handler.status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+    elif key not in store:
+        not_found()
+    elif method == "GET":
+        handler.reply(200, store[key])
+    elif method == "PUT":
+        other = concurrent_writer.pop(key, None) if isinstance(key, tuple) else None
+        if other:
+            add_line(store[key], other)
+            event(event="concurrent-write", object=what + "/" + name, user=other)
+        obj = store[key]
+        rv = body.get("metadata", {}).get("resourceVersion")
+        if body.get("metadata", {}).get("name") != name:
+            handler.status(400, "BadRequest", "the name of the object (%s) does not match the name on the URL (%s)"
+                           % (body.get("metadata", {}).get("name"), name))
+        elif rv not in (None, "", obj["metadata"]["resourceVersion"]):
+            event(event="conflict", object=what + "/" + name)
+            handler.status(409, "Conflict", 'Operation cannot be fulfilled on %s "%s": the object has been '
+                           "modified; please apply your changes to the latest version and try again" % (what, name),
+                           details(name, plural, group))
+        else:
+            body["metadata"]["uid"] = obj["metadata"]["uid"]
+            body["metadata"]["creationTimestamp"] = obj["metadata"]["creationTimestamp"]
+            body["metadata"]["resourceVersion"] = obj["metadata"]["resourceVersion"]
+            # An update that changes nothing is not written (no new resourceVersion).
+            if body != obj:
+                store[key] = stamp(body)
+                event(event="update", object=what + "/" + name)
+            handler.reply(200, store[key])
+    elif method == "DELETE":
+        obj = store.pop(key)
+        event(event="delete", object=what + "/" + name)
+        handler.reply(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                            "details": details(name, plural, group, obj["metadata"]["uid"])})
+    else:
+        handler.status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+    return True
 
 
 if troubled:

@@ -42,7 +42,9 @@ use super::types::*;
 
 pub use identity::{is_cluster_name, is_dns_label, parse_version, CLUSTER_NAME_RULE};
 pub use kubevirt::is_dns_subdomain;
-pub use users::{is_user_name, read_password_file, MAX_PASSWORD_BYTES, USER_NAME_RULE};
+pub use users::{
+    check_user_name, is_user_name, read_password_file, MAX_PASSWORD_BYTES, USER_NAME_RULE,
+};
 
 /// What resolution may look at outside the file itself. Passed in so that tests are
 /// independent of the machine they run on.

@@ -34,6 +34,23 @@ pub fn is_user_name(s: &str) -> bool {
             .all(|&c| edge(c) || matches!(c, b'-' | b'_' | b'.'))
 }
 
+/// Whether `n` may be a lab user's name (the cluster file's `users:` and
+/// `shiftlab users NAME add`): the error says what is valid.
+pub fn check_user_name(n: &str) -> Result<(), String> {
+    if n == KUBEADMIN {
+        return Err("\"kubeadmin\" is the installer's own user; choose another name".into());
+    }
+    if n.starts_with("system:") {
+        return Err(format!(
+            "{n:?} is in OpenShift's reserved system: namespace; choose another name"
+        ));
+    }
+    if !is_user_name(n) {
+        return Err(format!("{n:?} is not a valid user name: {USER_NAME_RULE}"));
+    }
+    Ok(())
+}
+
 /// The password in `path`: one non-empty line (a final newline allowed) of at
 /// most [`MAX_PASSWORD_BYTES`]. The error names the file, never its contents.
 pub fn read_password_file(path: &Path) -> Result<String, String> {
@@ -84,25 +101,8 @@ pub fn resolve(raw: &RawSpec, env: &Env, method: Method, d: &mut Diagnostics) ->
             continue;
         };
         let n = name.v.as_str();
-        if n == KUBEADMIN {
-            d.error(
-                &name.field,
-                "\"kubeadmin\" is the installer's own user; choose another name",
-            );
-            continue;
-        }
-        if n.starts_with("system:") {
-            d.error(
-                &name.field,
-                format!("{n:?} is in OpenShift's reserved system: namespace; choose another name"),
-            );
-            continue;
-        }
-        if !is_user_name(n) {
-            d.error(
-                &name.field,
-                format!("{n:?} is not a valid user name: {USER_NAME_RULE}"),
-            );
+        if let Err(e) = check_user_name(n) {
+            d.error(&name.field, e);
             continue;
         }
         if !seen.insert(n.to_string()) {
