@@ -132,6 +132,8 @@ pub fn render_table(plan: &Plan) -> String {
                     super::RecordType::A => "A",
                     super::RecordType::PTR => "PTR",
                     super::RecordType::Wildcard => "A (wildcard)",
+                    super::RecordType::AAAA => "AAAA",
+                    super::RecordType::Wildcard6 => "AAAA (wildcard)",
                 }
                 .into(),
                 r.value.clone(),
