@@ -147,6 +147,12 @@ fn dual_stack_goldens_per_method() {
             &format!("{method}.plan.json"),
             &(serde_json::to_string_pretty(&plan).unwrap() + "\n"),
         );
+        let table = plan::render_table(&plan);
+        for n in &plan.nodes {
+            let line = table.lines().find(|l| l.starts_with(&n.name)).unwrap();
+            assert!(line.contains(&n.ipv6.unwrap().to_string()), "{line}");
+        }
+        golden(&format!("{method}.plan.txt"), &table);
         let xml = network_xml(&plan);
         check_network_xml(&plan, &xml);
         golden(&format!("{method}.network.xml"), &xml);
