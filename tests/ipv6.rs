@@ -253,3 +253,48 @@ fn create_refuses_dual_stack_that_plan_shows() {
         ["172.30.0.0/16", "fd02::/112"]
     );
 }
+
+/// The IPv6 subnet is checked against the host as the IPv4 one is (doctor -f,
+/// create's preflight): another libvirt network holding it and a host route
+/// over it are each named; the lab's own network XML reads back its subnets.
+#[test]
+fn the_ipv6_subnet_must_be_free_on_the_host() {
+    use shiftlab::doctor::checks::network_problems;
+    use shiftlab::doctor::facts::{LibvirtNetwork, Route};
+    use shiftlab::libvirt::xml::parse::network_subnets6;
+    let p = plan::derive(&load("upi"));
+    let subnets = network_subnets6(&network_xml(&p));
+    assert_eq!(
+        subnets,
+        [
+            "fd00:5:140::/64".parse().unwrap(),
+            "fd00:5:140::2/128".parse().unwrap()
+        ]
+    );
+    let other = LibvirtNetwork {
+        name: "v6lab".into(),
+        owner: None,
+        bridge: Some("virbr6".into()),
+        subnets: vec![
+            "10.6.0.0/24".parse().unwrap(),
+            "fd00:5:140:0:8000::/65".parse().unwrap(),
+        ],
+    };
+    let routes = [
+        Route {
+            iface: "eth1".into(),
+            dest: "fd00:5::/32".parse().unwrap(),
+        },
+        Route {
+            iface: "eth2".into(),
+            dest: "fd00:6::/32".parse().unwrap(),
+        },
+    ];
+    assert_eq!(
+        network_problems(&p, &[other], &routes, &[], true),
+        [
+            "network.cidr fd00:5:140::/64: overlaps fd00:5:140:0:8000::/65 of libvirt network v6lab; choose another subnet",
+            "network.cidr fd00:5:140::/64: overlaps the host route fd00:5::/32 via eth1; choose another subnet",
+        ]
+    );
+}
