@@ -377,9 +377,16 @@ fn vips(
 }
 
 /// What `create` refuses of a file `plan` takes: a dual-stack lab is planned and
-/// rendered, but the host's services are IPv4 only, so nothing half-works.
-pub fn host_refusal(spec: &ClusterSpec, file: &str) -> Result<(), crate::spec::InvalidSpec> {
-    let Some(v6) = &spec.ipv6 else { return Ok(()) };
+/// rendered (`renders_only`: `create install-config --dir`, allowed), but the
+/// host's services are IPv4 only, so nothing half-works.
+pub fn host_refusal(
+    spec: &ClusterSpec,
+    file: &str,
+    renders_only: bool,
+) -> Result<(), crate::spec::InvalidSpec> {
+    let Some(v6) = spec.ipv6.as_ref().filter(|_| !renders_only) else {
+        return Ok(());
+    };
     Err(crate::spec::InvalidSpec {
         file: file.to_string(),
         errors: vec![crate::spec::Diagnostic {
