@@ -15,10 +15,13 @@
 //! .20–       workers 0, 1, …
 //! top quarter of the subnet: DHCP pool for unplanned machines
 //! ```
+//!
+//! A dual-stack lab's IPv6 subnet uses the same offsets (`::1` the gateway,
+//! `::b` control plane 0, …), so a node's two addresses end alike.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
-use ipnet::Ipv4Net;
+use ipnet::{Ipv4Net, Ipv6Net};
 use sha2::{Digest, Sha256};
 
 pub const GATEWAY_OFFSET: u32 = 1;
@@ -135,6 +138,34 @@ pub fn reverse_name(ip: Ipv4Addr) -> String {
     format!("{}.{}.{}.{}.in-addr.arpa", o[3], o[2], o[1], o[0])
 }
 
+/// [`offset`] in an IPv6 subnet.
+pub fn offset6(net: &Ipv6Net, n: u32) -> Ipv6Addr {
+    Ipv6Addr::from(u128::from(net.network()).saturating_add(u128::from(n)))
+}
+
+/// A usable host address of an IPv6 subnet: not the subnet-router anycast
+/// address (the subnet's first; IPv6 has no broadcast).
+pub fn is_host6(net: &Ipv6Net, ip: Ipv6Addr) -> bool {
+    net.contains(&ip) && ip != net.network()
+}
+
+/// The default DHCPv6 pool: the top quarter of the subnet, as for IPv4.
+pub fn default_dhcp6(net: &Ipv6Net) -> (Ipv6Addr, Ipv6Addr) {
+    let bits = 128 - u32::from(net.prefix_len());
+    let size = 1u128.checked_shl(bits).unwrap_or(0);
+    let start = u128::from(net.network()).saturating_add(size / 4 * 3);
+    (Ipv6Addr::from(start), net.broadcast())
+}
+
+/// The nibble-reversed `….ip6.arpa` name of an IPv6 address (RFC 3596).
+pub fn reverse_name6(ip: Ipv6Addr) -> String {
+    let mut out = String::new();
+    for b in ip.octets().iter().rev() {
+        out.push_str(&format!("{:x}.{:x}.", b & 0xf, b >> 4));
+    }
+    out + "ip6.arpa"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +204,27 @@ mod tests {
         assert_eq!(
             reverse_name("192.168.126.11".parse().unwrap()),
             "11.126.168.192.in-addr.arpa"
+        );
+    }
+
+    #[test]
+    fn layout_of_an_ipv6_64() {
+        let net: Ipv6Net = "fd00:1:2:3::/64".parse().unwrap();
+        assert_eq!(offset6(&net, CTLPLANE_OFFSET).to_string(), "fd00:1:2:3::b");
+        assert!(is_host6(&net, offset6(&net, 1)));
+        assert!(!is_host6(&net, net.network()));
+        let (s, e) = default_dhcp6(&net);
+        assert_eq!(
+            (s.to_string(), e.to_string()),
+            (
+                "fd00:1:2:3:c000::".into(),
+                "fd00:1:2:3:ffff:ffff:ffff:ffff".into()
+            )
+        );
+        // RFC 3596 section 2.5's example address.
+        assert_eq!(
+            reverse_name6("4321:0:1:2:3:4:567:89ab".parse().unwrap()),
+            "b.a.9.8.7.6.5.0.4.0.0.0.3.0.0.0.2.0.0.0.1.0.0.0.0.0.0.0.1.2.3.4.ip6.arpa"
         );
     }
 

@@ -65,6 +65,8 @@ impl Zone {
                 PlanRecord::PTR => {
                     z.ptr.insert(norm(&r.name), norm(&r.value));
                 }
+                // IPv4 only: a dual-stack lab is not created yet (docs/ipv6.md).
+                PlanRecord::AAAA | PlanRecord::Wildcard6 => {}
             }
         }
         z

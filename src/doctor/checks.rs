@@ -679,7 +679,8 @@ fn serve(f: &HostFacts, plan: Option<&Plan>, run: Run) -> Check {
     .fix("shiftlab serve --install-unit (a systemd unit), or run shiftlab serve")
 }
 
-fn overlaps(a: &ipnet::Ipv4Net, b: &ipnet::Ipv4Net) -> bool {
+/// Of one family and sharing an address (`IpNet::contains` is false across families).
+fn overlaps(a: &ipnet::IpNet, b: &ipnet::IpNet) -> bool {
     a.contains(&b.network()) || b.contains(&a.network())
 }
 
@@ -697,6 +698,10 @@ pub fn network_problems(
 ) -> Vec<String> {
     let net = &p.network;
     let nat = net.mode == NetworkMode::Nat;
+    // The lab's subnets: IPv4's, and a dual-stack lab's IPv6 one.
+    let cidrs: Vec<ipnet::IpNet> = std::iter::once(net.cidr.into())
+        .chain(net.ipv6.as_ref().map(|v6| v6.cidr.into()))
+        .collect();
     let mut problems = Vec::new();
     let mut ours = false;
     for n in networks {
@@ -720,21 +725,25 @@ pub fn network_problems(
                 net.bridge, n.name
             ));
         }
-        for s in n.subnets.iter().filter(|s| nat && overlaps(s, &net.cidr)) {
-            problems.push(format!(
-                "network.cidr {}: overlaps {s} of libvirt network {}; choose another subnet",
-                net.cidr, n.name
-            ));
+        for cidr in &cidrs {
+            for s in n.subnets.iter().filter(|s| nat && overlaps(s, cidr)) {
+                problems.push(format!(
+                    "network.cidr {cidr}: overlaps {s} of libvirt network {}; choose another subnet",
+                    n.name
+                ));
+            }
         }
     }
     // Host routes and interfaces (only meaningful when libvirt is on this machine).
     if local && nat && !ours {
-        for r in routes {
-            if r.iface != net.bridge && overlaps(&r.dest, &net.cidr) {
-                problems.push(format!(
-                    "network.cidr {}: overlaps the host route {} via {}; choose another subnet",
-                    net.cidr, r.dest, r.iface
-                ));
+        for cidr in &cidrs {
+            for r in routes {
+                if r.iface != net.bridge && overlaps(&r.dest, cidr) {
+                    problems.push(format!(
+                        "network.cidr {cidr}: overlaps the host route {} via {}; choose another subnet",
+                        r.dest, r.iface
+                    ));
+                }
             }
         }
         if interfaces.contains(&net.bridge) {

@@ -83,18 +83,19 @@ pub struct LibvirtNetwork {
     /// The shiftlab cluster that owns it (its metadata), if any.
     pub owner: Option<String>,
     pub bridge: Option<String>,
-    pub subnets: Vec<ipnet::Ipv4Net>,
+    /// Both families' (a recorded host from before: IPv4 only).
+    pub subnets: Vec<ipnet::IpNet>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Route {
     pub iface: String,
-    pub dest: ipnet::Ipv4Net,
+    pub dest: ipnet::IpNet,
 }
 
 /// Every libvirt network of `host`, with its owner, bridge and subnets.
 pub fn libvirt_networks(host: &crate::libvirt::Host) -> anyhow::Result<Vec<LibvirtNetwork>> {
-    use crate::libvirt::xml::parse::{network_bridge, network_subnets};
+    use crate::libvirt::xml::parse::{network_bridge, network_subnets, network_subnets6};
     let mut out = Vec::new();
     for n in host.conn.list_all_networks(0)? {
         let xml = n.xml_desc(0)?;
@@ -102,7 +103,11 @@ pub fn libvirt_networks(host: &crate::libvirt::Host) -> anyhow::Result<Vec<Libvi
             name: n.name()?,
             owner: crate::libvirt::xml::owner::Owner::parse(&xml).map(|o| o.cluster),
             bridge: network_bridge(&xml),
-            subnets: network_subnets(&xml),
+            subnets: network_subnets(&xml)
+                .into_iter()
+                .map(ipnet::IpNet::V4)
+                .chain(network_subnets6(&xml).into_iter().map(ipnet::IpNet::V6))
+                .collect(),
         });
     }
     Ok(out)
@@ -110,8 +115,14 @@ pub fn libvirt_networks(host: &crate::libvirt::Host) -> anyhow::Result<Vec<Libvi
 
 /// The host's routes and interfaces, for the address checks.
 pub fn host_links() -> (Vec<Route>, Vec<String>) {
-    let routes = crate::host::routes()
+    let v4 = crate::host::routes()
         .into_iter()
+        .map(|(iface, dest)| (iface, ipnet::IpNet::V4(dest)));
+    let v6 = crate::host::routes6()
+        .into_iter()
+        .map(|(iface, dest)| (iface, ipnet::IpNet::V6(dest)));
+    let routes = v4
+        .chain(v6)
         .map(|(iface, dest)| Route { iface, dest })
         .collect();
     let mut interfaces: Vec<String> = std::fs::read_dir("/sys/class/net")

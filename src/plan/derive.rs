@@ -66,6 +66,8 @@ pub fn derive(spec: &ClusterSpec) -> Plan {
         vips: Vips {
             api: net.api_ip,
             ingress: net.ingress_ip,
+            api6: None,
+            ingress6: None,
         },
         nodes,
         dns,
@@ -85,6 +87,9 @@ pub fn derive(spec: &ClusterSpec) -> Plan {
         kubevirt: None,
         storage: None,
     };
+    if let Some(v6) = &spec.ipv6 {
+        ipv6::add_records(&mut plan, v6);
+    }
     plan.storage = storage::StoragePlan::derive(
         spec.storage,
         &spec.cluster,
@@ -164,6 +169,10 @@ fn nodes(spec: &ClusterSpec, cd: &str, bmc: Option<&BmcPlan>) -> Vec<Node> {
         nodes.push(Node {
             fqdn: format!("{name}.{cd}"),
             ip: addressing::node_ip(&net.cidr, first_offset(role), index),
+            ipv6: spec
+                .ipv6
+                .as_ref()
+                .map(|v6| addressing::offset6(&v6.cidr, first_offset(role).saturating_add(index))),
             mac,
             vcpus: size.numcpus,
             memory_mib: size.memory,
@@ -349,6 +358,10 @@ fn network(spec: &ClusterSpec, cd: &str, nodes: &[Node], has_lb: bool) -> Networ
             .as_ref()
             .map(|b| network::VethBridge::new(&spec.cluster, b, &net.bridge)),
         host_ntp: spec.host_ntp,
+        ipv6: spec
+            .ipv6
+            .as_ref()
+            .map(|v6| ipv6::Ipv6Network::new(v6, nodes, has_lb)),
     }
 }
 

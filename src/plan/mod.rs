@@ -4,6 +4,7 @@
 mod derive;
 pub mod diff;
 pub mod installer_vm;
+pub mod ipv6;
 pub mod kubevirt;
 pub mod network;
 pub mod storage;
@@ -77,6 +78,9 @@ pub struct NetworkPlan {
     /// gateway (host::chrony).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub host_ntp: bool,
+    /// Dual-stack: the network's IPv6 subnet, DHCPv6 range and reservations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv6: Option<ipv6::Ipv6Network>,
 }
 
 impl NetworkPlan {
@@ -104,6 +108,11 @@ pub struct Reservation {
 pub struct Vips {
     pub api: Ipv4Addr,
     pub ingress: Ipv4Addr,
+    /// Dual-stack: the IPv6 VIPs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api6: Option<std::net::Ipv6Addr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress6: Option<std::net::Ipv6Addr>,
 }
 
 /// How a node gets its first boot.
@@ -163,6 +172,9 @@ pub struct Node {
     pub fqdn: String,
     pub mac: String,
     pub ip: Ipv4Addr,
+    /// Dual-stack: the node's IPv6 address (a DHCPv6 reservation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv6: Option<std::net::Ipv6Addr>,
     /// Libvirt domain UUID, stable per cluster and node; the BMC's system id.
     pub uuid: String,
     pub vcpus: u32,
@@ -193,6 +205,11 @@ pub enum RecordType {
     /// A wildcard A record (`*.apps`), served through dnsmasq's `address=` option.
     #[serde(rename = "A-wildcard")]
     Wildcard,
+    /// Dual-stack: a node's or the API's IPv6 address.
+    AAAA,
+    /// Dual-stack: the `*.apps` wildcard's IPv6 address, served as the IPv4 one is.
+    #[serde(rename = "AAAA-wildcard")]
+    Wildcard6,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -69,6 +69,22 @@ pub fn render_table(plan: &Plan) -> String {
         n.dhcp.start,
         n.dhcp.end
     );
+    if let Some(v6) = &n.ipv6 {
+        let _ = writeln!(
+            out,
+            "network IPv6 ({} family): {} gateway {}, DHCPv6 {}-{}; api {}  ingress {}",
+            if v6.primary { "primary" } else { "second" },
+            v6.cidr,
+            v6.gateway,
+            v6.dhcp.start,
+            v6.dhcp.end,
+            plan.vips.api6.map(|a| a.to_string()).unwrap_or_default(),
+            plan.vips
+                .ingress6
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
+        );
+    }
     if let Some(v) = &n.veth {
         let _ = writeln!(
             out,
@@ -93,7 +109,10 @@ pub fn render_table(plan: &Plan) -> String {
             vec![
                 node.name.clone(),
                 node.role.to_string(),
-                node.ip.to_string(),
+                match node.ipv6 {
+                    Some(v6) => format!("{} {v6}", node.ip),
+                    None => node.ip.to_string(),
+                },
                 node.mac.clone(),
                 node.vcpus.to_string(),
                 format!("{} MiB", node.memory_mib),
@@ -132,6 +151,8 @@ pub fn render_table(plan: &Plan) -> String {
                     super::RecordType::A => "A",
                     super::RecordType::PTR => "PTR",
                     super::RecordType::Wildcard => "A (wildcard)",
+                    super::RecordType::AAAA => "AAAA",
+                    super::RecordType::Wildcard6 => "AAAA (wildcard)",
                 }
                 .into(),
                 r.value.clone(),

@@ -193,6 +193,7 @@ fn dns(plan: &Plan) -> Vec<DnsSeen> {
             let wire = match r.kind {
                 RecordType::PTR => Wire::PTR,
                 RecordType::A | RecordType::Wildcard => Wire::A,
+                RecordType::AAAA | RecordType::Wildcard6 => Wire::AAAA,
             };
             let of = match r.kind {
                 RecordType::PTR => node(&r.value),

@@ -309,6 +309,7 @@ fn dhcp_row(n: &NodeSeen, bootstrap_gone: bool) -> Row {
 fn dns_row(d: &DnsSeen, bootstrap_gone: bool) -> Row {
     let kind = match d.kind {
         RecordType::A | RecordType::Wildcard => "A",
+        RecordType::AAAA | RecordType::Wildcard6 => "AAAA",
         RecordType::PTR => "PTR",
     };
     let asked = if d.asked == d.name {

@@ -194,8 +194,8 @@ pub fn install_config(
         Method::Ipi => Platform {
             none: None,
             baremetal: Some(Baremetal {
-                api_vips: vec![plan.vips.api.to_string()],
-                ingress_vips: vec![plan.vips.ingress.to_string()],
+                api_vips: per_family(plan.vips.api, plan.vips.api6, plan),
+                ingress_vips: per_family(plan.vips.ingress, plan.vips.ingress6, plan),
                 provisioning_network: "Disabled",
                 external_bridge: plan.network.external_bridge().to_string(),
                 bmc_verify_ca: if spec.bmc.verify_certificate {
@@ -268,17 +268,7 @@ pub fn install_config(
             hyperthreading: "Enabled",
             architecture: "amd64",
         },
-        networking: Networking {
-            network_type: spec.network_type.clone(),
-            cluster_network: vec![ClusterNet {
-                cidr: spec.cluster_network.to_string(),
-                host_prefix: spec.cluster_network_host_prefix,
-            }],
-            service_network: vec![spec.service_network.to_string()],
-            machine_network: vec![MachineNet {
-                cidr: plan.network.cidr.to_string(),
-            }],
-        },
+        networking: networking(spec, plan),
         platform,
         bootstrap_in_place: (spec.method == Method::Sno).then(|| BootstrapInPlace {
             installation_disk: spec.installation_disk.clone(),
@@ -306,6 +296,43 @@ pub fn install_config(
         ssh_key,
     };
     yaml_serde::to_string(&cfg).expect("install-config serialises")
+}
+
+/// One entry per family, IPv4's alone or both with the primary family first:
+/// OpenShift wants every dual-stack list in the same order (installer,
+/// `validateNetworkingIPVersion`).
+fn per_family<A: ToString, B: ToString>(v4: A, v6: Option<B>, plan: &Plan) -> Vec<String> {
+    let primary6 = plan.network.ipv6.as_ref().is_some_and(|n| n.primary);
+    match v6 {
+        None => vec![v4.to_string()],
+        Some(v6) if primary6 => vec![v6.to_string(), v4.to_string()],
+        Some(v6) => vec![v4.to_string(), v6.to_string()],
+    }
+}
+
+/// `networking`: the pod, service and machine networks, both families in a
+/// dual-stack lab (the IPv6 host prefix is always 64).
+fn networking(spec: &ClusterSpec, plan: &Plan) -> Networking {
+    let v6 = spec.ipv6.as_ref();
+    let host_prefix = |cidr: &str| match v6 {
+        Some(v6) if cidr == v6.cluster_network.to_string() => v6.cluster_network_host_prefix,
+        _ => spec.cluster_network_host_prefix,
+    };
+    Networking {
+        network_type: spec.network_type.clone(),
+        cluster_network: per_family(spec.cluster_network, v6.map(|v| v.cluster_network), plan)
+            .into_iter()
+            .map(|cidr| ClusterNet {
+                host_prefix: host_prefix(&cidr),
+                cidr,
+            })
+            .collect(),
+        service_network: per_family(spec.service_network, v6.map(|v| v.service_network), plan),
+        machine_network: per_family(plan.network.cidr, v6.map(|v| v.cidr), plan)
+            .into_iter()
+            .map(|cidr| MachineNet { cidr })
+            .collect(),
+    }
 }
 
 #[derive(Serialize)]

@@ -19,9 +19,9 @@
 //! | `52:54:00` | string | 190440 (base 60) | string |
 //! | a key twice | error | last wins | error |
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use ipnet::Ipv4Net;
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use yaml_serde::{Mapping, Value};
 
 use super::diag::{suggest, Diagnostics};
@@ -57,6 +57,13 @@ pub struct RawNetwork {
     pub mac_prefix: Option<Src<String>>,
     pub external_bridge: Option<Src<String>>,
     pub external_bridge_name: Option<Src<String>>,
+    /// The IPv6 halves of `cidr`, `api_ip` and `ingress_ip` when written as a
+    /// list of one address per family (dual-stack, docs/ipv6.md).
+    pub cidr6: Option<Src<Ipv6Net>>,
+    pub api_ip6: Option<Src<Ipv6Addr>>,
+    pub ingress_ip6: Option<Src<Ipv6Addr>>,
+    /// `cidr` names IPv6 first (or alone): IPv6 is the primary family.
+    pub ipv6_first: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -135,6 +142,9 @@ pub struct RawSpec {
     pub cluster_network: Option<Src<Ipv4Net>>,
     pub cluster_network_host_prefix: Option<Src<u64>>,
     pub service_network: Option<Src<Ipv4Net>>,
+    /// The IPv6 entries of `cluster_network` and `service_network` (dual-stack).
+    pub cluster_network6: Option<Src<Ipv6Net>>,
+    pub service_network6: Option<Src<Ipv6Net>>,
     pub fips: Option<Src<bool>>,
     pub ntp_servers: Option<Src<Vec<String>>>,
     pub host_ntp: Option<Src<bool>>,
@@ -404,6 +414,125 @@ fn cidr(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<Ipv4Net>> {
             None
         }
     }
+}
+
+/// One text per address family: a single value, or a list of two (dual-stack),
+/// each with its field name (`network.cidr[1]`).
+fn family_items(field: &str, v: Value, d: &mut Diagnostics) -> Vec<Src<String>> {
+    match v {
+        Value::Sequence(items) if items.len() == 1 || items.len() == 2 => items
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, item)| string(&format!("{field}[{i}]"), item, d))
+            .collect(),
+        Value::Sequence(items) => {
+            d.error(
+                field,
+                format!(
+                    "a list of {} entries; give one value, or two for dual-stack (one IPv4, one IPv6)",
+                    items.len()
+                ),
+            );
+            Vec::new()
+        }
+        other => string(field, other, d).into_iter().collect(),
+    }
+}
+
+/// Two values of one family in a dual-stack pair: reported on the second.
+fn same_family_twice(s: &Src<String>, d: &mut Diagnostics) {
+    d.error(
+        &s.field,
+        format!(
+            "{:?} is a second address of the same family; a dual-stack pair has one IPv4 and one IPv6 value",
+            s.v
+        ),
+    );
+}
+
+/// A CIDR of either family, or a pair of one IPv4 and one IPv6 CIDR; and
+/// whether IPv6 came first. An address with host bits set is refused as in
+/// [`cidr`].
+#[allow(clippy::type_complexity)]
+fn cidrs_per_family(
+    field: &str,
+    v: Value,
+    d: &mut Diagnostics,
+) -> (Option<Src<Ipv4Net>>, Option<Src<Ipv6Net>>, bool) {
+    let (mut v4, mut v6, mut v6_first) = (None, None, false);
+    for s in family_items(field, v, d) {
+        let net = match s.v.trim().parse::<IpNet>() {
+            Ok(net) if net.addr() != net.network() => {
+                d.error(
+                    &s.field,
+                    format!("{:?} has host bits set; did you mean {}?", s.v, net.trunc()),
+                );
+                continue;
+            }
+            Ok(net) => net,
+            Err(_) => {
+                d.error(
+                    &s.field,
+                    format!(
+                        "{:?} is not an IPv4 or IPv6 CIDR; expected e.g. 192.168.126.0/24 or fd00:1:2:3::/64",
+                        s.v
+                    ),
+                );
+                continue;
+            }
+        };
+        match net {
+            IpNet::V4(n) if v4.is_none() => {
+                v4 = Some(Src {
+                    v: n,
+                    field: s.field,
+                })
+            }
+            IpNet::V6(n) if v6.is_none() => {
+                v6_first = v4.is_none();
+                v6 = Some(Src {
+                    v: n,
+                    field: s.field,
+                });
+            }
+            _ => same_family_twice(&s, d),
+        }
+    }
+    (v4, v6, v6_first)
+}
+
+/// An address of either family, or a pair of one IPv4 and one IPv6 address.
+fn addrs_per_family(
+    field: &str,
+    v: Value,
+    d: &mut Diagnostics,
+) -> (Option<Src<Ipv4Addr>>, Option<Src<Ipv6Addr>>) {
+    let (mut v4, mut v6) = (None, None);
+    for s in family_items(field, v, d) {
+        match s.v.trim().parse::<IpAddr>() {
+            Ok(IpAddr::V4(ip)) if v4.is_none() => {
+                v4 = Some(Src {
+                    v: ip,
+                    field: s.field,
+                })
+            }
+            Ok(IpAddr::V6(ip)) if v6.is_none() => {
+                v6 = Some(Src {
+                    v: ip,
+                    field: s.field,
+                })
+            }
+            Ok(_) => same_family_twice(&s, d),
+            Err(_) => d.error(
+                &s.field,
+                format!(
+                    "{:?} is not an IP address; expected e.g. 192.168.126.2 or fd00:1:2:3::2",
+                    s.v
+                ),
+            ),
+        }
+    }
+    (v4, v6)
 }
 
 fn list_of_strings(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<Vec<String>>> {
@@ -680,9 +809,31 @@ const NETWORK: &[Key<RawNetwork>] = &[
     field!(name: string),
     field!(mode: string),
     field!(bridge: string),
-    field!(cidr: cidr),
-    field!(api_ip: ipv4),
-    field!(ingress_ip: ipv4),
+    Key {
+        name: "cidr",
+        read: |obj, key, into, d| {
+            if let Some((f, v)) = obj.take(key) {
+                let (v4, v6, v6_first) = cidrs_per_family(&f, v, d);
+                (into.cidr, into.cidr6, into.ipv6_first) = (v4, v6, v6_first);
+            }
+        },
+    },
+    Key {
+        name: "api_ip",
+        read: |obj, key, into, d| {
+            if let Some((f, v)) = obj.take(key) {
+                (into.api_ip, into.api_ip6) = addrs_per_family(&f, v, d);
+            }
+        },
+    },
+    Key {
+        name: "ingress_ip",
+        read: |obj, key, into, d| {
+            if let Some((f, v)) = obj.take(key) {
+                (into.ingress_ip, into.ingress_ip6) = addrs_per_family(&f, v, d);
+            }
+        },
+    },
     field!(dhcp_start: ipv4),
     field!(dhcp_end: ipv4),
     field!(mac_prefix: string),
@@ -880,9 +1031,29 @@ const TOP: &[Key<RawSpec>] = &[
     field!(rehearsal: boolean),
     field_or_alias!(installation_disk: string),
     field!(network_type: string),
-    field_or_alias!(cluster_network: cidr),
+    Key {
+        name: "cluster_network",
+        read: |obj, key, into, d| {
+            let own = obj.take(key).into_iter();
+            for (f, v) in own.chain(kcli_aliases(obj, key)) {
+                let (v4, v6, _) = cidrs_per_family(&f, v, d);
+                set_once(&mut into.cluster_network, v4, d);
+                set_once(&mut into.cluster_network6, v6, d);
+            }
+        },
+    },
     field!(cluster_network_host_prefix: uint),
-    field_or_alias!(service_network: cidr),
+    Key {
+        name: "service_network",
+        read: |obj, key, into, d| {
+            let own = obj.take(key).into_iter();
+            for (f, v) in own.chain(kcli_aliases(obj, key)) {
+                let (v4, v6, _) = cidrs_per_family(&f, v, d);
+                set_once(&mut into.service_network, v4, d);
+                set_once(&mut into.service_network6, v6, d);
+            }
+        },
+    },
     field!(fips: boolean),
     Key {
         name: "storage",

@@ -1,10 +1,10 @@
 //! The resolved cluster file: what the user asked for, with every default filled in.
 
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 
-use ipnet::Ipv4Net;
+use ipnet::{Ipv4Net, Ipv6Net};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -177,6 +177,25 @@ pub struct NetworkSpec {
     /// own bridge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub veth_bridge: Option<String>,
+}
+
+/// The IPv6 half of a dual-stack lab (docs/ipv6.md, spec::resolve::ipv6): the
+/// machine network's IPv6 subnet, VIPs and DHCPv6 range, and the pod and service
+/// networks' IPv6 ranges. The IPv4 half is [`NetworkSpec`] and the top-level
+/// `cluster_network`/`service_network`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Ipv6Spec {
+    pub cidr: Ipv6Net,
+    pub api_ip: Ipv6Addr,
+    pub ingress_ip: Ipv6Addr,
+    pub dhcp_start: Ipv6Addr,
+    pub dhcp_end: Ipv6Addr,
+    pub cluster_network: Ipv6Net,
+    /// Always 64: the installer refuses any other for IPv6.
+    pub cluster_network_host_prefix: u8,
+    pub service_network: Ipv6Net,
+    /// IPv6 is the primary family: listed first everywhere.
+    pub primary: bool,
 }
 
 fn mac_prefix_text<S: serde::Serializer>(p: &[u8; 3], s: S) -> Result<S::Ok, S::Error> {
@@ -446,6 +465,9 @@ pub struct ClusterSpec {
     pub cluster_network: Ipv4Net,
     pub cluster_network_host_prefix: u8,
     pub service_network: Ipv4Net,
+    /// Dual-stack: the IPv6 networks beside the IPv4 ones (docs/ipv6.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipv6: Option<Ipv6Spec>,
     pub fips: bool,
     /// `ntp_servers`: the time servers every node's chrony uses (host names or
     /// IPv4 addresses; render::chrony). Empty: CoreOS's default pool.

@@ -329,6 +329,21 @@ pub fn network_subnets(xml: &str) -> Vec<Ipv4Net> {
         .collect()
 }
 
+/// The IPv6 subnets of a libvirt network XML (`<ip family='ipv6'>`).
+pub fn network_subnets6(xml: &str) -> Vec<ipnet::Ipv6Net> {
+    let Ok(doc) = Document::parse(xml) else {
+        return Vec::new();
+    };
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "ip" && n.attribute("family") == Some("ipv6"))
+        .filter_map(|n| {
+            let addr: std::net::Ipv6Addr = n.attribute("address")?.parse().ok()?;
+            let prefix = n.attribute("prefix").map_or(Some(64), |p| p.parse().ok())?;
+            ipnet::Ipv6Net::new(addr, prefix).ok().map(|n| n.trunc())
+        })
+        .collect()
+}
+
 /// The bridge a libvirt network XML names.
 pub fn network_bridge(xml: &str) -> Option<String> {
     let doc = Document::parse(xml).ok()?;

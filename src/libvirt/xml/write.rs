@@ -30,7 +30,17 @@ pub fn network_xml(plan: &Plan) -> String {
         x.push_str("</network>\n");
         return x;
     }
-    let _ = writeln!(x, "  <forward mode='nat'/>");
+    if n.ipv6.is_some() {
+        // NAT66 (libvirt 6.5.0, formatnetwork.html "IPv6 NAT based network"):
+        // the lab's unique local addresses reach the outside through the host's
+        // own IPv6 address, as IPv4 does. Without it libvirt routes IPv6 unNATed.
+        let _ = writeln!(
+            x,
+            "  <forward mode='nat'>\n    <nat ipv6='yes'/>\n  </forward>"
+        );
+    } else {
+        let _ = writeln!(x, "  <forward mode='nat'/>");
+    }
     let _ = writeln!(
         x,
         "  <bridge name='{}' stp='on' delay='0'/>",
@@ -42,7 +52,11 @@ pub fn network_xml(plan: &Plan) -> String {
     // Group names per address, in plan order: dnsmasq answers PTR with the first,
     // so the plan's PTR target goes first (single node: its own name, not api).
     let mut hosts: Vec<(String, Vec<String>)> = Vec::new();
-    for r in plan.dns.iter().filter(|r| r.kind == RecordType::A) {
+    for r in plan
+        .dns
+        .iter()
+        .filter(|r| matches!(r.kind, RecordType::A | RecordType::AAAA))
+    {
         match hosts.iter_mut().find(|(ip, _)| *ip == r.value) {
             Some((_, names)) => names.push(r.name.clone()),
             None => hosts.push((r.value.clone(), vec![r.name.clone()])),
@@ -75,14 +89,20 @@ pub fn network_xml(plan: &Plan) -> String {
     }
     let _ = writeln!(x, "    </dhcp>");
     let _ = writeln!(x, "  </ip>");
+    if let Some(v6) = &n.ipv6 {
+        ipv6_element(&mut x, v6);
+    }
     // The load balancer's addresses live on the host side of the bridge.
     for a in &n.host_addresses {
         let _ = writeln!(x, "  <ip address='{a}' prefix='32'/>");
     }
+    for a in n.ipv6.iter().flat_map(|v6| &v6.host_addresses) {
+        let _ = writeln!(x, "  <ip family='ipv6' address='{a}' prefix='128'/>");
+    }
     let wildcard: Vec<_> = plan
         .dns
         .iter()
-        .filter(|r| r.kind == RecordType::Wildcard)
+        .filter(|r| matches!(r.kind, RecordType::Wildcard | RecordType::Wildcard6))
         .collect();
     if !wildcard.is_empty() {
         let _ = writeln!(x, "  <dnsmasq:options>");
@@ -99,6 +119,35 @@ pub fn network_xml(plan: &Plan) -> String {
     }
     x.push_str("</network>\n");
     x
+}
+
+/// The network's IPv6 `<ip>`: libvirt's dnsmasq sends router advertisements
+/// for it and answers DHCPv6, each node reserved by its DUID-LL
+/// (plan::ipv6, which says why not by MAC).
+fn ipv6_element(x: &mut String, v6: &crate::plan::ipv6::Ipv6Network) {
+    let _ = writeln!(
+        x,
+        "  <ip family='ipv6' address='{}' prefix='{}'>",
+        v6.gateway,
+        v6.cidr.prefix_len()
+    );
+    let _ = writeln!(x, "    <dhcp>");
+    let _ = writeln!(
+        x,
+        "      <range start='{}' end='{}'/>",
+        v6.dhcp.start, v6.dhcp.end
+    );
+    for r in &v6.reservations {
+        let _ = writeln!(
+            x,
+            "      <host id='{}' name='{}' ip='{}'/>",
+            esc(&r.id),
+            esc(&r.hostname),
+            r.ip
+        );
+    }
+    let _ = writeln!(x, "    </dhcp>");
+    let _ = writeln!(x, "  </ip>");
 }
 
 /// A directory pool.
@@ -313,8 +362,11 @@ pub fn console_log_path(domain: &str) -> String {
 
 /// Put the name the plan's PTR record for `ip` gives first among `names`.
 pub fn ptr_first(plan: &Plan, ip: &str, names: &mut [String]) {
-    let Ok(addr) = ip.parse() else { return };
-    let rev = crate::addressing::reverse_name(addr);
+    let rev = match ip.parse() {
+        Ok(std::net::IpAddr::V4(a)) => crate::addressing::reverse_name(a),
+        Ok(std::net::IpAddr::V6(a)) => crate::addressing::reverse_name6(a),
+        Err(_) => return,
+    };
     let Some(ptr) = plan
         .dns
         .iter()

@@ -16,6 +16,7 @@ mod fips;
 mod hardware;
 mod identity;
 mod install;
+mod ipv6;
 mod kubevirt;
 mod lab_manifests;
 mod libvirt;
@@ -27,6 +28,7 @@ mod storage;
 mod time;
 mod users;
 pub use capabilities::enabled as capability_enabled;
+pub use ipv6::host_refusal as ipv6_host_refusal;
 pub use sizes::documented_minimum;
 pub use versions::minor as version_minor;
 mod topology;
@@ -98,6 +100,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let sizes = sizes::resolve(&raw, &topo, &id.cluster, d);
     let nets = network::cluster_networks(&raw, &id.version, d);
     let network = network::machine_network(&raw, &id.cluster, &topo, &nets, d);
+    let ipv6 = ipv6::resolve(&raw, &topo, &nets, d);
     let libvirt = libvirt::resolve(&raw, env, topo.rehearsal, d);
     let install = install::resolve(&raw, env, d);
     if let Some(caps) = &install.capabilities {
@@ -145,6 +148,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         cluster_network: nets.cluster_network,
         cluster_network_host_prefix: nets.host_prefix,
         service_network: nets.service_network,
+        ipv6,
         fips: install.fips,
         ntp_servers,
         host_ntp,

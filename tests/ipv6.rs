@@ -1,0 +1,300 @@
+//! Dual-stack labs (docs/ipv6.md): the plan, libvirt network XML and
+//! install-config of a dual-stack UPI, SNO, agent and IPI file, as goldens
+//! under tests/golden/ipv6 (`UPDATE_GOLDEN=1` rewrites them), with the rules
+//! each must keep checked on its own; and `create` refusing what `plan` shows.
+
+mod common;
+
+use shiftlab::libvirt::xml::write::network_xml;
+use shiftlab::plan::{self, Plan, RecordType};
+use shiftlab::render::install_config::{agent_config, install_config, Secrets};
+use shiftlab::spec::{self, ClusterSpec, Env};
+
+fn load(method: &str) -> ClusterSpec {
+    let dir = common::repo().join("tests/golden/ipv6");
+    let name = format!("{method}.cluster.yaml");
+    let text = std::fs::read_to_string(dir.join(&name)).unwrap();
+    let env = Env {
+        home: None,
+        base_dir: dir,
+        libvirt_default_uri: None,
+    };
+    spec::from_str(&text, &name, &env)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .spec
+}
+
+fn golden(name: &str, text: &str) {
+    common::golden(&common::repo().join("tests/golden/ipv6").join(name), text);
+}
+
+fn secrets() -> Secrets {
+    Secrets {
+        pull_secret: r#"{"auths":{"registry.example.test":{"auth":"ZmFrZTpmYWtl"}}}"#.into(),
+        bmc_password: Some("golden-bmc-password".into()),
+        bmc_ca: None,
+    }
+}
+
+fn yaml(text: &str) -> yaml_serde::Value {
+    yaml_serde::from_str(text).unwrap()
+}
+
+fn strings(v: &yaml_serde::Value) -> Vec<String> {
+    v.as_sequence()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Every node has an IPv6 address with its IPv4 address's offset, a DHCPv6
+/// reservation by DUID-LL of its MAC, an AAAA record and an ip6.arpa PTR.
+fn check_nodes(plan: &Plan) {
+    let v6 = plan.network.ipv6.as_ref().expect("an IPv6 network");
+    assert_eq!(v6.reservations.len(), plan.nodes.len());
+    for n in &plan.nodes {
+        let ip6 = n.ipv6.expect("a node's IPv6 address");
+        assert!(v6.cidr.contains(&ip6), "{ip6}");
+        assert_eq!(
+            u128::from(ip6) & 0xff,
+            u128::from(n.ip.octets()[3]),
+            "{}",
+            n.name
+        );
+        let r = v6
+            .reservations
+            .iter()
+            .find(|r| r.hostname == n.name)
+            .unwrap();
+        assert_eq!(
+            (r.ip, r.id.clone()),
+            (ip6, format!("00:03:00:01:{}", n.mac))
+        );
+        let has = |kind: RecordType, name: &str, value: &str| {
+            plan.dns
+                .iter()
+                .any(|d| d.kind == kind && d.name == name && d.value == value)
+        };
+        assert!(
+            has(RecordType::AAAA, &n.fqdn, &ip6.to_string()),
+            "{}",
+            n.name
+        );
+        let ptr = plan
+            .dns
+            .iter()
+            .find(|d| {
+                d.kind == RecordType::PTR && d.value == n.fqdn && d.name.ends_with("ip6.arpa")
+            })
+            .unwrap_or_else(|| panic!("no ip6.arpa PTR for {}", n.name));
+        assert_eq!(ptr.name.len(), "x.".len() * 32 + "ip6.arpa".len());
+    }
+}
+
+/// The network XML: an IPv6 `<ip>` with the reservations, NAT66, AAAA hosts
+/// and the IPv6 `*.apps` wildcard beside the IPv4 one.
+fn check_network_xml(plan: &Plan, xml: &str) {
+    let doc = roxmltree::Document::parse(xml).expect("network XML parses");
+    let v6 = plan.network.ipv6.as_ref().unwrap();
+    let ip6 = doc
+        .descendants()
+        .find(|n| n.has_tag_name("ip") && n.attribute("family") == Some("ipv6"))
+        .expect("an <ip family='ipv6'>");
+    assert_eq!(
+        ip6.attribute("address"),
+        Some(v6.gateway.to_string().as_str())
+    );
+    assert_eq!(ip6.attribute("prefix"), Some("64"));
+    let ids: Vec<_> = ip6
+        .descendants()
+        .filter(|n| n.has_tag_name("host"))
+        .map(|h| (h.attribute("id").unwrap(), h.attribute("ip").unwrap()))
+        .collect();
+    assert_eq!(ids.len(), plan.nodes.len());
+    assert!(ip6.descendants().all(|n| n.attribute("mac").is_none()));
+    let nat = doc.descendants().find(|n| n.has_tag_name("nat")).unwrap();
+    assert_eq!(nat.attribute("ipv6"), Some("yes"));
+    let wildcard = format!(
+        "address=/apps.{}/{}",
+        plan.cluster_domain,
+        plan.vips.ingress6.unwrap()
+    );
+    assert!(xml.contains(&wildcard), "{xml}");
+    let dns = doc.descendants().find(|n| n.has_tag_name("dns")).unwrap();
+    let api6 = plan.vips.api6.unwrap().to_string();
+    let api = dns
+        .children()
+        .filter(|n| n.has_tag_name("host") && n.attribute("ip") == Some(api6.as_str()))
+        .count();
+    assert_eq!(api, 1, "one DNS <host> for the IPv6 API address");
+    // The load balancer (upi, agent with more than one node) holds the IPv6
+    // VIP on the host's side of the bridge, as the IPv4 one.
+    let on_host = doc
+        .root_element()
+        .children()
+        .any(|n| n.has_tag_name("ip") && n.attribute("address") == Some(api6.as_str()));
+    assert_eq!(on_host, plan.load_balancer.is_some(), "{xml}");
+}
+
+#[test]
+fn dual_stack_goldens_per_method() {
+    for method in ["upi", "sno", "agent", "ipi"] {
+        let spec = load(method);
+        let plan = plan::derive(&spec);
+        check_nodes(&plan);
+        golden(
+            &format!("{method}.plan.json"),
+            &(serde_json::to_string_pretty(&plan).unwrap() + "\n"),
+        );
+        let table = plan::render_table(&plan);
+        for n in &plan.nodes {
+            let line = table.lines().find(|l| l.starts_with(&n.name)).unwrap();
+            assert!(line.contains(&n.ipv6.unwrap().to_string()), "{line}");
+        }
+        golden(&format!("{method}.plan.txt"), &table);
+        let xml = network_xml(&plan);
+        check_network_xml(&plan, &xml);
+        golden(&format!("{method}.network.xml"), &xml);
+        let ic = install_config(&spec, &plan, &secrets(), None);
+        golden(&format!("{method}.install-config.yaml"), &ic);
+        let v = yaml(&ic);
+        let net = &v["networking"];
+        assert_eq!(net["networkType"], "OVNKubernetes");
+        let first6 = spec.ipv6.as_ref().unwrap().primary;
+        // Every list has both families, the primary first.
+        let machine: Vec<String> = net["machineNetwork"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|m| m["cidr"].as_str().unwrap().to_string())
+            .collect();
+        let pods: Vec<String> = net["clusterNetwork"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|m| m["cidr"].as_str().unwrap().to_string())
+            .collect();
+        for list in [machine, pods, strings(&net["serviceNetwork"])] {
+            assert_eq!(list.len(), 2, "{method}: {list:?}");
+            assert_eq!(list[0].contains(':'), first6, "{method}: {list:?}");
+            assert_eq!(list[1].contains(':'), !first6, "{method}: {list:?}");
+        }
+        for c in net["clusterNetwork"].as_sequence().unwrap() {
+            let six = c["cidr"].as_str().unwrap().contains(':');
+            assert!(!six || c["hostPrefix"] == 64, "{method}: {c:?}");
+        }
+        if method == "agent" {
+            let a = agent_config(&spec, &plan);
+            // IPv4 primary (platform none): the rendezvous host's IPv4 address.
+            assert_eq!(yaml(&a)["rendezvousIP"], "192.168.142.11");
+            golden("agent.agent-config.yaml", &a);
+        }
+    }
+}
+
+/// Bare metal: two VIPs of each kind, one per family, the primary (here IPv6,
+/// as network.cidr lists it) first whichever order the file wrote them in.
+#[test]
+fn ipi_vips_one_per_family_primary_first() {
+    let spec = load("ipi");
+    let plan = plan::derive(&spec);
+    let v = yaml(&install_config(&spec, &plan, &secrets(), None));
+    let bm = &v["platform"]["baremetal"];
+    assert_eq!(strings(&bm["apiVIPs"]), ["fd00:5:143::5", "192.168.143.5"]);
+    assert_eq!(
+        strings(&bm["ingressVIPs"]),
+        ["fd00:5:143::6", "192.168.143.6"]
+    );
+    assert_eq!(
+        strings(&v["networking"]["serviceNetwork"]),
+        ["fd20::/112", "172.31.0.0/16"]
+    );
+}
+
+/// `plan` shows a dual-stack lab; `create` refuses it (exit 2, naming
+/// network.cidr and what is missing) before touching anything, except
+/// `create install-config --dir`, which only renders.
+#[test]
+fn create_refuses_dual_stack_that_plan_shows() {
+    let home = tempfile::tempdir().unwrap();
+    let file = common::repo().join("tests/golden/ipv6/upi.cluster.yaml");
+    let file = file.to_str().unwrap();
+    let plan = common::shiftlab(&["plan", "-f", file, "-o", "json"], home.path());
+    assert_eq!(plan.status.code(), Some(0), "{plan:?}");
+    let shown: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!(shown["network"]["ipv6"]["cidr"], "fd00:5:140::/64");
+    let out = common::shiftlab(&["create", "infra", "-f", file], home.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.lines().any(|l| l.contains("- network.cidr: ")
+            && l.contains("fd00:5:140::/64")
+            && l.contains("cannot be created yet")),
+        "{stderr}"
+    );
+    assert_eq!(common::tree(home.path()), Vec::<String>::new());
+    let dir = home.path().join("out");
+    let out = common::shiftlab(
+        &[
+            "create",
+            "install-config",
+            "-f",
+            file,
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+        home.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let ic = std::fs::read_to_string(dir.join("install-config.yaml")).unwrap();
+    assert_eq!(
+        strings(&yaml(&ic)["networking"]["serviceNetwork"]),
+        ["172.30.0.0/16", "fd02::/112"]
+    );
+}
+
+/// The IPv6 subnet is checked against the host as the IPv4 one is (doctor -f,
+/// create's preflight): another libvirt network holding it and a host route
+/// over it are each named; the lab's own network XML reads back its subnets.
+#[test]
+fn the_ipv6_subnet_must_be_free_on_the_host() {
+    use shiftlab::doctor::checks::network_problems;
+    use shiftlab::doctor::facts::{LibvirtNetwork, Route};
+    use shiftlab::libvirt::xml::parse::network_subnets6;
+    let p = plan::derive(&load("upi"));
+    let subnets = network_subnets6(&network_xml(&p));
+    assert_eq!(
+        subnets,
+        [
+            "fd00:5:140::/64".parse().unwrap(),
+            "fd00:5:140::2/128".parse().unwrap()
+        ]
+    );
+    let other = LibvirtNetwork {
+        name: "v6lab".into(),
+        owner: None,
+        bridge: Some("virbr6".into()),
+        subnets: vec![
+            "10.6.0.0/24".parse().unwrap(),
+            "fd00:5:140:0:8000::/65".parse().unwrap(),
+        ],
+    };
+    let routes = [
+        Route {
+            iface: "eth1".into(),
+            dest: "fd00:5::/32".parse().unwrap(),
+        },
+        Route {
+            iface: "eth2".into(),
+            dest: "fd00:6::/32".parse().unwrap(),
+        },
+    ];
+    assert_eq!(
+        network_problems(&p, &[other], &routes, &[], true),
+        [
+            "network.cidr fd00:5:140::/64: overlaps fd00:5:140:0:8000::/65 of libvirt network v6lab; choose another subnet",
+            "network.cidr fd00:5:140::/64: overlaps the host route fd00:5::/32 via eth1; choose another subnet",
+        ]
+    );
+}
