@@ -12,6 +12,7 @@ mod open;
 pub mod power;
 pub mod scale;
 mod status;
+pub mod storage;
 
 pub use destroy::{destroy, destroy_kubevirt};
 pub use open::{
