@@ -117,16 +117,21 @@ pub fn status(state: &StateDir, cluster: &ClusterDir, connect: Option<&str>) -> 
     // The storage of the plan serve works from, else the one the install
     // recorded (an install under way before infra).
     let plan = if cluster.has_plan()? {
-        Some(cluster.read_plan()?)
+        Some(cluster.read_plan())
     } else if cluster.install_plan().is_file() {
-        Some(crate::state::read_plan_file(&cluster.install_plan())?)
+        Some(crate::state::read_plan_file(&cluster.install_plan()))
     } else {
         None
     };
-    let storage = match &plan {
-        Some(p) => super::storage::status(state, cluster, p)?,
-        None => None,
-    };
+    // Status shows what it can: storage it cannot read is a warning.
+    let storage = plan
+        .map(|p| p.and_then(|p| super::storage::status(state, cluster, &p)))
+        .transpose()
+        .unwrap_or_else(|e| {
+            tracing::warn!("the lab's storage: {e:#}");
+            None
+        })
+        .flatten();
     // The installer's bootstrap VM (IPI) is a libvirt domain on the cluster's
     // host, whose URI is the libvirt backend's location.
     let installer_bootstrap = match infra.place {
