@@ -222,10 +222,12 @@ fn ipi_dns_points_at_the_vips() {
 /// planes, the default IngressController, chrony MachineConfigs for its
 /// `ntp_servers`) and one with `storage: nfs` (the provisioner and its default
 /// StorageClass on the plan's export, the registry on an RWX claim with 2
-/// replicas, monitoring claims), each file under a `# path` line.
+/// replicas, monitoring claims) and a compact one with `storage: lvms` (the
+/// operator's Namespace, OperatorGroup and Subscription, the registry's RWO
+/// claim; its LVMCluster apart), each file under a `# path` line.
 #[test]
 fn lab_manifests_per_topology() {
-    for name in ["upi", "compact", "nfs"] {
+    for name in ["upi", "compact", "nfs", "lvms"] {
         let spec = load(&format!("{name}.cluster.yaml"));
         let text: String = shiftlab::render::manifests::lab_manifests(&spec, &plan::derive(&spec))
             .into_iter()
@@ -233,6 +235,11 @@ fn lab_manifests_per_topology() {
             .collect();
         golden(&format!("{name}.manifests.yaml"), &text);
     }
+    // lvms' LVMCluster, applied after install (docs/storage.md).
+    golden(
+        "lvms.lvmcluster.yaml",
+        &shiftlab::render::lvms::lvm_cluster(18),
+    );
 }
 
 /// kcli's own openshift defaults file and the sample parameter files kcli ships

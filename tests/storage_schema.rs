@@ -50,8 +50,8 @@ fn spec(workers: u32, storage: &str) -> ClusterSpec {
 }
 
 /// Every manifest the lab adds, as JSON, for none, nfs (with workers and
-/// compact) and lvms (refused by the cluster file until its operator is rendered,
-/// so set by hand: its registry claim is rendered already).
+/// compact) and lvms (set by hand on an OKD file: its registry claim; the
+/// operator's own objects are checked in tests/lvms_schema.rs).
 fn rendered() -> Vec<(String, &'static str, Value)> {
     let mut out = Vec::new();
     for (workers, storage) in [

@@ -174,7 +174,8 @@ fn the_installers_state_file_is_private_after_every_run_failed_or_not() {
              openshift_install: {}\nimage: {}\n\
              ssh_keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k']\n\
              libvirt:\n  uri: test:///default\n\
-             users:\n  - name: alice\n    password_file: alice.pw\n  - name: bob\n    admin: true\n",
+             users:\n  - name: alice\n    password_file: alice.pw\n  - name: bob\n    admin: true\n\
+             storage: nfs\n",
             installer.display(),
             h.join("image.qcow2").display()
         ),
@@ -260,6 +261,18 @@ fn the_installers_state_file_is_private_after_every_run_failed_or_not() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["users"][1]["name"], "bob");
     assert_eq!(v["users"][1]["admin"], true);
+    // And the storage: the plan's StorageClass, the export (no server runs here,
+    // serve makes its directory), nothing of a password.
+    assert!(
+        text.contains("\nstorage: nfs\n  StorageClass shiftlab-nfs (default): provisioner k8s-sigs.io/nfs-subdir-external-provisioner\n"),
+        "{text}"
+    );
+    assert!(text.contains(":/shiftlab/lab1 to "), "{text}");
+    assert!(text.contains("server down"), "{text}");
+    assert_eq!(v["storage"]["kind"], "nfs");
+    assert_eq!(v["storage"]["storage_classes"][0]["default"], true);
+    assert_eq!(v["storage"]["export"]["path"], "/shiftlab/lab1");
+    assert_eq!(v["storage"]["export"]["server_running"], false);
 }
 
 /// A release mirror laid out as OKD publishes (`<dir>/<version>/`): the fake

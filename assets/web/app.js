@@ -354,6 +354,45 @@
       ])));
   }
 
+  function fmtBytes(n) {
+    const units = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if (n < 1024) return n + " B";
+    let v = n / 1024, u = 0;
+    while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
+    return v.toFixed(1) + " " + units[u];
+  }
+
+  // The lab's storage (planned, and as the API lists it) and its users: names
+  // and roles only, never a password (the JSON carries none).
+  function storageSection(s) {
+    const st = s.storage;
+    const classRow = (src) => (c) => h("tr", { "data-storage-class": c.name, "data-source": src },
+      h("th", { scope: "row" }, c.name),
+      h("td", {}, c.provisioner),
+      h("td", {}, c.default ? badge("default") : ""),
+      h("td", {}, src));
+    const api = s.health && s.health.state === "ok" ? s.health.storage_classes || [] : [];
+    const rows = (st ? st.storage_classes.map(classRow("plan")) : []).concat(api.map(classRow("API")));
+    const e = st && st.export;
+    const u = e && e.usage;
+    const users = (s.users || []).map((x) => h("tr", { "data-user": x.name, "data-admin": x.admin ? "true" : "false" },
+      h("th", { scope: "row" }, x.name),
+      h("td", {}, x.admin ? badge("cluster-admin") : "")));
+    return section("storage", "Storage and users",
+      h("p", { class: "sub", id: "storage-kind" }, st ? "storage: " + st.kind : "No storage in this plan (storage: none)."),
+      rows.length ? table("StorageClasses", ["Name", "Provisioner", "Default", "From"], rows, { id: "storage-classes" }) : null,
+      e ? h("div", { class: "box", id: "nfs-export" }, h("h3", {}, "NFS export"), dl([
+        ["export", h("code", {}, e.server + ":" + e.path)],
+        ["clients", e.clients],
+        ["server", badge(e.server_running ? "up" : "down")],
+        ["directory", h("code", {}, e.directory)],
+        ["used", u ? fmtBytes(u.used_bytes) + (u.used_complete ? "" : " or more") : "not made yet"],
+        ["free", u ? fmtBytes(u.free_bytes) + " of " + fmtBytes(u.total_bytes) : null],
+      ])) : null,
+      st && st.post_install ? copyable("lvms-apply", st.post_install, "after install-complete, create the LVMCluster") : null,
+      users.length ? table("Users (passwords in their files, never shown here)", ["User", "Role"], users, { id: "users" }) : null);
+  }
+
   function consolesSection(s) {
     if (s.consoles_withheld) {
       return section("consoles", "Console logs",
@@ -377,7 +416,7 @@
       h("h1", {}, s.cluster),
       h("p", { class: "sub" }, s.lab.distribution + " " + s.lab.version + " · method " + s.lab.method + " · " +
         s.lab.cluster_domain + " · " + running + "/" + s.nodes.length + " nodes running"),
-      healthSection(s), labPicture(s), backendsSection(s), timelineSection(s), dnsSection(s), accessSection(s), consolesSection(s),
+      healthSection(s), labPicture(s), backendsSection(s), timelineSection(s), dnsSection(s), accessSection(s), storageSection(s), consolesSection(s),
     ];
     const y = window.scrollY;
     main.replaceChildren(...content);

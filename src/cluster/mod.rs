@@ -12,6 +12,7 @@ mod open;
 pub mod power;
 pub mod scale;
 mod status;
+pub mod storage;
 pub mod users;
 
 pub use destroy::{destroy, destroy_kubevirt};

@@ -33,6 +33,9 @@ pub struct Status {
     /// where each password is, never a password.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub users: Vec<crate::install::users::Recorded>,
+    /// The lab's storage (`storage:`): StorageClass, the host's export.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage: Option<super::storage::StorageStatus>,
 }
 
 /// What `status` can tell of the cluster's certificates without the API.
@@ -111,6 +114,24 @@ pub fn status(state: &StateDir, cluster: &ClusterDir, connect: Option<&str>) -> 
     } else {
         None
     };
+    // The storage of the plan serve works from, else the one the install
+    // recorded (an install under way before infra).
+    let plan = if cluster.has_plan()? {
+        Some(cluster.read_plan())
+    } else if cluster.install_plan().is_file() {
+        Some(crate::state::read_plan_file(&cluster.install_plan()))
+    } else {
+        None
+    };
+    // Status shows what it can: storage it cannot read is a warning.
+    let storage = plan
+        .map(|p| p.and_then(|p| super::storage::status(state, cluster, &p)))
+        .transpose()
+        .unwrap_or_else(|e| {
+            tracing::warn!("the lab's storage: {e:#}");
+            None
+        })
+        .flatten();
     // The installer's bootstrap VM (IPI) is a libvirt domain on the cluster's
     // host, whose URI is the libvirt backend's location.
     let installer_bootstrap = match infra.place {
@@ -135,6 +156,7 @@ pub fn status(state: &StateDir, cluster: &ClusterDir, connect: Option<&str>) -> 
             }),
         certificates: certificates(cluster)?,
         users: crate::install::users::read_record(&cluster.users())?,
+        storage,
     })
 }
 
@@ -237,6 +259,9 @@ impl Status {
         }
         if let Some(i) = &self.install {
             s.push_str(&i.table());
+        }
+        if let Some(st) = &self.storage {
+            s.push_str(&st.table());
         }
         if !self.users.is_empty() {
             s.push_str(&format!("\nusers: {}\n", users_line(&self.users)));

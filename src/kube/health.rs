@@ -15,6 +15,8 @@
 //!   roles are the `node-role.kubernetes.io/<role>` labels (what `oc get nodes`
 //!   shows); a CSR is pending while it has no `status.conditions`; its
 //!   `spec.username` is the requestor. A CSR's `spec.request` is never read here.
+//! - StorageClass (storage.k8s.io/v1): `provisioner`, and the default is the one
+//!   annotated `storageclass.kubernetes.io/is-default-class: "true"`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -33,6 +35,7 @@ const CLUSTER_VERSION: &str = "/apis/config.openshift.io/v1/clusterversions/vers
 const CLUSTER_OPERATORS: &str = "/apis/config.openshift.io/v1/clusteroperators";
 const NODES: &str = "/api/v1/nodes";
 const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
+const STORAGE_CLASSES: &str = "/apis/storage.k8s.io/v1/storageclasses";
 
 /// One condition as shown: its status, since when, why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -98,6 +101,9 @@ pub struct Health {
     pub operators_total: usize,
     pub nodes: Vec<NodeView>,
     pub pending_csrs: Vec<CsrView>,
+    /// The StorageClasses the API lists (`oc get storageclass`), the lab's and
+    /// any other (crate::cluster::storage).
+    pub storage_classes: Vec<crate::cluster::storage::StorageClassView>,
 }
 
 fn text(v: &Value, pointer: &str) -> Option<String> {
@@ -197,7 +203,17 @@ impl Health {
             operators_total: items(operators).len(),
             nodes: node_views,
             pending_csrs: pending,
+            storage_classes: Vec::new(),
         }
+    }
+
+    /// With the StorageClasses of a `StorageClassList` (its items carry no kind).
+    pub fn with_storage_classes(mut self, list: &Value) -> Health {
+        self.storage_classes = items(list)
+            .iter()
+            .map(crate::cluster::storage::class_view)
+            .collect();
+        self
     }
 }
 
@@ -263,7 +279,8 @@ pub async fn fetch(kubeconfig: &Path) -> Result<Health> {
     let cv = get(&client, CLUSTER_VERSION).await?;
     let operators = get(&client, CLUSTER_OPERATORS).await?.unwrap_or_else(empty);
     let csrs = get(&client, CSRS).await?.unwrap_or_else(empty);
-    Ok(Health::of(cv.as_ref(), &operators, &nodes, &csrs))
+    let classes = get(&client, STORAGE_CLASSES).await?.unwrap_or_else(empty);
+    Ok(Health::of(cv.as_ref(), &operators, &nodes, &csrs).with_storage_classes(&classes))
 }
 
 #[cfg(test)]
@@ -331,7 +348,14 @@ mod tests {
              "spec": {"signerName": "kubernetes.io/kubelet-serving", "username": "system:node:m0", "request": "UEVN"},
              "status": {"conditions": [{"type": "Approved", "status": "True"}], "certificate": "Q0VSVA=="}},
         ]});
-        let h = Health::of(Some(&cluster_version()), &ops, &nodes, &csrs);
+        // As `oc get storageclass -o json` lists them: the lab's default, another.
+        let classes = json!({"kind": "StorageClassList", "items": [
+            {"metadata": {"name": "shiftlab-nfs",
+               "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+             "provisioner": "k8s-sigs.io/nfs-subdir-external-provisioner", "reclaimPolicy": "Delete"},
+            {"metadata": {"name": "lvms-vg1"}, "provisioner": "topolvm.io"}]});
+        let h = Health::of(Some(&cluster_version()), &ops, &nodes, &csrs)
+            .with_storage_classes(&classes);
         // Golden: the JSON the page receives.
         assert_eq!(
             serde_json::to_value(&h).unwrap(),
@@ -364,7 +388,10 @@ mod tests {
                 {"name": "csr-b",
                  "requestor": "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper",
                  "signer": "kubernetes.io/kube-apiserver-client-kubelet",
-                 "created": "2026-11-25T10:06:00Z"}]
+                 "created": "2026-11-25T10:06:00Z"}],
+              "storage_classes": [
+                {"name": "shiftlab-nfs", "provisioner": "k8s-sigs.io/nfs-subdir-external-provisioner", "default": true},
+                {"name": "lvms-vg1", "provisioner": "topolvm.io", "default": false}]
             })
         );
         // The request itself never reaches the panel.
@@ -384,6 +411,7 @@ mod tests {
                 operators_total: 0,
                 nodes: vec![],
                 pending_csrs: vec![],
+                storage_classes: vec![],
             }
         );
         // A ClusterVersion before the CVO wrote any status.

@@ -167,6 +167,7 @@ pub fn lab_manifests(spec: &ClusterSpec, plan: &Plan) -> Vec<(&'static str, Stri
     if let Some(nfs) = plan.storage.as_ref().and_then(|s| s.nfs.as_ref()) {
         out.extend(super::storage::manifests(nfs));
     }
+    out.extend(super::lvms::lab(spec));
     out.extend(super::chrony::manifests(spec));
     out
 }

@@ -4,6 +4,7 @@
 pub mod chrony;
 pub mod haproxy;
 pub mod install_config;
+pub mod lvms;
 pub mod manifests;
 pub mod monitoring;
 pub mod storage;

@@ -39,7 +39,9 @@ What it models, and where the behaviour comes from:
 - API paths: GET /version, GET the CSR list, GET one CSR, PUT …/approval (sets
   the status; a stale resourceVersion is a 409 Conflict as the real API answers),
   GET /api/v1/nodes, GET one Node, GET the ClusterVersion and ClusterOperator
-  lists and one of each; anything else a 404 Status.
+  lists and one of each, GET the StorageClass list (with `storage: nfs` in the
+  plan, the default class shiftlab's manifests make: src/render/storage.rs);
+  anything else a 404 Status.
 
 The lab's users (`shiftlab users`, docs/users.md), as the real API server
 and OAuth server behave (Kubernetes API conventions,
@@ -172,6 +174,13 @@ def condition(kind, status, reason="AsExpected", message=""):
 
 
 release = plan.get("version") or "4.18.0"
+# The provisioner's default class (render/storage.rs), as the API returns it.
+storage_classes = [{
+    "metadata": {"name": "shiftlab-nfs", "resourceVersion": "1",
+                 "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+    "provisioner": "k8s-sigs.io/nfs-subdir-external-provisioner",
+    "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
+}] if (plan.get("storage") or {}).get("nfs") else []
 cluster_versions["version"] = {
     "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
     "metadata": {"name": "version", "resourceVersion": next_version()},
@@ -317,6 +326,10 @@ class Handler(BaseHTTPRequestHandler):
                                         "kind": "CertificateSigningRequestList",
                                         "metadata": {"resourceVersion": str(version[0])},
                                         "items": list(csrs.values())})
+            if path == "/apis/storage.k8s.io/v1/storageclasses":
+                return self.reply(200, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClassList",
+                                        "metadata": {"resourceVersion": str(version[0])},
+                                        "items": storage_classes})
             if path == "/api/v1/nodes":
                 return self.reply(200, {"apiVersion": "v1", "kind": "NodeList",
                                         "metadata": {"resourceVersion": str(version[0])},

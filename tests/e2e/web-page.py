@@ -352,6 +352,26 @@ def health(base, cluster, want, operator=None, csr=None):
         n_ptr = sum(1 for r in s["lab"]["dns"] if r["type"] == "PTR")
         if ptr != {"open": False, "rows": n_ptr} or n_ptr == 0:
             fail(f"PTR records: {ptr}, {n_ptr} in the plan")
+        # Storage and users: the plan's class and the API's, the export, the users.
+        st = s["storage"]
+        classes = b.js("Object.fromEntries([...document.querySelectorAll('#storage-classes tr[data-storage-class]')]"
+                       ".map(e => [e.dataset.storageClass + ' ' + e.dataset.source, e.innerText.includes('default')]))")
+        want_classes = {f"{c['name']} plan": c["default"] for c in st["storage_classes"]}
+        want_classes.update({f"{c['name']} API": c["default"] for c in h["storage_classes"]})
+        if classes != want_classes or "shiftlab-nfs API" not in classes:
+            fail(f"StorageClasses on the page {classes}, API {want_classes}")
+        e = st["export"]
+        box = b.js("document.getElementById('nfs-export').innerText")
+        if (f"{e['server']}:{e['path']}" not in box or e["clients"] not in box
+                or ("up" if e["server_running"] else "down") not in box or "free" not in box):
+            fail(f"NFS export box {box!r}, API {e}")
+        users = b.js("Object.fromEntries([...document.querySelectorAll('#users tr[data-user]')]"
+                     ".map(e => [e.dataset.user, e.dataset.admin]))")
+        want_users = {u["name"]: "true" if u["admin"] else "false" for u in s["users"]}
+        if users != want_users or not users:
+            fail(f"users on the page {users}, API {want_users}")
+        print(f"storage: {sorted(classes)}, export {e['path']} server {'up' if e['server_running'] else 'down'}; "
+              f"users {users}")
         print(f"health: {operator} degraded, {csr} pending, {len(ready)} nodes, PTR ({n_ptr}) collapsed; "
               f"{lines['login']!r}")
     finally:

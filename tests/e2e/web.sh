@@ -18,7 +18,8 @@
 # 6443), then, the admin kubeconfig pointed at a stand-in API
 # (tests/e2e/kube-standin.py --troubled), shows its degraded operator and pending
 # CSR, the nodes Ready, the oc login and export KUBECONFIG lines, the PTR records
-# collapsed. The page has a token
+# collapsed, the StorageClass of the plan and of the API, the NFS export's server
+# and space, the users (admins marked, no password). The page has a token
 # (--web-token-file, on loopback: console logs are shown only then); without it
 # every request is 401. No response carries the secrets planted: pull secret,
 # kubeadmin password, BMC password, proxy password, a private key (also echoed
@@ -58,7 +59,8 @@ pull_auth=$(printf 'planted:pull-%s' "$RANDOM$RANDOM" | base64 -w0)
 printf '{"auths":{"registry.example":{"auth":"%s","email":"e2e@example.com"}}}\n' "$pull_auth" >"$work/pull-secret.json"
 bmc_password="planted-bmc-$RANDOM$RANDOM$RANDOM"
 f=$(cluster_file web 192.168.195.0/24 "version: $V" "mirror: $mirror_url" "method: upi" \
-	"ctlplanes: 3" "workers: 2" "pull_secret: $work/pull-secret.json")
+	"ctlplanes: 3" "workers: 2" "pull_secret: $work/pull-secret.json" \
+	"storage: nfs" "users: [{name: alice, admin: true}, {name: bob}]")
 
 # The page's token: console logs are shown only with it.
 export WEB_TOKEN
@@ -164,7 +166,9 @@ wcurl -fs "$base/" >"$responses/index.html"
 wcurl -fs "$base/assets/app.js" >"$responses/app.js"
 curl -s "$base/api/clusters/web" >"$responses/no-token.json"
 grep -q '^event: cluster' "$responses/events.txt" || fail "no cluster event on the stream"
-for s in "$kubeadmin" "$bmc_password" "$pull_auth" "registry.example" "$proxy_password" "$key_body" "$api_token" "$csr_request"; do
+alice_password=$(cat "$SHIFTLAB_HOME/clusters/web/assets/auth/alice-password")
+[[ ${#alice_password} -ge 8 ]] || fail "no password was generated for alice"
+for s in "$kubeadmin" "$alice_password" "$bmc_password" "$pull_auth" "registry.example" "$proxy_password" "$key_body" "$api_token" "$csr_request"; do
 	if grep -rlF -- "$s" "$responses"; then fail "a planted secret is in an API response"; fi
 done
 jq -e '.consoles[] | select(.node == "web-worker-0") | .lines | any(startswith("e2e: <redacted> <redacted> <redacted>"))' "$responses/web.json" >/dev/null ||

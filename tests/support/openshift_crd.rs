@@ -6,18 +6,23 @@ use serde_json::{json, Map, Value};
 
 /// The `v1` schema of the CRD in `tests/fixtures/openshift-crds/<file>`, which
 /// must be the CRD `name`, as a JSON Schema validator.
+#[allow(dead_code)] // not every test crate that includes this reads openshift-crds
 pub fn v1_validator(file: &str, name: &str) -> jsonschema::Validator {
-    let path = super::common::repo()
-        .join("tests/fixtures/openshift-crds")
-        .join(file);
+    validator("tests/fixtures/openshift-crds", file, name, "v1")
+}
+
+/// The `version` schema of the CRD `name` in `<dir>/<file>` (dir relative to
+/// the repository), as a JSON Schema validator.
+pub fn validator(dir: &str, file: &str, name: &str, version: &str) -> jsonschema::Validator {
+    let path = super::common::repo().join(dir).join(file);
     let crd: Value = yaml_serde::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert_eq!(crd["metadata"]["name"], name);
     let version = crd["spec"]["versions"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|v| v["name"] == "v1")
-        .expect("the CRD serves v1");
+        .find(|v| v["name"] == version)
+        .expect("the CRD serves the version");
     jsonschema::draft202012::new(&structural(&version["schema"]["openAPIV3Schema"])).unwrap()
 }
 

@@ -52,5 +52,11 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
             }
         }
     }
-    Ok(Some(format!("added {}", added.join(", "))))
+    let lvms = crate::install::lvms::write(ctx.spec, &assets)?;
+    let then = lvms.map(|l| format!("; after install-complete: {l}"));
+    Ok(Some(format!(
+        "added {}{}",
+        added.join(", "),
+        then.unwrap_or_default()
+    )))
 }

@@ -3,13 +3,14 @@
 
 use super::super::diag::Diagnostics;
 use super::super::parse::RawSpec;
-use super::super::types::{BackendKind, Distribution, Storage};
+use super::super::types::{BackendKind, Capabilities, Distribution, Storage};
 use super::sizes::Sizes;
 use super::topology::Topology;
 
 pub fn resolve(
     raw: &RawSpec,
-    distribution: Distribution,
+    id: &super::identity::Identity,
+    capabilities: Option<&Capabilities>,
     backend: BackendKind,
     topo: &Topology,
     sizes: &Sizes,
@@ -25,6 +26,7 @@ pub fn resolve(
         Storage::None,
         d,
     );
+    let (distribution, version) = (id.distribution, &id.version);
     let Some(field) = raw.storage.as_ref().map(|s| s.field.as_str()) else {
         return storage;
     };
@@ -42,8 +44,9 @@ pub fn resolve(
             }
         }
         Storage::Lvms => {
-            // LVM Storage makes volumes on the disks of the nodes that run the
-            // workloads: the workers, or the control planes when there are none.
+            // LVM Storage puts its volume group on the unused disks of every node
+            // without a NoSchedule taint (render::lvms: the LVMCluster names no
+            // nodeSelector): the workers, or the control planes when there are none.
             let (role, size) = if topo.workers > 0 {
                 ("worker", &sizes.worker)
             } else {
@@ -63,19 +66,40 @@ pub fn resolve(
                 d.error(
                     field,
                     "\"lvms\" installs the LVM Storage operator from Red Hat's \
-                     redhat-operators catalog, which OKD clusters do not have (OKD's \
-                     community catalog, okd-project/okderators-catalog-index, is not wired \
-                     by shiftlab): use storage: nfs",
+                     redhat-operators catalog, which OKD clusters do not have; the \
+                     community catalog OKD ships (community-operators) has no \
+                     lvms-operator, and OKD's own build of it \
+                     (okd-project/okderators-catalog-index) is no catalog an OKD \
+                     cluster has by default: use storage: nfs",
                 );
             }
-            // The operator's own manifests (OLM Subscription, LVMCluster) are not
-            // rendered yet: refusing beats an install whose registry waits forever
-            // for a StorageClass nobody makes.
-            d.error(
-                field,
-                "\"lvms\" is not rendered by shiftlab yet (the LVM Storage operator's \
-                 Subscription and LVMCluster): use storage: nfs or none",
-            );
+            // OLM and its catalogs are capabilities: without them the
+            // Subscription is never resolved.
+            if let Some(m) = super::versions::minor(version) {
+                for cap in ["OperatorLifecycleManager", "marketplace"] {
+                    if !super::capabilities::enabled(capabilities, cap, m) {
+                        d.error(
+                            field,
+                            format!(
+                                "\"lvms\" installs the LVM Storage operator through OLM's \
+                                 Subscription, and capability {cap} is off: add it to \
+                                 capabilities.additional_enabled_capabilities"
+                            ),
+                        );
+                    }
+                }
+            }
+            // Every release shiftlab installs (4.14 on) has lvms-operator in its catalog.
+            if super::versions::minor(version).is_none() {
+                d.error(
+                    field,
+                    format!(
+                        "\"lvms\" subscribes to the operator's channel stable-4.<minor>, \
+                         and version {version} names no minor: give version as 4.N, \
+                         4.N.z or stable-4.N"
+                    ),
+                );
+            }
         }
     }
     storage
@@ -130,6 +154,35 @@ mod tests {
         );
         let e = errors("storage: lvms\nworkers: 2\nworker:\n  extra_disks: [100]\n");
         assert!(!e.iter().any(|(_, m)| m.contains("extra_disks")), "{e:?}");
+    }
+
+    #[test]
+    fn lvms_on_ocp_needs_a_version_with_a_minor() {
+        let disks = "storage: lvms\nworkers: 2\nworker:\n  extra_disks: [100]\n";
+        let on = |v: &str| -> Vec<String> {
+            errors(&format!("version: {v}\n{disks}"))
+                .into_iter()
+                .filter(|(f, _)| f == "storage")
+                .map(|(_, m)| m)
+                .collect()
+        };
+        for v in ["'4.18'", "4.16.3", "stable-4.20"] {
+            assert_eq!(on(v), Vec::<String>::new(), "{v}");
+        }
+        let e = errors(&format!(
+            "version: '4.18'\ncapabilities:\n  baseline_capability_set: None\n{disks}"
+        ));
+        for cap in ["OperatorLifecycleManager", "marketplace"] {
+            assert!(
+                e.iter().any(|(f, m)| f == "storage" && m.contains(cap)),
+                "{cap}: {e:?}"
+            );
+        }
+        let e = on("stable");
+        assert!(
+            e.len() == 1 && e[0].contains("stable-4.<minor>") && e[0].contains("names no minor"),
+            "{e:?}"
+        );
     }
 
     #[test]
