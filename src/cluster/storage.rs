@@ -147,7 +147,7 @@ pub fn status(
                 path: nfs.path.clone(),
                 clients: nfs.clients,
                 server_running: crate::host::nfs::running_pid(cluster).is_some(),
-                usage: usage(&directory, WALK_LIMIT),
+                usage: usage_cached(&directory),
                 directory,
             })
         }
@@ -163,6 +163,43 @@ pub fn status(
             .is_file()
             .then(|| crate::install::lvms::apply_line(&assets.kubeconfig(), &lvm_cluster)),
     }))
+}
+
+/// How long a walk's sum stands: the web page gathers status about every second
+/// per open page, and a walk of a large export is not worth redoing that often
+/// (the filesystem's free space is read fresh each time).
+const WALK_KEPT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// [`usage`] with the walk's sum kept for [`WALK_KEPT`] per directory.
+fn usage_cached(dir: &Path) -> Option<Usage> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    use std::time::Instant;
+    type Kept = HashMap<std::path::PathBuf, (Instant, u64, bool)>;
+    static KEPT: OnceLock<Mutex<Kept>> = OnceLock::new();
+    let kept = KEPT.get_or_init(Default::default);
+    let hit = kept
+        .lock()
+        .ok()
+        .and_then(|k| k.get(dir).copied())
+        .filter(|(at, _, _)| at.elapsed() < WALK_KEPT);
+    if let Some((_, used_bytes, used_complete)) = hit {
+        let (free_bytes, total_bytes) = fs_space(dir)?;
+        return Some(Usage {
+            used_bytes,
+            used_complete,
+            free_bytes,
+            total_bytes,
+        });
+    }
+    let u = usage(dir, WALK_LIMIT)?;
+    if let Ok(mut k) = kept.lock() {
+        k.insert(
+            dir.to_path_buf(),
+            (Instant::now(), u.used_bytes, u.used_complete),
+        );
+    }
+    Some(u)
 }
 
 /// The space on `dir`'s filesystem and what the files under it take, walking
@@ -415,6 +452,19 @@ mod tests {
         let u = usage(d.path(), 2).unwrap();
         assert!(!u.used_complete, "{u:?}");
         assert_eq!(usage(&d.path().join("missing"), WALK_LIMIT), None);
+    }
+
+    #[test]
+    fn the_walks_sum_is_kept_a_while_the_free_space_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let first = usage_cached(d.path()).unwrap();
+        std::fs::write(d.path().join("big"), vec![7u8; 256 * 1024]).unwrap();
+        let again = usage_cached(d.path()).unwrap();
+        assert_eq!(
+            again.used_bytes, first.used_bytes,
+            "the sum was walked again"
+        );
+        assert!(usage(d.path(), WALK_LIMIT).unwrap().used_bytes >= first.used_bytes + 256 * 1024);
     }
 
     #[test]
