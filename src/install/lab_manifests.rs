@@ -103,6 +103,30 @@ pub fn write(ctx: &Ctx) -> Result<Vec<String>> {
 mod tests {
     use super::*;
 
+    /// What reaches the cluster only through these manifests is taken on every
+    /// method: no error, no warning naming it.
+    #[test]
+    fn every_method_takes_the_lab_settings() {
+        let lab = "storage: nfs\nmonitoring: {retention: 3d}\nntp_servers: [ntp.lab.test]\nusers: [{name: ann, admin: true}]\n";
+        for topo in [
+            "method: upi\n",
+            "method: sno\nctlplanes: 1\n",
+            "method: agent\nctlplanes: 3\nworkers: 2\n",
+            "method: ipi\nctlplanes: 3\nworkers: 2\n",
+        ] {
+            let text = format!(
+                "cluster: lab1\ndomain: lab.test\ndistribution: okd\nrehearsal: true\n{topo}{lab}"
+            );
+            let r = crate::spec::from_str(&text, "t.yaml", &crate::spec::Env::default())
+                .unwrap_or_else(|e| panic!("{topo}: {e:#}"));
+            let warnings = format!("{:?}", r.warnings);
+            for field in ["storage", "monitoring", "ntp_servers", "users"] {
+                assert!(!warnings.contains(field), "{topo}: {warnings}");
+            }
+            assert_eq!(r.spec.users.len(), 1, "{topo}");
+        }
+    }
+
     #[test]
     fn every_flow_but_agent_takes_every_manifest_where_it_is() {
         for flow in [Flow::Upi, Flow::Sno, Flow::Ipi] {
