@@ -450,12 +450,15 @@ struct AgentRun {
     /// OPENSHIFT_INSTALL_OS_IMAGE_OVERRIDE set to a URL nothing serves, its file
     /// in the installer's image cache.
     os_image_override: bool,
+    /// Files written into the asset directory first, by path in it.
+    extra: &'static [(&'static str, &'static str)],
 }
 
 const WITH_OC: AgentRun = AgentRun {
     workers: None,
     oc: true,
     os_image_override: false,
+    extra: &[],
 };
 
 /// The stand-in live ISO, built once per run of these tests (read only: the
@@ -529,6 +532,11 @@ fn agent_image_run(how: AgentRun) -> Option<(Output, AgentImage)> {
         d.path().join("agent-config.yaml"),
     )
     .unwrap();
+    for (rel, text) in how.extra {
+        let path = d.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
     // PATH: the stand-in oc's directory, or none with an oc; the tools the fake uses.
     let bin = home.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -952,4 +960,152 @@ fn the_storage_manifests_reach_bootstrap_ign() {
             .unwrap();
         assert_eq!(String::from_utf8(got).unwrap(), *text, "{path}");
     }
+}
+
+/// The golden `storage: nfs` cluster file's spec (its lab manifests and users
+/// are what the tests below carry through each verb).
+fn nfs_spec() -> shiftlab::spec::ClusterSpec {
+    let dir = common::repo().join("tests/golden");
+    let text = std::fs::read_to_string(dir.join("nfs.cluster.yaml")).unwrap();
+    let env = shiftlab::spec::Env {
+        home: None,
+        base_dir: dir,
+        libvirt_default_uri: None,
+    };
+    shiftlab::spec::from_str(&text, "nfs.cluster.yaml", &env)
+        .unwrap()
+        .spec
+}
+
+/// The contents of the file at `path` in an Ignition config, None without one.
+fn ign_file(ign: &serde_json::Value, path: &str) -> Option<String> {
+    use base64::Engine as _;
+    let f = ign["storage"]["files"]
+        .as_array()?
+        .iter()
+        .find(|f| f["path"] == path)?;
+    let src = f["contents"]["source"].as_str()?;
+    let b64 = src.split_once(";base64,")?.1;
+    let got = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
+    Some(String::from_utf8(got).unwrap())
+}
+
+/// SNO: `create manifests`, the lab's added, then `create
+/// single-node-ignition-config` takes them into the live config under
+/// /opt/openshift/ and consumes them, as the real one builds the
+/// bootstrap-in-place config from the manifests on disk
+/// (pkg/asset/ignition/bootstrap/bootstrapinplace.go); a rerun after they were
+/// consumed takes them from the state file.
+#[test]
+fn single_node_ignition_config_carries_the_manifests_on_disk() {
+    let spec = nfs_spec();
+    let lab = shiftlab::render::manifests::lab_manifests(&spec, &shiftlab::plan::derive(&spec));
+    assert!(lab
+        .iter()
+        .any(|(p, _)| *p == "openshift/99-shiftlab-storage-storageclass.yaml"));
+    let d = assets("sno");
+    run(d.path(), &["create", "manifests"]);
+    for (rel, text) in &lab {
+        std::fs::write(d.path().join(rel), text).unwrap();
+    }
+    let out = run(d.path(), &["create", "single-node-ignition-config"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("Consuming Openshift Manifests from target directory"),
+        "{log}"
+    );
+    assert!(!d.path().join("openshift").exists() && !d.path().join("manifests").exists());
+    for round in 0..2 {
+        let ign: serde_json::Value =
+            serde_json::from_str(&read(d.path(), "bootstrap-in-place-for-live-iso.ign")).unwrap();
+        for (rel, text) in &lab {
+            let path = format!("/opt/openshift/{rel}");
+            assert_eq!(
+                ign_file(&ign, &path).as_deref(),
+                Some(text.as_str()),
+                "round {round}: {path}"
+            );
+        }
+        std::fs::remove_file(d.path().join("bootstrap-in-place-for-live-iso.ign")).unwrap();
+        run(d.path(), &["create", "single-node-ignition-config"]);
+    }
+}
+
+/// Agent: the extra manifests of `openshift/*.yaml|yml` go into the ISO's
+/// Ignition, one file per YAML document under /etc/assisted/extra-manifests/,
+/// and are consumed; a `.json` there is not read (the real one globs YAML
+/// only); a document that is no object fails the verb, consuming nothing
+/// (pkg/asset/agent/manifests/extramanifests.go, pkg/asset/agent/image/ignition.go).
+#[test]
+fn agent_create_image_embeds_the_extra_manifests_and_refuses_what_is_no_object() {
+    const TWO: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\n# the second\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n";
+    let Some((out, image)) = agent_image_run(AgentRun {
+        extra: &[
+            ("openshift/99-two.yaml", TWO),
+            (
+                "openshift/98-one.yml",
+                "{\"apiVersion\": \"v1\", \"kind\": \"Namespace\"}\n",
+            ),
+            ("openshift/97-skipped.json", "{\"apiVersion\": \"v1\"}\n"),
+        ],
+        ..WITH_OC
+    }) else {
+        return;
+    };
+    assert!(out.status.success(), "{}", image.log);
+    let d = image.dir.path();
+    let ign = &image.ign;
+    assert_eq!(
+        ign_file(ign, "/etc/assisted/extra-manifests/99-two-0.yaml").as_deref(),
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
+    );
+    assert!(ign_file(ign, "/etc/assisted/extra-manifests/99-two-1.yaml")
+        .unwrap()
+        .contains("name: b"));
+    assert!(ign_file(ign, "/etc/assisted/extra-manifests/98-one-0.yml").is_some());
+    let files = ign["storage"]["files"].as_array().unwrap();
+    assert!(
+        !files
+            .iter()
+            .any(|f| f["path"].as_str().unwrap().contains("97-skipped")),
+        "a .json is not an extra manifest"
+    );
+    assert!(
+        image
+            .log
+            .contains("Consuming Extra Manifests from target directory"),
+        "{}",
+        image.log
+    );
+    assert!(!d.join("openshift/99-two.yaml").exists());
+    assert!(d.join("openshift/97-skipped.json").exists());
+
+    let Some((out, image)) = agent_image_run(AgentRun {
+        extra: &[
+            ("openshift/99-ok.yaml", TWO),
+            ("openshift/99-list.yaml", "- a\n- b\n"),
+        ],
+        ..WITH_OC
+    }) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(1), "{}", image.log);
+    assert!(
+        image.log.contains(
+            "could not decode YAML for openshift/99-list.yaml: Error reading multiple YAMLs: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type image.unstructured"
+        ),
+        "{}",
+        image.log
+    );
+    let d = image.dir.path();
+    for f in [
+        "install-config.yaml",
+        "agent-config.yaml",
+        "openshift/99-ok.yaml",
+    ] {
+        assert!(d.join(f).exists(), "{f} was consumed");
+    }
+    assert!(!d.join("agent.x86_64.iso").exists());
 }

@@ -88,14 +88,14 @@ fn a_target_the_flow_lacks_is_refused_and_changes_nothing() {
         "{err}"
     );
     assert_eq!(tree(h), before);
-    // IPI has no manifests target of shiftlab's: the installer's `create
-    // cluster` makes them. Said before anything is touched.
+    // IPI has no ignition target of shiftlab's: the installer's `create
+    // cluster` makes the configs. Said before anything is touched.
     let ipi = common::repo().join("examples/ipi.yaml");
     let before = tree(h);
-    let (code, err) = run(h, &["create", "manifests", "-f", ipi.to_str().unwrap()]);
+    let (code, err) = run(h, &["create", "ignition", "-f", ipi.to_str().unwrap()]);
     assert_eq!(code, Some(1), "{err}");
     assert!(
-        err.contains("manifests is not a target of ipi (a bare-metal IPI install through the lab's BMC); its targets are: release, install-config, infra, install-complete"),
+        err.contains("ignition is not a target of ipi (a bare-metal IPI install through the lab's BMC); its targets are: release, install-config, manifests, infra, install-complete"),
         "{err}"
     );
     assert_eq!(tree(h), before);

@@ -460,6 +460,17 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<()> {
         // it kept it in its state file, left neither: the backup comes back.
         crate::install::targets::install_config::restore(&ctx.cluster)?;
     }
+    if at == Progress::NothingCreated {
+        // Without its state the installer takes the restored install-config as
+        // changed and discards the manifests on disk, making its own again
+        // (openshift/installer pkg/asset/store/store.go, load: "Discarding the
+        // ... because its dependencies are dirty"): the lab's are added again.
+        let added = crate::install::targets::manifests::make(ctx, locked)?;
+        ctx.progress.aside(format_args!(
+            "    manifests made again: added {}",
+            added.join(", ")
+        ));
+    }
     let whole = id.as_deref().is_some_and(|id| bootstrap.whole(id));
     if !matches!(at, Progress::NotStarted | Progress::NothingCreated) {
         ctx.progress.aside(format_args!(

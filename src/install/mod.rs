@@ -14,6 +14,7 @@
 pub mod cpu;
 pub mod installer;
 pub mod ipi;
+pub mod lab_manifests;
 pub mod lvms;
 pub mod preflight;
 pub mod redact;

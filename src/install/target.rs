@@ -155,7 +155,8 @@ const UPI: &[Step] = &[
 const SNO: &[Step] = &[
     step(Release, &[], Fetch),
     step(InstallConfig, &[], Build),
-    step(SingleNodeIgnition, &[Release, InstallConfig], Build),
+    step(Manifests, &[Release, InstallConfig], Build),
+    step(SingleNodeIgnition, &[Manifests], Build),
     step(Iso, &[SingleNodeIgnition], Build),
     step(Infra, &[Iso], Build),
     step(BootstrapComplete, &[Infra], Build),
@@ -168,7 +169,8 @@ const SNO: &[Step] = &[
 const AGENT: &[Step] = &[
     step(Release, &[], Fetch),
     step(InstallConfig, &[], Build),
-    step(Iso, &[Release, InstallConfig], Build),
+    step(Manifests, &[Release, InstallConfig], Build),
+    step(Iso, &[Manifests], Build),
     step(Infra, &[Iso], Build),
     step(BootstrapComplete, &[Infra], Build),
     step(InstallComplete, &[BootstrapComplete], Build),
@@ -182,7 +184,8 @@ const AGENT: &[Step] = &[
 const IPI: &[Step] = &[
     step(Release, &[], Fetch),
     step(InstallConfig, &[], Build),
-    step(Infra, &[Release, InstallConfig], Build),
+    step(Manifests, &[Release, InstallConfig], Build),
+    step(Infra, &[Manifests], Build),
     step_via(InstallComplete, &[Infra], Build, Via::CreateCluster),
 ];
 
@@ -505,10 +508,27 @@ mod tests {
             [
                 Target::Release,
                 Target::InstallConfig,
+                Target::Manifests,
                 Target::Infra,
                 Target::InstallComplete
             ]
         );
+        // Every driven method adds the lab's manifests before its installer
+        // makes the configs that carry them (src/install/lab_manifests.rs).
+        for m in [Method::Upi, Method::Sno, Method::Agent, Method::Ipi] {
+            let o = order(m).unwrap();
+            let at = o.iter().position(|t| *t == Target::Manifests);
+            let consumer = o.iter().position(|t| {
+                matches!(
+                    t,
+                    Target::Ignition
+                        | Target::SingleNodeIgnition
+                        | Target::Iso
+                        | Target::InstallComplete
+                )
+            });
+            assert!(at.is_some() && at < consumer, "{m}: {o:?}");
+        }
         // install-config needs no release: `create install-config` downloads nothing.
         assert!(predecessors(Method::Upi, Target::InstallConfig)
             .unwrap()
@@ -594,6 +614,7 @@ mod tests {
             [
                 Target::Release,
                 Target::InstallConfig,
+                Target::Manifests,
                 Target::SingleNodeIgnition,
                 Target::Iso,
                 Target::Infra,
@@ -604,15 +625,16 @@ mod tests {
         );
         assert_eq!(
             predecessors(Method::Agent, Target::Infra).unwrap(),
-            [Target::Release, Target::InstallConfig, Target::Iso]
+            [
+                Target::Release,
+                Target::InstallConfig,
+                Target::Manifests,
+                Target::Iso
+            ]
         );
         // Neither has the UPI-only steps: no bootstrap node, no CSR approval.
         for f in [Flow::Sno, Flow::Agent] {
-            for t in [
-                Target::Manifests,
-                Target::BootstrapRemoval,
-                Target::CsrApproval,
-            ] {
+            for t in [Target::BootstrapRemoval, Target::CsrApproval] {
                 assert!(f.step(t).is_none(), "{f} has {t}");
             }
             assert!(f.steps().iter().all(|s| s.kind != Kind::Converge));

@@ -269,7 +269,8 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
 /// control planes schedulable with fewer than 2 workers (openshift/assisted-service
 /// internal/common/common.go, `ShouldMastersBeSchedulable`:
 /// `MinimumNumberOfWorkersForNonSchedulableMastersClusterInHaMode` = 2), and
-/// shiftlab adds no manifests there, so the routers may land on any node.
+/// the agent installer takes no scheduler manifest of shiftlab's, so the
+/// routers may land on any node.
 pub fn router_roles(method: Method, workers: u32) -> Vec<Role> {
     match (method, workers) {
         (_, 0) => vec![Role::Ctlplane],

@@ -11,7 +11,8 @@
 # image come from a loopback mirror: verified, cached, downloaded once; a
 # corrupted tarball is a clear error that caches nothing. Rehearsals with
 # `rehearsal: true` alone (the shipped stand-in installer, no mirror): a compact
-# 3+0 with the report and its DNS and firewall breaks; a UPI 3+2 killed with -9
+# 3+0 with storage: nfs, a user and ntp_servers (their manifests in bootstrap.ign),
+# the report and its DNS and firewall breaks; a UPI 3+2 killed with -9
 # during `infra` and during the bootstrap-complete wait, each rerun completing
 # with no duplicated libvirt objects and the report holding.
 #
@@ -160,7 +161,7 @@ check_finished inst1 2
 
 step "a compact 3+0 rehearsal with rehearsal: true alone: the shipped stand-in installer; routers on the control planes, *.apps through the load balancer to them"
 # No mirror, no stream, no installer of the tests': what a user's file holds.
-f4=$(cluster_file inst4 192.168.183.0/24 "method: upi" "ctlplanes: 3" "workers: 0")
+f4=$(cluster_file inst4 192.168.183.0/24 "method: upi" "ctlplanes: 3" "workers: 0" "${lab_settings[@]}")
 env -u SHIFTLAB_FAKE_STREAM_JSON "$bin" create cluster -f "$f4" >"$work/run4.out" 2>&1 || {
 	tail -5 "$work/run4.out"
 	tail -15 "$SHIFTLAB_HOME/clusters/inst4/openshift-install.log"
@@ -170,6 +171,9 @@ tail -3 "$work/run4.out"
 check_finished inst4 0
 check_ingress inst4 192.168.183 inst4-ctlplane-0 inst4-ctlplane-1 inst4-ctlplane-2
 contains "Install complete!" "$SHIFTLAB_HOME/clusters/inst4/openshift-install.log" || fail "the stand-in installer did not say Install complete!"
+# The lab's manifests (storage, users, time) reached bootstrap.ign.
+ign_has "$SHIFTLAB_HOME/clusters/inst4/assets/bootstrap.ign" /opt/openshift/openshift/99-shiftlab-storage-storageclass.yaml \
+	/opt/openshift/openshift/99-shiftlab-users-htpasswd-secret.yaml /opt/openshift/openshift/99-master-chrony-shiftlab.yaml
 jq -e --arg c "$SHIFTLAB_CACHE/rehearsal/" '.flow == "upi" and (.facts.openshift_install | startswith($c))
 	and .facts.release_version == "4.18.0-rehearsal" and (.facts.coreos_image | endswith("/images/standin.qcow2"))' \
 	"$SHIFTLAB_HOME/clusters/inst4/install-state.json" >/dev/null ||

@@ -14,7 +14,9 @@
 # baremetal-operator does, inspects it out of band and deploys the role's live
 # ISO from its HTTPS image server (a private CA the lab BMC is given with
 # --media-ca), over TLS with the lab CA (bmcVerifyCA) and the lab password,
-# through the BMC that `shiftlab serve` runs. First the half-made states the real installer leaves
+# through the BMC that `shiftlab serve` runs; with storage: nfs, a user and
+# ntp_servers, whose manifests the bootstrap VM's Ignition carries (after the
+# start over too). First the half-made states the real installer leaves
 # (bootstrap VM stopped; a volume and the domain missing; metadata.json only),
 # each rerun converging past it; then shiftlab is killed with -9 while the hosts
 # are being provisioned, and Ironic with -9 once they are active; the rerun
@@ -102,12 +104,23 @@ wait_for 20 "serve's control socket" test -S "$SHIFTLAB_HOME/serve.sock"
 # TotalSystemMemoryGiB) and fails on a node of less (QEMU touches only what the
 # stand-in uses).
 f=$(cluster_file "$C" 192.168.191.0/24 "version: $V" "mirror: $base" "method: ipi" "ctlplanes: 3" "workers: 2" \
-	"memory: 1024" "bmc:" "  verify_certificate: true")
+	"memory: 1024" "bmc:" "  verify_certificate: true" "${lab_settings[@]}")
 nodes=("$C-ctlplane-0" "$C-ctlplane-1" "$C-ctlplane-2" "$C-worker-0" "$C-worker-1")
 assets=$SHIFTLAB_HOME/clusters/$C/assets
 target_status() { jq -r --arg t "$1" '.targets[$t].status // "none"' "$SHIFTLAB_HOME/clusters/$C/install-state.json" 2>/dev/null || echo none; }
 console() { cat "/var/log/libvirt/qemu/$1-console.log" 2>/dev/null || true; }
 infra_id() { jq -r '.infraID // empty' "$assets/metadata.json" 2>/dev/null || true; }
+# The lab's manifests (storage, users, time) in the Ignition of the bootstrap
+# VM's live ISO, under /opt/openshift/ as `create cluster` puts them, and the
+# Machine API objects kept (they are IPI's machines).
+bootstrap_carries_the_lab() { # infraID case
+	virsh -q vol-download --pool "$1-bootstrap" "$1-live-provisioner" "$work/bootstrap-$2.iso" >/dev/null
+	coreos-installer iso ignition show "$work/bootstrap-$2.iso" >"$work/bootstrap-$2.ign"
+	rm -f "$work/bootstrap-$2.iso"
+	ign_has "$work/bootstrap-$2.ign" /opt/openshift/openshift/99-shiftlab-storage-storageclass.yaml \
+		/opt/openshift/openshift/99-shiftlab-users-htpasswd-secret.yaml /opt/openshift/openshift/99-worker-chrony-shiftlab.yaml \
+		/opt/openshift/openshift/99_openshift-cluster-api_master-machines-0.yaml
+}
 
 # The half-made states the real installer leaves, on which its `destroy
 # bootstrap` fails (pkg/infrastructure/baremetal: bootstrap.go destroyBootstrap,
@@ -131,6 +144,7 @@ step "half-made bootstrap states: stopped, missing volume, metadata.json only"
 without_ironic first
 id=$(infra_id)
 [[ -n $id ]] && whole_bootstrap "$id" || fail "no whole bootstrap VM after the first create cluster"
+bootstrap_carries_the_lab "$id" first
 virsh -q destroy "$id-bootstrap" >/dev/null
 without_ironic stopped
 grep -q 'failed to destroy bootstrap: .*domain is not running' "$work/stopped.out" ||
@@ -176,6 +190,12 @@ grep -q 'the installer made nothing last time: starting over' "$work/killed.out"
 	fail "metadata.json only: destroy bootstrap ran"
 # The bootstrap VM's NICs, recorded while it exists.
 virsh -q domiflist "$id-bootstrap" | tee "$work/bootstrap-nics.txt"
+# Started over, the installer would discard the manifests on disk (its
+# install-config is new to it): shiftlab made them again, the lab's with them.
+bootstrap_carries_the_lab "$id" again
+if contains 'Discarding the' "$SHIFTLAB_HOME/clusters/$C/openshift-install.log"; then
+	fail "the installer discarded manifests: $(grep 'Discarding the' "$SHIFTLAB_HOME/clusters/$C/openshift-install.log")"
+fi
 deployed=$(ls "$assets/.ironic/deployed" 2>/dev/null | wc -l)
 ((deployed < 5)) || fail "every host was deployed before the kill"
 kill -9 "$pid"
@@ -208,7 +228,7 @@ step "rerun: the install resumes to install complete"
 "$bin" create cluster -f "$f" 2>&1 | tee "$work/rerun.out" | tail -8
 grep -q 'resuming the install' "$work/rerun.out" || fail "the rerun did not resume"
 grep -q 'console: *https://console-openshift-console.apps.'"$C"'.lab.test' "$work/rerun.out" || fail "no console URL"
-for tg in release install-config infra install-complete; do
+for tg in release install-config manifests infra install-complete; do
 	[[ $(target_status "$tg") == done ]] || fail "target $tg is $(target_status "$tg")"
 done
 

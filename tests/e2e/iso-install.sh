@@ -10,13 +10,15 @@
 # installer under $SHIFTLAB_CACHE/rehearsal/ and builds the stand-in live ISO
 # there on demand; `shiftlab create cluster` then drives
 #   sno1  method sno:   single-node-ignition-config, the ISO embedded by
-#                       coreos-installer, one node;
+#                       coreos-installer, one node; with storage: nfs, a user and
+#                       ntp_servers, whose manifests reach the live config;
 #   ag1   method agent: agent create image, 3 control planes + 1 worker on one ISO
 #                       (the stand-in oc on the installer's PATH, the stand-in ISO
 #                       shiftlab built given to it through its image cache, no
 #                       download), the routers on every node;
 #   ag2   method agent: 3 control planes + 2 workers, straight through, the
-#                       routers on the workers alone;
+#                       routers on the workers alone; the same lab settings, their
+#                       manifests in the ISO's Ignition as extra manifests;
 # from the cluster file to "install complete" and the rehearsal report holding
 # (the boot rows: each node installed by the live ISO). Each node boots the ISO
 # once (its disk is empty, the CD-ROM comes second in the boot order), installs,
@@ -140,8 +142,8 @@ check_rehearsal() { # cluster create-output nodes...
 		fail "$c did not run the shipped installer: $(jq -c .facts "$SHIFTLAB_HOME/clusters/$c/install-state.json")"
 }
 
-sno_targets="release install-config single-node-ignition iso infra bootstrap-complete install-complete eject-iso"
-agent_targets="release install-config iso infra bootstrap-complete install-complete eject-iso"
+sno_targets="release install-config manifests single-node-ignition iso infra bootstrap-complete install-complete eject-iso"
+agent_targets="release install-config manifests iso infra bootstrap-complete install-complete eject-iso"
 
 step "bad input is refused before anything is created"
 f=$(iso_file bad1 192.168.187.0/24 "method: sno" "workers: 1")
@@ -171,7 +173,7 @@ unset SHIFTLAB_FAKE_STREAM_JSON
 mirror_asked=$(grep -c 'GET /' "$work/mirror.log" || true)
 
 step "sno: kill -9 during the ISO build, rerun, kill -9 during the wait, rerun to install complete"
-f=$(cluster_file sno1 192.168.185.0/24 "method: sno")
+f=$(cluster_file sno1 192.168.185.0/24 "method: sno" "${lab_settings[@]}")
 "$bin" plan -f "$f" | tee "$work/sno-plan.txt" | contains 'sno1-ctlplane-0 .* iso, then disk' ||
 	fail "plan does not show the boot path: $(cat "$work/sno-plan.txt")"
 SHIM_DELAY=4 kill_during "$f" sno1 iso "$work/shim/coreos-installer iso ignition embed"
@@ -190,6 +192,12 @@ console sno1-ctlplane-0 | contains "role 'sno' from the installer's config" ||
 "$bin" status sno1 -o json | jq -e '.install.flow == "sno" and all(.install.targets[]; .status == "done")' >/dev/null ||
 	fail "status: $("$bin" status sno1 -o json | jq -c .install)"
 grep -q 'create single-node-ignition-config' "$SHIFTLAB_HOME/clusters/sno1/openshift-install.log" || fail "no installer log"
+# The lab's manifests (storage, users, time) reached the live config through
+# `create manifests`, under /opt/openshift/ as the installer puts them.
+ign_has "$SHIFTLAB_HOME/clusters/sno1/assets/bootstrap-in-place-for-live-iso.ign" \
+	/opt/openshift/openshift/99-shiftlab-storage-storageclass.yaml /opt/openshift/openshift/99-shiftlab-users-htpasswd-secret.yaml \
+	/opt/openshift/openshift/99-shiftlab-users-oauth.yaml /opt/openshift/openshift/99-master-chrony-shiftlab.yaml
+[[ $(stat -c %a "$SHIFTLAB_HOME/clusters/sno1/assets/auth/ann-password") == 600 ]] || fail "sno1: ann's generated password is not 0600"
 "$bin" destroy cluster sno1 >/dev/null
 
 step "agent 3+1: kill -9 during agent create image, rerun, kill -9 during the wait, rerun to install complete"
@@ -249,7 +257,7 @@ mv "$work/ag1-plan.json" "$plan"
 # (assisted-service's rule), the routers run on the workers alone.
 step "agent 3+2: rehearsal: true alone to install complete, routers on the workers only, the report holding"
 "$bin" destroy cluster ag1 >/dev/null
-f=$(cluster_file ag2 192.168.190.0/24 "method: agent" "ctlplanes: 3" "workers: 2")
+f=$(cluster_file ag2 192.168.190.0/24 "method: agent" "ctlplanes: 3" "workers: 2" "${lab_settings[@]}")
 "$bin" create cluster -f "$f" >"$work/agent2.out" 2>&1 || {
 	tail -8 "$work/agent2.out"
 	tail -15 "$SHIFTLAB_HOME/clusters/ag2/openshift-install.log"
@@ -267,6 +275,12 @@ for n in "${nodes[@]}"; do
 done
 [[ $(grep -c 'GET /' "$work/mirror.log" || true) == "$mirror_asked" ]] ||
 	fail "the agent 3+2 rehearsal asked the mirror: $(tail -n 3 "$work/mirror.log")"
+# The lab's manifests are the agent's extra manifests: one file per document in
+# the ISO's Ignition; the scheduler's (not under openshift/) is not among them.
+coreos-installer iso ignition show "$SHIFTLAB_HOME/clusters/ag2/assets/agent.x86_64.iso" >"$work/ag2.ign"
+ign_has "$work/ag2.ign" /etc/assisted/extra-manifests/99-shiftlab-storage-storageclass-0.yaml \
+	/etc/assisted/extra-manifests/99-shiftlab-users-htpasswd-secret-0.yaml /etc/assisted/extra-manifests/99-master-chrony-shiftlab-0.yaml
+if jq -r '.storage.files[].path' "$work/ag2.ign" | contains scheduler; then fail "the agent ISO carries a scheduler manifest"; fi
 "$bin" destroy cluster ag2 >/dev/null
 
 echo "PASS $NAME"

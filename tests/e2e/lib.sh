@@ -30,6 +30,20 @@ step() { echo "--- $NAME: $*"; }
 # pipefail is false whenever grep's early exit kills cmd with SIGPIPE.
 contains() { grep "$@" >/dev/null; }
 
+# ign_has IGNITION PATH...: each PATH is a file of the Ignition config (a JSON
+# file): the lab's manifests reached it (docs/targets.md, "The lab's manifests").
+ign_has() {
+	local ign=$1 p
+	shift
+	for p; do
+		jq -e --arg p "$p" 'any(.storage.files[]; .path == $p)' "$ign" >/dev/null ||
+			fail "$ign has no file $p (its manifests: $(jq -r '[.storage.files[].path | select(contains("manifests") or contains("openshift/"))] | join(" ")' "$ign"))"
+	done
+}
+# The lab settings an install carries into its manifests, for cluster_file: NFS
+# storage, one generated user, a time server.
+lab_settings=("storage: nfs" "users: [{name: ann, admin: true}]" "ntp_servers: [ntp.lab.test]")
+
 # wait_for SECONDS DESCRIPTION COMMAND...: until COMMAND succeeds (quietly), or fail.
 wait_for() {
 	local t=$1 what=$2

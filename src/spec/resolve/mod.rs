@@ -18,7 +18,6 @@ mod identity;
 mod install;
 mod ipv6;
 mod kubevirt;
-mod lab_manifests;
 mod libvirt;
 mod monitoring;
 mod network;
@@ -95,8 +94,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
     let creds = credentials::resolve(&raw, id.distribution, env, d);
     fips::check(&raw, &creds.ssh_keys, d);
     let topo = topology::resolve(&raw, d);
-    let users = users::resolve(&raw, env, topo.method, d);
-    lab_manifests::check(&raw, topo.method, d);
+    let users = users::resolve(&raw, env, d);
     let sizes = sizes::resolve(&raw, &topo, &id.cluster, d);
     let nets = network::cluster_networks(&raw, &id.version, d);
     let network = network::machine_network(&raw, &id.cluster, &topo, &nets, d);

@@ -11,7 +11,7 @@ use std::path::Path;
 use super::Env;
 use crate::spec::diag::Diagnostics;
 use crate::spec::parse::RawSpec;
-use crate::spec::types::{Method, User};
+use crate::spec::types::User;
 
 /// What a user name may be, as the error says it.
 pub const USER_NAME_RULE: &str =
@@ -82,17 +82,7 @@ pub fn read_password_file(path: &Path) -> Result<String, String> {
     Ok(line.to_string())
 }
 
-pub fn resolve(raw: &RawSpec, env: &Env, method: Method, d: &mut Diagnostics) -> Vec<User> {
-    // Only UPI's manifests target adds the lab's manifests: elsewhere the
-    // users would be dropped without a word.
-    if method != Method::Upi && !raw.users.is_empty() {
-        d.error(
-            "users",
-            format!(
-                "method {method} adds no manifests of shiftlab's yet, so no users; only method upi (and a compact cluster) has them (docs/users.md)"
-            ),
-        );
-    }
+pub fn resolve(raw: &RawSpec, env: &Env, d: &mut Diagnostics) -> Vec<User> {
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
     for entry in &raw.users {
