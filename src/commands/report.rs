@@ -6,7 +6,6 @@ use anyhow::Result;
 
 use crate::cli::create::CreateCommand;
 use crate::cli::report::ReportArgs;
-use crate::install::target::Target;
 use crate::output::{emit, OutputFormat};
 use crate::rehearse::{probe, report};
 use crate::state::{ClusterName, StateDir};
@@ -36,32 +35,17 @@ pub fn after_failed_create(
     state: &StateDir,
     e: anyhow::Error,
 ) -> anyhow::Error {
-    if let Some(name) = created_rehearsal(cmd, state, &e) {
+    let failed = e.downcast_ref::<crate::exit_status::TargetFailed>();
+    if let (Some(t), Ok(Some(name))) = (failed, cluster_of(cmd)) {
+        if !report::after_failed(&state.cluster(&name), t.0) {
+            return e;
+        }
         eprintln!("what the rehearsal of {name} proved before it failed:");
         if let Err(re) = show(state, &name, OutputFormat::Table, &mut std::io::stderr()) {
             tracing::debug!("report after the failure: {re:#}");
         }
     }
     e
-}
-
-/// The rehearsal (not KubeVirt) whose create failed in a target after infra.
-fn created_rehearsal(
-    cmd: &CreateCommand,
-    state: &StateDir,
-    e: &anyhow::Error,
-) -> Option<ClusterName> {
-    let failed = e.downcast_ref::<crate::exit_status::TargetFailed>()?.0;
-    let name = cluster_of(cmd).ok()??;
-    let cluster = state.cluster(&name);
-    let plan = cluster.read_plan().ok()?;
-    let status = crate::install::status(&cluster).ok()??;
-    let infra_done = status
-        .targets
-        .iter()
-        .any(|t| t.target == "infra" && t.status == "done");
-    (plan.rehearsal && plan.kubevirt.is_none() && infra_done && failed != Target::Infra)
-        .then_some(name)
 }
 
 /// The cluster a `create cluster` names, by name or by its file.

@@ -11,6 +11,27 @@ use serde::Serialize;
 
 use crate::plan::{Boot, RecordType};
 
+/// Whether a rehearsal's create that failed in `failed` has a report to show:
+/// a rehearsal on libvirt whose VMs were made (infra done, and not the target
+/// that failed).
+pub fn after_failed(
+    cluster: &crate::state::ClusterDir,
+    failed: crate::install::target::Target,
+) -> bool {
+    let (Ok(plan), Ok(Some(status))) = (cluster.read_plan(), crate::install::status(cluster))
+    else {
+        return false;
+    };
+    let infra_done = status
+        .targets
+        .iter()
+        .any(|t| t.target == "infra" && t.status == "done");
+    plan.rehearsal
+        && plan.kubevirt.is_none()
+        && infra_done
+        && failed != crate::install::target::Target::Infra
+}
+
 /// The outcome of one check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "result", content = "evidence", rename_all = "kebab-case")]
