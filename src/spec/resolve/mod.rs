@@ -124,6 +124,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         &id,
         install.capabilities.as_ref(),
         backend,
+        network.mode,
         &topo,
         &sizes,
         d,

@@ -3,7 +3,7 @@
 
 use super::super::diag::Diagnostics;
 use super::super::parse::RawSpec;
-use super::super::types::{BackendKind, Capabilities, Distribution, Storage};
+use super::super::types::{BackendKind, Capabilities, Distribution, NetworkMode, Storage};
 use super::sizes::Sizes;
 use super::topology::Topology;
 
@@ -12,6 +12,7 @@ pub fn resolve(
     id: &super::identity::Identity,
     capabilities: Option<&Capabilities>,
     backend: BackendKind,
+    mode: NetworkMode,
     topo: &Topology,
     sizes: &Sizes,
     d: &mut Diagnostics,
@@ -40,6 +41,15 @@ pub fn resolve(
                      with backend: kubevirt the nodes are pods on another cluster's network \
                      and that export does not exist: use storage: none (and a provisioner \
                      of your own through manifests:)",
+                );
+            } else if mode == NetworkMode::Bridge {
+                // The export is served on the lab network's gateway, which on an
+                // existing bridge is the LAN's router, not this host.
+                d.error(
+                    field,
+                    "\"nfs\" is exported by this host on the lab network's gateway; with \
+                     network.mode: bridge the gateway is the LAN's router, not this host: \
+                     use storage: none (and an NFS server of your LAN through manifests:)",
                 );
             }
         }
@@ -124,6 +134,16 @@ mod tests {
             let e = errors(&format!("storage: {s}\n"));
             assert!(!e.iter().any(|(f, _)| f == "storage"), "{s}: {e:?}");
         }
+    }
+
+    #[test]
+    fn nfs_on_a_host_bridge_is_refused_the_gateway_is_not_this_host() {
+        let e = errors("storage: nfs\nnetwork: {mode: bridge, bridge: br0}\n");
+        assert!(
+            e.iter().any(|(f, m)| f == "storage"
+                && m.contains("network.mode: bridge the gateway is the LAN's router")),
+            "{e:?}"
+        );
     }
 
     #[test]
