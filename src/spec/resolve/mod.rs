@@ -119,16 +119,8 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         d.error(field, message);
     }
     let (backend, kubevirt) = kubevirt::resolve(&raw, env, &id.cluster, topo.method, &network, d);
-    let storage = storage::resolve(
-        &raw,
-        &id,
-        install.capabilities.as_ref(),
-        backend,
-        network.mode,
-        &topo,
-        &sizes,
-        d,
-    );
+    let storage = storage::resolve(&raw, &id, install.capabilities.as_ref(), &topo, &sizes, d);
+    storage::nfs_served_here(&raw, storage, backend, network.mode, d);
     let monitoring = monitoring::resolve(&raw, d);
     let (ntp_servers, host_ntp) = time::resolve(&raw, &network, backend, d);
 

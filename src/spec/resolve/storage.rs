@@ -11,8 +11,6 @@ pub fn resolve(
     raw: &RawSpec,
     id: &super::identity::Identity,
     capabilities: Option<&Capabilities>,
-    backend: BackendKind,
-    mode: NetworkMode,
     topo: &Topology,
     sizes: &Sizes,
     d: &mut Diagnostics,
@@ -33,26 +31,8 @@ pub fn resolve(
     };
     match storage {
         Storage::None => {}
-        Storage::Nfs => {
-            if backend == BackendKind::Kubevirt {
-                d.error(
-                    field,
-                    "\"nfs\" is exported by the libvirt host on the lab network's gateway; \
-                     with backend: kubevirt the nodes are pods on another cluster's network \
-                     and that export does not exist: use storage: none (and a provisioner \
-                     of your own through manifests:)",
-                );
-            } else if mode == NetworkMode::Bridge {
-                // The export is served on the lab network's gateway, which on an
-                // existing bridge is the LAN's router, not this host.
-                d.error(
-                    field,
-                    "\"nfs\" is exported by this host on the lab network's gateway; with \
-                     network.mode: bridge the gateway is the LAN's router, not this host: \
-                     use storage: none (and an NFS server of your LAN through manifests:)",
-                );
-            }
-        }
+        // Where the export is served from: nfs_served_here.
+        Storage::Nfs => {}
         Storage::Lvms => {
             // LVM Storage puts its volume group on the unused disks of every node
             // without a NoSchedule taint (render::lvms: the LVMCluster names no
@@ -113,6 +93,41 @@ pub fn resolve(
         }
     }
     storage
+}
+
+/// `storage: nfs` is served by this host on the lab network's gateway: refused
+/// where the nodes' gateway is not this host.
+pub fn nfs_served_here(
+    raw: &RawSpec,
+    storage: Storage,
+    backend: BackendKind,
+    mode: NetworkMode,
+    d: &mut Diagnostics,
+) {
+    let Some(field) = raw.storage.as_ref().map(|s| s.field.as_str()) else {
+        return;
+    };
+    if storage != Storage::Nfs {
+        return;
+    }
+    if backend == BackendKind::Kubevirt {
+        d.error(
+            field,
+            "\"nfs\" is exported by the libvirt host on the lab network's gateway; \
+             with backend: kubevirt the nodes are pods on another cluster's network \
+             and that export does not exist: use storage: none (and a provisioner \
+             of your own through manifests:)",
+        );
+    } else if mode == NetworkMode::Bridge {
+        // The export is served on the lab network's gateway, which on an
+        // existing bridge is the LAN's router, not this host.
+        d.error(
+            field,
+            "\"nfs\" is exported by this host on the lab network's gateway; with \
+             network.mode: bridge the gateway is the LAN's router, not this host: \
+             use storage: none (and an NFS server of your LAN through manifests:)",
+        );
+    }
 }
 
 #[cfg(test)]
