@@ -348,7 +348,7 @@
         ["console", h("a", { href: s.lab.console_url, rel: "noreferrer" }, s.lab.console_url)],
         ["kubeconfig", s.lab.kubeconfig ? h("code", {}, s.lab.kubeconfig) : "not written yet"],
         ["shell", s.lab.kubeconfig_export ? copyable("kubeconfig-export", s.lab.kubeconfig_export, "export KUBECONFIG line") : null],
-        ["oc login", copyable("oc-login", s.lab.oc_login, "oc login command (asks for kubeadmin's password)")],
+        ["oc login", copyable("oc-login", s.lab.oc_login, "oc login command (asks for the user's password)")],
         ["artifacts", http && http.url ? http.url : "not served"],
         ["serve", s.services ? badge(s.services.serve_running ? "running" : "not running") : "not serving this cluster yet"],
       ])));

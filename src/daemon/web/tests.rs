@@ -740,3 +740,29 @@ async fn the_health_panel_shows_a_degraded_operator_and_a_pending_csr() {
     assert!(!v.to_string().contains("PLANTED"), "{v}");
     s.stop().await;
 }
+
+/// The page's `oc login` names the lab's first cluster-admin once it has one
+/// (kubeadmin may be removed then), else kubeadmin; never a password.
+#[test]
+fn oc_login_names_the_first_admin_user() {
+    let (_d, st) = state();
+    plant_cluster(&st);
+    let c = st.cluster("lab1");
+    let plan = c.read_plan().unwrap();
+    let login = |c: &crate::state::ClusterDir| view::Lab::of(&plan, c, None).oc_login;
+    assert_eq!(
+        login(&c),
+        "oc login -u kubeadmin https://api.lab1.example.com:6443"
+    );
+    let user = |name: &str, admin: bool| crate::install::users::Recorded {
+        name: name.into(),
+        admin,
+        password_file: c.assets().user_password(name),
+    };
+    crate::install::users::write_record(&c.users(), &[user("bob", false), user("alice", true)])
+        .unwrap();
+    assert_eq!(
+        login(&c),
+        "oc login -u alice https://api.lab1.example.com:6443"
+    );
+}

@@ -102,7 +102,9 @@ pub struct Lab {
     pub kubeconfig_export: Option<String>,
     /// The API's URL, as the installer's kubeconfig names it.
     pub api_url: String,
-    /// `oc login` as kubeadmin, without the password (the page shows none).
+    /// `oc login` as the lab's first admin user, else kubeadmin (which
+    /// `shiftlab users NAME remove kubeadmin` may have removed), without the
+    /// password (the page shows none).
     pub oc_login: String,
     /// The web console's URL: the one install-complete printed, else where it
     /// will be.
@@ -141,6 +143,15 @@ pub struct ConsoleTail {
     pub lines: Vec<String>,
 }
 
+/// Who the page's `oc login` names: the first cluster-admin of the lab's users
+/// (`users:`, `shiftlab users add --admin`), else kubeadmin.
+fn login_user(cluster: &ClusterDir) -> String {
+    crate::install::users::read_record(&cluster.users())
+        .ok()
+        .and_then(|r| r.into_iter().find(|u| u.admin))
+        .map_or_else(|| "kubeadmin".to_string(), |u| u.name)
+}
+
 impl Lab {
     pub fn of(plan: &Plan, cluster: &ClusterDir, install: Option<&InstallStatus>) -> Lab {
         let kubeconfig = cluster.assets().kubeconfig();
@@ -172,7 +183,11 @@ impl Lab {
             }),
             kubeconfig: kubeconfig.is_file().then_some(kubeconfig),
             api_url: api_url(&plan.cluster_domain),
-            oc_login: format!("oc login -u kubeadmin {}", api_url(&plan.cluster_domain)),
+            oc_login: format!(
+                "oc login -u {} {}",
+                login_user(cluster),
+                api_url(&plan.cluster_domain)
+            ),
             console_url: install
                 .and_then(|i| i.facts.console.clone())
                 .unwrap_or_else(|| {
