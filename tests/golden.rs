@@ -223,8 +223,9 @@ fn ipi_dns_points_at_the_vips() {
 /// `ntp_servers`) and one with `storage: nfs` (the provisioner and its default
 /// StorageClass on the plan's export, the registry on an RWX claim with 2
 /// replicas, monitoring claims) and a compact one with `storage: lvms` (the
-/// operator's Namespace, OperatorGroup and Subscription, the registry's RWO
-/// claim; its LVMCluster apart), each file under a `# path` line.
+/// operator's Namespace, OperatorGroup and Subscription, the registry on
+/// emptyDir; its LVMCluster and claims apart, for after the install), each file
+/// under a `# path` line.
 #[test]
 fn lab_manifests_per_topology() {
     for name in ["upi", "compact", "nfs", "lvms"] {
@@ -235,10 +236,12 @@ fn lab_manifests_per_topology() {
             .collect();
         golden(&format!("{name}.manifests.yaml"), &text);
     }
-    // lvms' LVMCluster, applied after install (docs/storage.md).
+    // lvms' LVMCluster and the claims on its class, applied after install
+    // (docs/storage.md).
+    let spec = load("lvms.cluster.yaml");
     golden(
         "lvms.lvmcluster.yaml",
-        &shiftlab::render::lvms::lvm_cluster(18),
+        &shiftlab::render::lvms::after_install(&spec, 18),
     );
 }
 

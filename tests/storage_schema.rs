@@ -50,8 +50,9 @@ fn spec(workers: u32, storage: &str) -> ClusterSpec {
 }
 
 /// Every manifest the lab adds, as JSON, for none, nfs (with workers and
-/// compact) and lvms (set by hand on an OKD file: its registry claim; the
-/// operator's own objects are checked in tests/lvms_schema.rs).
+/// compact) and lvms (set by hand on an OKD file: at install the registry on
+/// emptyDir, after it the claims; the operator's own objects are checked in
+/// tests/lvms_schema.rs).
 fn rendered() -> Vec<(String, &'static str, Value)> {
     let mut out = Vec::new();
     for (workers, storage) in [
@@ -74,8 +75,54 @@ fn rendered() -> Vec<(String, &'static str, Value)> {
             let v: Value = yaml_serde::from_str(&text).unwrap();
             out.push((format!("{storage:?} with {workers} workers"), path, v));
         }
+        // LVMS's claims come after the install, with its LVMCluster (checked in
+        // tests/lvms_schema.rs).
+        if storage == Storage::Lvms {
+            // The registry as the after-install patch leaves it (a JSON merge
+            // patch, RFC 7386: null removes).
+            let config = out
+                .iter()
+                .rev()
+                .find(|(_, _, v)| v["kind"] == "Config")
+                .map(|(_, _, v)| v.clone())
+                .unwrap();
+            let patch: Value =
+                serde_json::from_str(shiftlab::render::manifests::LVMS_REGISTRY_PATCH).unwrap();
+            let patched = merge_patch(config, &patch);
+            assert_eq!(
+                patched["spec"]["storage"],
+                serde_json::json!({"pvc": {"claim": "shiftlab-image-registry"}})
+            );
+            out.push(("Lvms registry patched".into(), "lvmcluster.yaml", patched));
+            for doc in shiftlab::render::lvms::after_install(&s, 18).split("---\n") {
+                let v: Value = yaml_serde::from_str(doc).unwrap();
+                if v["kind"] != "LVMCluster" {
+                    out.push(("Lvms after install".into(), "lvmcluster.yaml", v));
+                }
+            }
+        }
     }
     out
+}
+
+/// RFC 7386 JSON merge patch.
+fn merge_patch(mut target: Value, patch: &Value) -> Value {
+    let Some(p) = patch.as_object() else {
+        return patch.clone();
+    };
+    if !target.is_object() {
+        target = serde_json::json!({});
+    }
+    let t = target.as_object_mut().unwrap();
+    for (k, v) in p {
+        if v.is_null() {
+            t.remove(k);
+        } else {
+            let cur = t.remove(k).unwrap_or(Value::Null);
+            t.insert(k.clone(), merge_patch(cur, v));
+        }
+    }
+    target
 }
 
 fn round_trip<T: DeserializeOwned + Serialize>(what: &str, o: &Value) {

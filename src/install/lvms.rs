@@ -1,6 +1,7 @@
-//! `storage: lvms` after install: the `LVMCluster` (render::lvms) written to
-//! `<assets>/lvmcluster.yaml` at the manifests target, for one `oc apply` once
-//! the operator runs (its CRD comes with the operator, so cluster-bootstrap
+//! `storage: lvms` after install: the `LVMCluster` and the registry's and
+//! monitoring's claims on its class (render::lvms::after_install) written to
+//! `<assets>/lvmcluster.yaml` at the manifests target, for one `oc apply` (and
+//! the registry's `oc patch`) once the operator runs (its CRD comes with the operator, so cluster-bootstrap
 //! cannot create it). docs/storage.md.
 
 use anyhow::{Context, Result};
@@ -22,17 +23,19 @@ pub fn write(spec: &ClusterSpec, assets: &Assets) -> Result<Option<String>> {
             _ => return Ok(None),
         }
     };
-    crate::files::write_atomic(&file, lvms::lvm_cluster(minor).as_bytes())?;
+    crate::files::write_atomic(&file, lvms::after_install(spec, minor).as_bytes())?;
     Ok(Some(apply_line(&assets.kubeconfig(), &file)))
 }
 
-/// The command that creates the LVMCluster once the operator runs.
+/// The command that creates the LVMCluster and the claims once the operator
+/// runs, then moves the registry onto its claim.
 pub fn apply_line(kubeconfig: &std::path::Path, file: &std::path::Path) -> String {
     use crate::cluster::access::shell_quote;
+    let kc = shell_quote(&kubeconfig.display().to_string());
     format!(
-        "oc --kubeconfig {} apply -f {}",
-        shell_quote(&kubeconfig.display().to_string()),
-        shell_quote(&file.display().to_string())
+        "oc --kubeconfig {kc} apply -f {} && oc --kubeconfig {kc} patch configs.imageregistry.operator.openshift.io cluster --type merge -p {}",
+        shell_quote(&file.display().to_string()),
+        shell_quote(crate::render::manifests::LVMS_REGISTRY_PATCH)
     )
 }
 
@@ -63,16 +66,30 @@ mod tests {
         let mut s = spec("none");
         s.storage = Storage::Lvms;
         let line = write(&s, &assets).unwrap().unwrap();
-        assert_eq!(
-            line,
-            format!(
-                "oc --kubeconfig {} apply -f {}",
+        assert!(
+            line.starts_with(&format!(
+                "oc --kubeconfig {} apply -f {} && oc --kubeconfig {} patch configs.imageregistry.operator.openshift.io cluster --type merge -p '{{",
                 assets.kubeconfig().display(),
-                file.display()
-            )
+                file.display(),
+                assets.kubeconfig().display(),
+            )),
+            "{line}"
         );
         let text = std::fs::read_to_string(&file).unwrap();
-        assert!(text.contains("kind: LVMCluster"), "{text}");
+        let kinds: Vec<String> = text
+            .split("---\n")
+            .map(|d| {
+                yaml_serde::from_str::<yaml_serde::Value>(d).unwrap()["kind"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            ["LVMCluster", "PersistentVolumeClaim", "ConfigMap"],
+            "{text}"
+        );
         assert_eq!(write(&spec("none"), &assets).unwrap(), None);
         assert!(!file.exists(), "a former run's LVMCluster is removed");
         assert_eq!(write(&spec("none"), &assets).unwrap(), None);

@@ -10,7 +10,9 @@
 //!   package has one channel per release, no plain `stable`).
 //! - **After install** (`<assets>/lvmcluster.yaml`): the `LVMCluster`'s CRD
 //!   arrives with the operator, so no install-time manifest can create one; the
-//!   manifests target writes it and says the `oc apply` line.
+//!   manifests target writes it, with the registry's and monitoring's claims on
+//!   its class ([`after_install`]), and says the `oc apply` and registry `oc
+//!   patch` line.
 //!
 //! The namespace is the CSV's `operatorframework.io/suggested-namespace`:
 //! `openshift-storage` up to 4.19, `openshift-lvm-storage` from 4.20
@@ -108,6 +110,20 @@ pub fn lab(spec: &crate::spec::ClusterSpec) -> Vec<(&'static str, String)> {
         (crate::spec::Storage::Lvms, Some(minor)) => manifests(minor),
         _ => Vec::new(),
     }
+}
+
+/// What `storage: lvms` applies after the install, one file: the `LVMCluster`,
+/// then the registry's claim and the monitoring claims on its class (at install
+/// the registry is on emptyDir and monitoring without claims:
+/// render::manifests, render::monitoring). The registry itself is moved by
+/// [`super::manifests::LVMS_REGISTRY_PATCH`].
+pub fn after_install(spec: &crate::spec::ClusterSpec, minor: u32) -> String {
+    [
+        lvm_cluster(minor),
+        super::manifests::lvms_registry_claim(),
+        super::monitoring::lvms_after_install(spec),
+    ]
+    .join("---\n")
 }
 
 /// The `LVMCluster`: one default device class on every unused disk, thin

@@ -53,9 +53,7 @@ use crate::spec::{ClusterSpec, Storage};
 
 /// Where the image-registry manifest goes.
 pub const IMAGE_REGISTRY: &str = "openshift/99-shiftlab-image-registry.yaml";
-/// `storage: lvms`: the registry's own ReadWriteOnce claim.
-pub const IMAGE_REGISTRY_CLAIM: &str = "openshift/99-shiftlab-image-registry-claim.yaml";
-/// Its name, in `openshift-image-registry`.
+/// `storage: lvms`: the registry's own claim's name, in `openshift-image-registry`.
 pub const IMAGE_REGISTRY_CLAIM_NAME: &str = "shiftlab-image-registry";
 /// The installer's scheduler manifest, overwritten.
 pub const SCHEDULER: &str = "manifests/cluster-scheduler-02-config.yml";
@@ -92,38 +90,21 @@ pub fn registry_replicas(spec: &ClusterSpec) -> u32 {
     nodes.clamp(1, 2)
 }
 
-/// The image registry's `Config`, and for LVM Storage its claim.
+/// The image registry's `Config`. With `storage: lvms` it starts on emptyDir as
+/// without storage: LVMS's StorageClass exists only once its `LVMCluster` is
+/// applied after the install (src/install/lvms.rs), and a registry waiting on a
+/// claim that cannot bind keeps its operator unavailable, so the install never
+/// completes; [`lvms_registry_claim`] and [`LVMS_REGISTRY_PATCH`] move it then.
 fn image_registry(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
-    let (spec_json, claim) = match spec.storage {
-        Storage::None => (
-            json!({"managementState": "Managed", "replicas": 1, "storage": {"emptyDir": {}}}),
-            None,
-        ),
-        Storage::Nfs => (
-            json!({
-                "managementState": "Managed",
-                "replicas": registry_replicas(spec),
-                "storage": {"pvc": {"claim": ""}},
-            }),
-            None,
-        ),
-        Storage::Lvms => (
-            json!({
-                "managementState": "Managed",
-                "replicas": 1,
-                "rolloutStrategy": "Recreate",
-                "storage": {"pvc": {"claim": IMAGE_REGISTRY_CLAIM_NAME}},
-            }),
-            Some(json!({
-                "apiVersion": "v1",
-                "kind": "PersistentVolumeClaim",
-                "metadata": {"name": IMAGE_REGISTRY_CLAIM_NAME, "namespace": "openshift-image-registry"},
-                "spec": {
-                    "accessModes": ["ReadWriteOnce"],
-                    "resources": {"requests": {"storage": "100Gi"}},
-                },
-            })),
-        ),
+    let spec_json = match spec.storage {
+        Storage::None | Storage::Lvms => {
+            json!({"managementState": "Managed", "replicas": 1, "storage": {"emptyDir": {}}})
+        }
+        Storage::Nfs => json!({
+            "managementState": "Managed",
+            "replicas": registry_replicas(spec),
+            "storage": {"pvc": {"claim": ""}},
+        }),
     };
     let config = json!({
         "apiVersion": "imageregistry.operator.openshift.io/v1",
@@ -131,11 +112,35 @@ fn image_registry(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
         "metadata": {"name": "cluster"},
         "spec": spec_json,
     });
-    let yaml = |v: &serde_json::Value| yaml_serde::to_string(v).expect("a JSON value serialises");
-    let mut out = vec![(IMAGE_REGISTRY, yaml(&config))];
-    out.extend(claim.map(|c| (IMAGE_REGISTRY_CLAIM, yaml(&c))));
-    out
+    vec![(
+        IMAGE_REGISTRY,
+        yaml_serde::to_string(&config).expect("a JSON value serialises"),
+    )]
 }
+
+/// `storage: lvms`, after the install: the registry's own ReadWriteOnce claim on
+/// LVMS's class (named: before Kubernetes 1.28 a claim made before a default
+/// class exists never gets one).
+pub fn lvms_registry_claim() -> String {
+    let claim = json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": IMAGE_REGISTRY_CLAIM_NAME, "namespace": "openshift-image-registry"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": super::lvms::STORAGE_CLASS,
+            "resources": {"requests": {"storage": "100Gi"}},
+        },
+    });
+    yaml_serde::to_string(&claim).expect("a JSON value serialises")
+}
+
+/// `storage: lvms`, after the install: the registry moved from emptyDir to its
+/// claim, one replica recreated (a ReadWriteOnce volume cannot be shared by
+/// two pods during a rolling update). A merge patch, as OpenShift's docs do it:
+/// `emptyDir: null` removes the install-time storage (two kinds of storage at
+/// once are refused by the operator).
+pub const LVMS_REGISTRY_PATCH: &str = r#"{"spec":{"replicas":1,"rolloutStrategy":"Recreate","storage":{"emptyDir":null,"pvc":{"claim":"shiftlab-image-registry"}}}}"#;
 
 /// The manifests the lab adds, by their path in the asset directory.
 pub fn lab_manifests(spec: &ClusterSpec, plan: &Plan) -> Vec<(&'static str, String)> {
@@ -283,31 +288,30 @@ mod tests {
                 Some(replicas),
                 "{workers} workers, {ctlplanes} control planes"
             );
-            assert!(!m.iter().any(|(p, _)| *p == IMAGE_REGISTRY_CLAIM));
         }
     }
 
     #[test]
-    fn on_lvms_the_registry_has_one_replica_recreated_on_its_own_rwo_claim() {
+    fn on_lvms_the_registry_starts_on_empty_dir_and_moves_to_its_claim_after_install() {
         let mut s = spec(3, None);
         s.storage = Storage::Lvms;
         let m = render(&s);
         let v = registry(&m);
-        assert_eq!(v["spec"]["replicas"].as_u64(), Some(1));
-        assert_eq!(v["spec"]["rolloutStrategy"], "Recreate");
-        assert_eq!(
-            v["spec"]["storage"]["pvc"]["claim"],
-            IMAGE_REGISTRY_CLAIM_NAME
-        );
-        let claim = &m
-            .iter()
-            .find(|(p, _)| *p == IMAGE_REGISTRY_CLAIM)
-            .unwrap()
-            .1;
-        let c: yaml_serde::Value = yaml_serde::from_str(claim).unwrap();
+        assert!(v["spec"]["storage"]["emptyDir"].is_mapping(), "{v:?}");
+        assert!(v["spec"]["storage"]["pvc"].is_null(), "{v:?}");
+        assert!(!m.iter().any(|(_, t)| t.contains("PersistentVolumeClaim")));
+        let c: yaml_serde::Value = yaml_serde::from_str(&lvms_registry_claim()).unwrap();
         assert_eq!(c["metadata"]["name"], IMAGE_REGISTRY_CLAIM_NAME);
         assert_eq!(c["metadata"]["namespace"], "openshift-image-registry");
         assert_eq!(c["spec"]["accessModes"][0], "ReadWriteOnce");
+        assert_eq!(c["spec"]["storageClassName"], "lvms-vg1");
+        let p: serde_json::Value = serde_json::from_str(LVMS_REGISTRY_PATCH).unwrap();
+        assert_eq!(
+            p["spec"]["storage"]["pvc"]["claim"],
+            IMAGE_REGISTRY_CLAIM_NAME
+        );
+        assert!(p["spec"]["storage"]["emptyDir"].is_null());
+        assert_eq!(p["spec"]["rolloutStrategy"], "Recreate");
         // No NFS export planned: no provisioner.
         assert!(!m.iter().any(|(p, _)| p.contains("storage-")));
     }

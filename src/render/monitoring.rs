@@ -6,9 +6,10 @@
 //! file). Pure; golden in tests/golden.rs.
 //!
 //! - `prometheusK8s.retention`: the cluster file's `monitoring.retention`.
-//! - With storage: a `volumeClaimTemplate` for Prometheus and Alertmanager with no
-//!   `storageClassName`, so the claims go to the default StorageClass
-//!   (src/render/storage.rs). Sizes for a lab: Prometheus keeps a day by default, a
+//! - With `storage: nfs`: a `volumeClaimTemplate` for Prometheus and Alertmanager
+//!   with no `storageClassName`, so the claims go to the default StorageClass
+//!   (src/render/storage.rs); with `storage: lvms` the same on LVMS's class, after
+//!   the install ([`lvms_after_install`]). Sizes for a lab: Prometheus keeps a day by default, a
 //!   few GiB on a small cluster, so 10Gi each (two replicas); Alertmanager keeps
 //!   silences and notifications only, 1Gi each. The Prometheus Operator asks
 //!   ReadWriteOnce when a template names no access mode.
@@ -24,12 +25,37 @@ pub const PROMETHEUS_SIZE: &str = "10Gi";
 /// Each Alertmanager replica's claim.
 pub const ALERTMANAGER_SIZE: &str = "1Gi";
 
-/// The `config.yaml` the operator reads.
+/// Where the claims go: none, the default class, or a named one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claims<'a> {
+    None,
+    DefaultClass,
+    Class(&'a str),
+}
+
+/// The `config.yaml` the operator reads. At install only `storage: nfs` has a
+/// class (LVMS's comes after the install: [`lvms_after_install`]; claims that
+/// cannot bind would keep monitoring unavailable and the install incomplete).
 pub fn config(spec: &ClusterSpec) -> String {
-    let claim = |size: &str| json!({"spec": {"resources": {"requests": {"storage": size}}}});
+    let claims = if spec.storage == Storage::Nfs {
+        Claims::DefaultClass
+    } else {
+        Claims::None
+    };
+    config_with(spec, claims)
+}
+
+fn config_with(spec: &ClusterSpec, claims: Claims) -> String {
+    let claim = |size: &str| {
+        let mut c = json!({"spec": {"resources": {"requests": {"storage": size}}}});
+        if let Claims::Class(class) = claims {
+            c["spec"]["storageClassName"] = json!(class);
+        }
+        c
+    };
     let mut prometheus = json!({"retention": spec.monitoring.retention});
     let mut cfg = json!({});
-    if spec.storage != Storage::None {
+    if claims != Claims::None {
         prometheus["volumeClaimTemplate"] = claim(PROMETHEUS_SIZE);
         cfg["alertmanagerMain"] = json!({"volumeClaimTemplate": claim(ALERTMANAGER_SIZE)});
     }
@@ -37,18 +63,25 @@ pub fn config(spec: &ClusterSpec) -> String {
     yaml_serde::to_string(&cfg).expect("a JSON value serialises")
 }
 
-/// The ConfigMap, by its manifest path.
-pub fn manifests(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
+fn config_map(config: String) -> String {
     let cm = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": "cluster-monitoring-config", "namespace": "openshift-monitoring"},
-        "data": {"config.yaml": config(spec)},
+        "data": {"config.yaml": config},
     });
-    vec![(
-        PATH,
-        yaml_serde::to_string(&cm).expect("a JSON value serialises"),
-    )]
+    yaml_serde::to_string(&cm).expect("a JSON value serialises")
+}
+
+/// The ConfigMap, by its manifest path.
+pub fn manifests(spec: &ClusterSpec) -> Vec<(&'static str, String)> {
+    vec![(PATH, config_map(config(spec)))]
+}
+
+/// `storage: lvms`, after the install: the ConfigMap again, its claims on LVMS's
+/// class (named, as the registry's claim).
+pub fn lvms_after_install(spec: &ClusterSpec) -> String {
+    config_map(config_with(spec, Claims::Class(super::lvms::STORAGE_CLASS)))
 }
 
 #[cfg(test)]
