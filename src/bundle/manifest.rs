@@ -426,6 +426,11 @@ mod tests {
             earliest_not_after([a.as_bytes(), kubeconfig.as_bytes()]),
             Some(jan1 + 3 * 86400)
         );
+        assert_eq!(
+            earliest_not_after([kubeconfig.as_bytes(), a.as_bytes()]),
+            Some(jan1 + 3 * 86400),
+            "the earliest, wherever it comes"
+        );
         assert_eq!(earliest_not_after([b"no certificate".as_slice()]), None);
     }
 }
