@@ -284,6 +284,9 @@ fn flatten(src: &Path, out: &Path) -> Result<()> {
             String::from_utf8_lossy(&o.stderr).trim()
         );
     }
+    // A node's disk holds its secrets (kubeconfigs, etcd): 0600 as the rest.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&part, std::fs::Permissions::from_mode(0o600))?;
     std::fs::rename(&part, out).with_context(|| format!("naming {}", out.display()))
 }
 

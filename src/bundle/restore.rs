@@ -163,7 +163,11 @@ pub fn restore(
     }
     let lock = dir.lock()?;
     let mut o = Origin {
-        bundle: path.display().to_string(),
+        bundle: path
+            .canonicalize()
+            .unwrap_or_else(|_| path.to_path_buf())
+            .display()
+            .to_string(),
         manifest_sha256,
         installed_at: m.installed_at,
         restored_at: power::now(),

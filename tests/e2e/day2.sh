@@ -184,8 +184,9 @@ done
 jq -e --slurpfile p "$work/plan.json" \
 	'([.manifest.nodes[] | [.name, .mac, .ip, .role]] | sort) == ([$p[0].nodes[] | [.name, .mac, .ip, .role]] | sort)' \
 	"$work/bundle.json" >/dev/null || fail "the bundle's identities are not the plan's: $(jq -c .manifest.nodes "$work/bundle.json")"
-[[ $(stat -c %a "$b/state/plan.json") == 600 && $(stat -c %a "$b/ignition/e2ed-worker-0.ign") == 600 ]] ||
-	fail "the bundle's state is not 0600"
+for f in state/plan.json ignition/e2ed-worker-0.ign disks/e2ed-worker-0.qcow2; do
+	[[ $(stat -c %a "$b/$f") == 600 ]] || fail "$f of the bundle is not 0600: $(stat -c %a "$b/$f")"
+done
 "$bin" bundle verify e2ed
 "$bin" bundle list -o json | jq -e '[.[] | [.name, .nodes, (.problem // "")]] == [["e2ed", 5, ""]]' >/dev/null ||
 	fail "bundle list: $("$bin" bundle list 2>&1)"
