@@ -71,6 +71,8 @@ fn state_paths(dir: &ClusterDir) -> Vec<PathBuf> {
         dir.bmc_dir(),
         dir.lb_state(),
         dir.known_hosts(),
+        // IPI: the BareMetalHosts the stop set offline, for start to set online.
+        dir.power(),
         dir.assets().path().to_path_buf(),
     ]
 }

@@ -187,6 +187,7 @@ jq -e --slurpfile p "$work/plan.json" \
 for f in state/plan.json ignition/e2ed-worker-0.ign disks/e2ed-worker-0.qcow2; do
 	[[ $(stat -c %a "$b/$f") == 600 ]] || fail "$f of the bundle is not 0600: $(stat -c %a "$b/$f")"
 done
+jq -e '.action == "stop"' "$b/state/power.json" >/dev/null || fail "the bundle has not the stop's record"
 "$bin" bundle verify e2ed
 "$bin" bundle list -o json | jq -e '[.[] | [.name, .nodes, (.problem // "")]] == [["e2ed", 5, ""]]' >/dev/null ||
 	fail "bundle list: $("$bin" bundle list 2>&1)"
