@@ -2,6 +2,7 @@
 
 pub mod addressing;
 pub mod backend;
+pub mod bundle;
 pub mod cli;
 pub mod cluster;
 pub mod color;

@@ -66,6 +66,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Gather(args) => commands::gather::run(args, &state, &mut std::io::stdout().lock()),
         Command::Stop(args) => commands::power::stop(args, &state, &mut std::io::stdout().lock()),
         Command::Start(args) => commands::power::start(args, &state, &mut std::io::stdout().lock()),
+        Command::Bundle(cmd) => commands::bundle::run(cmd, &state, &mut std::io::stdout().lock()),
         Command::Scale(args) => commands::scale::run(args, &state, &mut std::io::stdout().lock()),
         Command::Image(shiftlab::cli::image::ImageCommand::Standin(args)) => {
             if args.iso {

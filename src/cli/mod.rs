@@ -4,6 +4,7 @@
 pub mod access;
 pub mod approve_csrs;
 pub mod bmc;
+pub mod bundle;
 pub mod completion;
 pub mod connect;
 pub mod create;
@@ -107,6 +108,10 @@ pub enum Command {
     /// plan's nodes' pending CSRs (a node powered on may re-bootstrap once), wait until they
     /// are Ready with a heartbeat since the start
     Start(power::StartArgs),
+    /// Lab bundles: an installed cluster written out once, fresh copies of it restored in the
+    /// time its VMs take to boot (docs/bundles.md)
+    #[command(subcommand)]
+    Bundle(bundle::BundleCommand),
     /// Check the host before an install: virtualisation, host files and services, capacity
     /// for a cluster file's plan; exit 0 fine, 3 warnings, 4 failures
     Doctor(doctor::DoctorArgs),

@@ -29,6 +29,9 @@ pub struct Status {
     pub veth_bridge: Option<crate::host::veth::VethStatus>,
     /// Certificate expiry, where it can be read.
     pub certificates: Option<Certificates>,
+    /// The bundle the cluster was restored from (docs/bundles.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restored_from: Option<crate::bundle::restore::Origin>,
     /// The lab's users (`users:`, docs/users.md) as the install recorded them:
     /// where each password is, never a password.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -155,6 +158,7 @@ pub fn status(state: &StateDir, cluster: &ClusterDir, connect: Option<&str>) -> 
                 None
             }),
         certificates: certificates(cluster)?,
+        restored_from: crate::bundle::restore::origin(cluster)?,
         users: crate::install::users::read_record(&cluster.users())?,
         storage,
     })
@@ -234,6 +238,9 @@ impl Status {
                 s
             }
         };
+        if let Some(o) = &self.restored_from {
+            s.push_str(&format!("\n{}\n", o.line()));
+        }
         if let Some(v) = &self.veth_bridge {
             s.push_str(&format!(
                 "\nveth-linked bridge {}: {}\n",

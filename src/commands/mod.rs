@@ -4,6 +4,7 @@
 pub mod access;
 pub mod approve_csrs;
 pub mod bmc;
+pub mod bundle;
 pub mod create;
 pub mod destroy;
 pub mod doctor;

@@ -200,7 +200,7 @@ fn is_base_name(n: &str) -> bool {
         .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-fn ensure_pool(
+pub fn ensure_pool(
     host: &Host,
     plan: &Plan,
     state: &StateDir,

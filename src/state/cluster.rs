@@ -25,6 +25,7 @@
 //! | `host-links.json` | infra (ipi, `external_bridge: veth`) | the veth-linked bridge's links, removed at destroy |
 //! | `known_hosts` | ssh | the nodes' SSH host keys |
 //! | `power.json` | stop, start | the last stop or start, per node (ACPI or forced) |
+//! | `restored-from.json` | bundle restore | the bundle the cluster was restored from, and whether the restore finished |
 //! | `nfs/` | serve (`storage: nfs`) | the NFS server's config, pid, log, recovery dir (`host::nfs::ServerFiles`) |
 
 use std::path::{Path, PathBuf};
@@ -142,6 +143,8 @@ impl ClusterDir {
         known_hosts => "known_hosts";
         /// The last `stop` or `start`: what each node went through.
         power => "power.json";
+        /// The bundle the cluster was restored from (src/bundle/restore.rs).
+        restored_from => "restored-from.json";
         /// The single node's live ISO with its Ignition embedded (sno).
         sno_iso => "sno-live.x86_64.iso";
     }

@@ -12,6 +12,7 @@
 //! | `host-dns.lock` | serialises host DNS edits |
 //! | `bmc/` | the standalone BMC's state (`shiftlab bmc`) |
 //! | `storage/<name>/` | a cluster's NFS export data, kept by destroy (`host::nfs`) |
+//! | `bundles/<name>/` | lab bundles `bundle create` writes when given no `--out` (`bundle`) |
 
 mod cluster;
 mod name;
@@ -135,6 +136,17 @@ impl StateDir {
     /// The pools and base images shiftlab made on each libvirt host.
     pub fn libvirt_host_record(&self) -> PathBuf {
         self.root.join("libvirt-host.json")
+    }
+
+    /// Where `bundle create` puts a cluster's bundle when given no `--out`.
+    /// `name` is a checked cluster name.
+    pub fn bundle(&self, name: &ClusterName) -> PathBuf {
+        self.bundles().join(name.as_str())
+    }
+
+    /// `<root>/bundles`: `bundle list` looks here.
+    pub fn bundles(&self) -> PathBuf {
+        self.root.join("bundles")
     }
 
     /// `shiftlab serve`'s control socket.

@@ -14,7 +14,12 @@
 # that changes nothing, a 409 on the Secret read again, list, logins checked by
 # the stand-in's OAuth server, remove, kubeadmin's removal refused until a
 # cluster-admin has logged in, the last admin kept); gather with no secret of
-# the state in it.
+# the state in it; a bundle of the lab (a
+# create killed -9 mid-way leaves no bundle and its rerun converges; verify, list,
+# a damaged copy found), the lab destroyed and restored twice from it: every
+# node boots its bundled disk (the stand-in's disk marker, written at its first
+# boot, and its boot count), with its identity, and the second restore does not
+# see the first one's writes.
 set -euo pipefail
 
 NAME=day2
@@ -187,4 +192,99 @@ done
 [[ -s $work/g/gather-e2ed/state/plan.json ]] || fail "gather has no plan"
 if [[ -n $token ]] && grep -rqF "$token" "$work/g"; then fail "the HTTP token is in the tarball"; fi
 if grep -rqF "$alice_pw" "$work/g"; then fail "a user's password is in the tarball"; fi
+step "bundle create: killed -9 mid-way, then again"
+stop_pid "$api"
+last_report() { # node min-boots: its console's last report of a boot counted at least min-boots
+	grep -a 'SHIFTLAB-STANDIN-REPORT ' "/var/log/libvirt/qemu/$1-console.log" 2>/dev/null |
+		sed 's/.*SHIFTLAB-STANDIN-REPORT //' |
+		jq -c --argjson b "$2" 'select(.marker != "" and .ptr != "" and (.boots | tonumber) >= $b)' 2>/dev/null |
+		tail -n 1 || true
+}
+has_report() { [[ -n $(last_report "$1" "$2") ]]; }
+declare -A MARK BOOTS
+for n in "${NODES[@]}"; do
+	r=$(last_report "$n" 1)
+	MARK[$n]=$(jq -r .marker <<<"$r")
+	BOOTS[$n]=$(jq -r .boots <<<"$r")
+	[[ ${MARK[$n]} == "$n-"* && ${BOOTS[$n]} -ge 2 ]] || fail "$n reports no disk marker of its own: $r"
+done
+b=$SHIFTLAB_HOME/bundles/e2ed
+# A qemu-img that waits: the kill lands while the first disk is being flattened.
+mkdir "$work/slow"
+printf '#!/bin/sh\necho $$ >"%s/convert.pid"\nsleep 60\nexec /usr/bin/qemu-img "$@"\n' "$work" >"$work/slow/qemu-img"
+chmod +x "$work/slow/qemu-img"
+PATH=$work/slow:$PATH "$bin" bundle create e2ed --timeout 90 >"$work/killed.out" 2>&1 &
+creator=$!
+on_exit 'stop_pid "$creator"'
+for _ in $(seq 900); do
+	[[ -s $work/convert.pid ]] && break
+	kill -0 "$creator" 2>/dev/null || fail "bundle create ended before it flattened a disk: $(cat "$work/killed.out")"
+	sleep 0.2
+done
+[[ -s $work/convert.pid ]] || fail "bundle create flattened no disk within 180s: $(cat "$work/killed.out")"
+kill -9 "$creator" "$(cat "$work/convert.pid")"
+wait "$creator" 2>/dev/null || true
+[[ -d $b && ! -e $b/bundle.json ]] || fail "a killed create left $(ls -A "$b" 2>&1)"
+if "$bin" bundle verify e2ed >"$work/verify-killed.out" 2>&1; then fail "a killed create's directory verified as a bundle"; fi
+contains 'is no bundle' "$work/verify-killed.out" || fail "verify: $(cat "$work/verify-killed.out")"
+"$bin" bundle create e2ed --timeout 90 -o json >"$work/bundle.json" || fail "bundle create again: $(cat "$work/bundle.json")"
+for n in "${NODES[@]}"; do
+	[[ $(virsh domstate "$n") == "shut off" ]] || fail "$n is $(virsh domstate "$n") after bundle create"
+	qemu-img info --output=json "$b/disks/$n.qcow2" >"$work/info.json"
+	jq -e '.format == "qcow2" and ."backing-filename" == null' "$work/info.json" >/dev/null ||
+		fail "$n's bundled disk is not a self-contained qcow2: $(cat "$work/info.json")"
+done
+jq -e --slurpfile p "$work/plan.json" \
+	'([.manifest.nodes[] | [.name, .mac, .ip, .role]] | sort) == ([$p[0].nodes[] | [.name, .mac, .ip, .role]] | sort)' \
+	"$work/bundle.json" >/dev/null || fail "the bundle's identities are not the plan's: $(jq -c .manifest.nodes "$work/bundle.json")"
+for f in state/plan.json ignition/e2ed-worker-0.ign disks/e2ed-worker-0.qcow2; do
+	[[ $(stat -c %a "$b/$f") == 600 ]] || fail "$f of the bundle is not 0600: $(stat -c %a "$b/$f")"
+done
+jq -e '.action == "stop"' "$b/state/power.json" >/dev/null || fail "the bundle has not the stop's record"
+"$bin" bundle verify e2ed
+"$bin" bundle list -o json | jq -e '[.[] | [.name, .nodes, (.problem // "")]] == [["e2ed", 5, ""]]' >/dev/null ||
+	fail "bundle list: $("$bin" bundle list 2>&1)"
+cp -a "$b" "$work/damaged"
+printf x >>"$work/damaged/disks/e2ed-worker-0.qcow2"
+if "$bin" bundle verify "$work/damaged" >"$work/damaged.out" 2>&1; then fail "a damaged bundle verified"; fi
+contains 'disks/e2ed-worker-0.qcow2: sha256' "$work/damaged.out" || fail "verify: $(cat "$work/damaged.out")"
+
+restored() { # boots: every node reports its bundled marker, identity and this boot count
+	local n r
+	for n in "${NODES[@]}"; do
+		wait_for "$TIMEOUT" "$n to boot its bundled disk" has_report "$n" $((BOOTS[$n] + 1))
+		r=$(last_report "$n" $((BOOTS[$n] + 1)))
+		jq -e --arg m "${MARK[$n]}" --arg b "$((BOOTS[$n] + 1))" --slurpfile p "$work/plan.json" --arg n "$n" '
+			($p[0].nodes[] | select(.name == $n)) as $want
+			| .marker == $m and .boots == $b and .hostname == $n and .mac == $want.mac and .ip == $want.ip
+			and .api != "" and .ptr != ""' <<<"$r" >/dev/null ||
+			fail "$n after restore $1: $r (bundled: ${MARK[$n]}, boot ${BOOTS[$n]})"
+	done
+}
+
+step "bundle restore --start after destroy"
+"$bin" destroy cluster e2ed
+"$bin" bundle restore "$b" --start -o json >"$work/restore1.json" || fail "restore: $(cat "$work/restore1.json")"
+jq -e '(.imported | length) == 5 and .shared == [] and ([.start.nodes[] | select(.action == "started") | .node] | .[-1] == "e2ed-worker-0")' \
+	"$work/restore1.json" >/dev/null || fail "restore: $(jq -c '[.imported, .shared, .start.nodes]' "$work/restore1.json")"
+"$bin" status e2ed | tee "$work/status.out"
+contains "restored from bundle $b (no install recorded)" "$work/status.out" || fail "status does not say where e2ed came from"
+pool=$(jq -r .libvirt.pool "$work/plan.json")
+vol=$(jq -r '.nodes[] | select(.name == "e2ed-worker-0") | .disks[0].volume' "$work/plan.json")
+virsh vol-dumpxml --pool "$pool" "$vol" | contains '<path>.*/shiftlab-base-[0-9a-f]\{16\}\.qcow2</path>' ||
+	fail "$vol is no overlay on its imported disk"
+restored 1
+if "$bin" bundle restore "$b" >"$work/again.out" 2>&1; then fail "a second copy was restored beside the first"; fi
+contains 'a cluster named e2ed exists: destroy it first' "$work/again.out" || fail "restore beside: $(cat "$work/again.out")"
+
+step "bundle restore again: fresh, the first restore's writes absent"
+"$bin" destroy cluster e2ed
+"$bin" bundle restore "$b" -o json >"$work/restore2.json"
+jq -e '.imported == [] and (.shared | length) == 5' "$work/restore2.json" >/dev/null ||
+	fail "the second restore imported again: $(jq -c '[.imported, .shared]' "$work/restore2.json")"
+"$bin" start e2ed >/dev/null
+restored 2
+"$bin" bundle delete e2ed
+[[ ! -e $b ]] || fail "bundle delete left $(ls -A "$b")"
+
 echo "PASS $NAME"
