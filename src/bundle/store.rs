@@ -221,6 +221,22 @@ pub fn verify(dir: &Path) -> Result<Verified> {
     })
 }
 
+/// The first directory between `dir` and its file `rel` that is a symbolic
+/// link (or not a directory), if any.
+fn linked_dir(dir: &Path, rel: &str) -> Option<std::path::PathBuf> {
+    let mut at = dir.to_path_buf();
+    let parents: Vec<_> = Path::new(rel).components().collect();
+    for c in &parents[..parents.len().saturating_sub(1)] {
+        at.push(c);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            _ => return Some(at),
+        }
+    }
+    None
+}
+
 /// Remove a bundle: the manifest first (it stops being a bundle), then the
 /// files it lists and shiftlab's mark, then the directories left empty.
 /// Anything else in the directory stays, and is named.
@@ -234,6 +250,12 @@ pub fn delete(dir: &Path) -> Result<Deleted> {
     let mut left = Vec::new();
     for f in &m.files {
         let p = dir.join(&f.path);
+        // A directory of the bundle that is a link would take the removal
+        // elsewhere (a bundle can come from another host): left alone.
+        if let Some(link) = linked_dir(dir, &f.path) {
+            left.push(link);
+            continue;
+        }
         match std::fs::remove_file(&p) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -255,6 +277,7 @@ pub fn delete(dir: &Path) -> Result<Deleted> {
         }
     }
     left.sort();
+    left.dedup();
     Ok(Deleted {
         path: dir.to_path_buf(),
         left,
@@ -331,6 +354,23 @@ mod tests {
         );
         let e = delete(&dir).unwrap_err().to_string();
         assert!(e.contains("is no bundle"), "{e}");
+    }
+
+    #[test]
+    fn delete_does_not_follow_a_linked_directory_out_of_the_bundle() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("lab1");
+        bundle(&dir);
+        // The bundle's disks directory swapped for a link to someone else's.
+        let elsewhere = t.path().join("elsewhere");
+        std::fs::rename(dir.join("disks"), &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.join("disks")).unwrap();
+        let d = delete(&dir).unwrap();
+        assert!(
+            elsewhere.join("lab1-ctlplane-0.qcow2").is_file(),
+            "removed through the link"
+        );
+        assert_eq!(d.left, vec![dir.join("disks")]);
     }
 
     #[test]
