@@ -152,6 +152,11 @@ mod tests {
             ["LVMCluster", "PersistentVolumeClaim", "ConfigMap"],
             "{text}"
         );
+        // Applied, then a new install: the mark goes, status says the command again.
+        std::fs::write(assets.file(APPLIED), "done").unwrap();
+        assert!(applied(&assets));
+        write(&s, &assets).unwrap().unwrap();
+        assert!(!applied(&assets), "a new install's file is not applied yet");
         assert_eq!(write(&spec("none"), &assets).unwrap(), None);
         assert!(!file.exists(), "a former run's LVMCluster is removed");
         assert_eq!(write(&spec("none"), &assets).unwrap(), None);
