@@ -159,8 +159,7 @@ pub fn status(
         kind: s.kind,
         storage_classes: planned_classes(plan),
         export,
-        post_install: lvm_cluster
-            .is_file()
+        post_install: (lvm_cluster.is_file() && !crate::install::lvms::applied(&assets))
             .then(|| crate::install::lvms::apply_line(&assets.kubeconfig(), &lvm_cluster)),
     }))
 }

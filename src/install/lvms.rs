@@ -3,6 +3,10 @@
 //! `<assets>/lvmcluster.yaml` at the manifests target, for one `oc apply` (and
 //! the registry's `oc patch`) once the operator runs (its CRD comes with the operator, so cluster-bootstrap
 //! cannot create it). docs/storage.md.
+//!
+//! After install-complete, [`apply`] does it through the API (kube::lvms) and
+//! writes [`APPLIED`] beside the file; `status` says the command only for a
+//! cluster without that mark.
 
 use anyhow::{Context, Result};
 
@@ -14,6 +18,8 @@ use crate::state::Assets;
 /// former run wrote when it no longer has); the `oc apply` line that creates it.
 pub fn write(spec: &ClusterSpec, assets: &Assets) -> Result<Option<String>> {
     let file = assets.file(lvms::LVM_CLUSTER_FILE);
+    // A new install's file is not applied yet.
+    remove_if_there(&assets.file(APPLIED))?;
     let minor = crate::spec::version_minor(&spec.version);
     let (Storage::Lvms, Some(minor)) = (spec.storage, minor) else {
         match std::fs::remove_file(&file) {
@@ -25,6 +31,62 @@ pub fn write(spec: &ClusterSpec, assets: &Assets) -> Result<Option<String>> {
     };
     crate::files::write_atomic(&file, lvms::after_install(spec, minor).as_bytes())?;
     Ok(Some(apply_line(&assets.kubeconfig(), &file)))
+}
+
+/// The mark that [`apply`] applied `lvmcluster.yaml` (what it did, one per line).
+pub const APPLIED: &str = "lvmcluster.applied";
+
+fn remove_if_there(file: &std::path::Path) -> Result<()> {
+    match std::fs::remove_file(file) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", file.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether `lvmcluster.yaml` was applied (status keeps the command otherwise).
+pub fn applied(assets: &Assets) -> bool {
+    assets.file(APPLIED).is_file()
+}
+
+/// After install-complete: apply `lvmcluster.yaml` through the API once the
+/// operator's CRD is Established; what was done. `None` without the file (no
+/// `storage: lvms`). On failure the error says the command as the manual way.
+/// Idempotent: a rerun (after a crash, or after success) converges.
+pub fn apply(
+    assets: &Assets,
+    wait: crate::kube::lvms::Wait,
+    say: &dyn Fn(String),
+) -> Result<Option<Vec<String>>> {
+    use crate::kube::lvms as api;
+    let file = assets.file(lvms::LVM_CLUSTER_FILE);
+    if !file.is_file() {
+        return Ok(None);
+    }
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let objects = api::Objects::parse(&text).with_context(|| format!("{}", file.display()))?;
+    let kubeconfig = assets.kubeconfig();
+    say(format!(
+        "storage: lvms: waiting for the LVM Storage operator's CRD {} (at most {} min), then applying {}",
+        api::CRD,
+        wait.timeout.as_secs() / 60,
+        file.display()
+    ));
+    let done = crate::runtime::block_on(async {
+        let client = crate::kube::approve::client_from_kubeconfig(&kubeconfig).await?;
+        api::apply(&client, &objects, &api::registry_patch(), wait, say).await
+    })
+    .with_context(|| {
+        format!(
+            "storage: lvms: applying {} failed; by hand, once the operator runs: {}",
+            file.display(),
+            apply_line(&kubeconfig, &file)
+        )
+    })?;
+    crate::files::write_atomic(&assets.file(APPLIED), done.join("\n").as_bytes())?;
+    Ok(Some(done))
 }
 
 /// The command that creates the LVMCluster and the claims once the operator
@@ -90,6 +152,11 @@ mod tests {
             ["LVMCluster", "PersistentVolumeClaim", "ConfigMap"],
             "{text}"
         );
+        // Applied, then a new install: the mark goes, status says the command again.
+        std::fs::write(assets.file(APPLIED), "done").unwrap();
+        assert!(applied(&assets));
+        write(&s, &assets).unwrap().unwrap();
+        assert!(!applied(&assets), "a new install's file is not applied yet");
         assert_eq!(write(&spec("none"), &assets).unwrap(), None);
         assert!(!file.exists(), "a former run's LVMCluster is removed");
         assert_eq!(write(&spec("none"), &assets).unwrap(), None);

@@ -8,6 +8,7 @@ pub mod bmh_online;
 pub mod csr;
 pub mod drain;
 pub mod health;
+pub mod lvms;
 pub mod owner;
 pub mod ready;
 pub mod report;

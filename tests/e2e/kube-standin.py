@@ -2,7 +2,7 @@
 """A stand-in Kubernetes API on loopback for a rehearsal cluster's stop/start,
 with a kubelet model per plan node driven by the node's real boots.
 
-    kube-standin.py [--troubled] PLAN_JSON CONSOLE_DIR PORT_FILE EVENTS_FILE
+    kube-standin.py [--troubled] [--lvms=N] PLAN_JSON CONSOLE_DIR PORT_FILE EVENTS_FILE
 
 What it models, and where the behaviour comes from:
 
@@ -81,6 +81,29 @@ Control and Consistency", "HTTP Status codes", "Response Status Kind"):
   admin's `oc edit` between shiftlab's read and its write would; that PUT,
   carrying the version read, gets the real API's 409.
 
+`storage: lvms` after install (--lvms=N; shiftlab's kube::lvms, docs/storage.md),
+as the real API server and OLM behave (Kubernetes API conventions, "HTTP Status
+codes", "Concurrency Control and Consistency", "Patch operations": a JSON merge
+patch is RFC 7386, null removes a key):
+
+- The install-time manifests made the Subscription `lvms-operator`; OLM installs
+  the operator some time later, which the stand-in models by reads of the CRD
+  `lvmclusters.lvm.topolvm.io`: a 404 NotFound Status until its Nth read, then
+  the CRD with NamesAccepted but not yet Established, Established=True from the
+  next read on. Meanwhile the operator's CSV (GET the namespace's
+  clusterserviceversions) is in phase Installing, then Succeeded.
+- Until the CRD is Established, any request on `lvm.topolvm.io` LVMClusters is
+  the generic 404 ("the server could not find the requested resource") the API
+  server gives for a resource it does not serve; then LVMClusters behave as
+  Secrets: POST of an existing name a 409 AlreadyExists.
+- PersistentVolumeClaims and ConfigMaps (GET, POST, PUT, DELETE) as Secrets;
+  `openshift-monitoring/cluster-monitoring-config` exists as the install made it
+  (retention, no claims).
+- The image registry's Config `cluster` (imageregistry.operator.openshift.io/v1,
+  on emptyDir as at install): GET, and PATCH with
+  `application/merge-patch+json` only (another type is a 415
+  UnsupportedMediaType); a patch that changes nothing is no write.
+
 Each event (boot, CSR created, approved) is appended to EVENTS_FILE as one JSON
 line, so the test can see what happened in which order. Nothing leaves 127.0.0.1.
 Python's standard library and the openssl command (Debian's ca-certificates
@@ -108,6 +131,10 @@ REPORT = b"SHIFTLAB-STANDIN-REPORT "
 args = sys.argv[1:]
 troubled = args[:1] == ["--troubled"]
 if troubled:
+    args = args[1:]
+# --lvms=N: storage: lvms, the operator's CRD served from the CRD's Nth read.
+lvms_polls = int(args[0].split("=", 1)[1]) if args and args[0].startswith("--lvms=") else None
+if lvms_polls is not None:
     args = args[1:]
 plan_path, console_dir, port_file, events_file = args[:4]
 with open(plan_path) as f:
@@ -305,6 +332,12 @@ class Handler(BaseHTTPRequestHandler):
             if not users_api(self, "POST", path, query, self.body()):
                 self.status(404, "NotFound", "the server could not find the requested resource")
 
+    def do_PATCH(self):
+        path, _, query = self.path.partition("?")
+        with lock:
+            if not users_api(self, "PATCH", path, query, self.body()):
+                self.status(404, "NotFound", "the server could not find the requested resource")
+
     def do_DELETE(self):
         path, _, query = self.path.partition("?")
         with lock:
@@ -435,15 +468,27 @@ for bname, group in (("cluster-admin", "system:masters"), ("cluster-admins", "sy
 def resource(path):
     """(store, key, collection?, resource, group, namespaced, list kind, api version) for a users path."""
     parts = path.strip("/").split("/")
-    if path.startswith("/api/v1/namespaces/") and len(parts) in (5, 6) and parts[4] == "secrets":
+    core = {"secrets": (secrets, "SecretList"), "configmaps": (configmaps, "ConfigMapList"),
+            "persistentvolumeclaims": (claims, "PersistentVolumeClaimList")}
+    if path.startswith("/api/v1/namespaces/") and len(parts) in (5, 6) and parts[4] in core:
         key = (parts[3], parts[5]) if len(parts) == 6 else (parts[3], None)
-        return secrets, key, len(parts) == 5, "secrets", "", "SecretList", "v1"
+        store, list_kind = core[parts[4]]
+        return store, key, len(parts) == 5, parts[4], "", list_kind, "v1"
+    # LVMClusters only once their CRD is Established: before, the API server
+    # serves no such resource (the generic 404).
+    if path.startswith(LVMCLUSTERS_API) and len(parts) in (6, 7) and parts[5] == "lvmclusters" \
+            and lvms_crd_established():
+        key = (parts[4], parts[6]) if len(parts) == 7 else (parts[4], None)
+        return lvm_clusters, key, len(parts) == 6, "lvmclusters", "lvm.topolvm.io", "LVMClusterList", \
+            "lvm.topolvm.io/v1alpha1"
     table = ((RBAC, bindings, "clusterrolebindings", "rbac.authorization.k8s.io", "ClusterRoleBindingList",
               "rbac.authorization.k8s.io/v1"),
              (CONFIG + "oauths", oauths, "oauths", "config.openshift.io", "OAuthList", "config.openshift.io/v1"),
              (USER_API + "users", ousers, "users", "user.openshift.io", "UserList", "user.openshift.io/v1"),
              (USER_API + "identities", identities, "identities", "user.openshift.io", "IdentityList",
-              "user.openshift.io/v1"))
+              "user.openshift.io/v1"),
+             (REGISTRY_CONFIGS, registry_configs, "configs", "imageregistry.operator.openshift.io", "ConfigList",
+              "imageregistry.operator.openshift.io/v1"))
     for prefix, store, plural, group, list_kind, api in table:
         if path == prefix:
             return store, None, True, plural, group, list_kind, api
@@ -525,6 +570,19 @@ def users_api(handler, method, path, query, body):
         concurrent_writer[(q["namespace"][0], q["name"][0])] = q["user"][0]
         handler.reply(200, {"armed": True})
         return True
+    if path == LVMS_CRD and method == "GET" and lvms_polls is not None:
+        crd_reads[0] += 1
+        if crd_reads[0] < lvms_polls:
+            handler.status(404, "NotFound", 'customresourcedefinitions.apiextensions.k8s.io "%s" not found'
+                           % LVMS_CRD_NAME, details(LVMS_CRD_NAME, "customresourcedefinitions",
+                                                    "apiextensions.k8s.io"))
+        else:
+            handler.reply(200, lvms_crd())
+        return True
+    if path == LVMS_CSVS and method == "GET" and lvms_polls is not None:
+        handler.reply(200, {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersionList",
+                            "metadata": {"resourceVersion": str(version[0])}, "items": [lvms_csv()]})
+        return True
     r = resource(path)
     if r is None:
         return False
@@ -578,6 +636,18 @@ def users_api(handler, method, path, query, body):
                 store[key] = stamp(body)
                 event(event="update", object=what + "/" + name)
             handler.reply(200, store[key])
+    elif method == "PATCH":
+        if handler.headers.get("content-type", "").split(";")[0].strip() != "application/merge-patch+json":
+            handler.status(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
+                           "accepted media types include: application/json-patch+json, "
+                           "application/merge-patch+json, application/apply-patch+yaml")
+        else:
+            obj = store[key]
+            merged = merge_patch(json.loads(json.dumps(obj)), body)
+            if merged != obj:
+                store[key] = stamp(merged)
+                event(event="patch", object=what + "/" + name)
+            handler.reply(200, store[key])
     elif method == "DELETE":
         obj = store.pop(key)
         event(event="delete", object=what + "/" + name)
@@ -587,6 +657,70 @@ def users_api(handler, method, path, query, body):
         handler.status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
     return True
 
+
+# --- storage: lvms after install (see the docstring) ---
+configmaps = {}
+claims = {}
+lvm_clusters = {}
+registry_configs = {}
+crd_reads = [0]
+LVMS_CRD_NAME = "lvmclusters.lvm.topolvm.io"
+LVMS_CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + LVMS_CRD_NAME
+LVMCLUSTERS_API = "/apis/lvm.topolvm.io/v1alpha1/namespaces/"
+REGISTRY_CONFIGS = "/apis/imageregistry.operator.openshift.io/v1/configs"
+# The operator's namespace: openshift-lvm-storage from 4.20 (src/render/lvms.rs).
+lvms_ns = "openshift-lvm-storage" if int(release.split(".")[1]) >= 20 else "openshift-storage"
+LVMS_CSVS = "/apis/operators.coreos.com/v1alpha1/namespaces/%s/clusterserviceversions" % lvms_ns
+
+
+def lvms_crd_established():
+    return lvms_polls is not None and crd_reads[0] > lvms_polls
+
+
+def lvms_crd():
+    established = "True" if lvms_crd_established() else "False"
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": LVMS_CRD_NAME, "resourceVersion": "1"},
+            "spec": {"group": "lvm.topolvm.io", "scope": "Namespaced",
+                     "names": {"plural": "lvmclusters", "kind": "LVMCluster", "singular": "lvmcluster"},
+                     "versions": [{"name": "v1alpha1", "served": True, "storage": True}]},
+            "status": {"conditions": [
+                condition("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
+                condition("Established", established, "InitialNamesAccepted" if established == "True"
+                          else "Installing", "the initial names have been accepted"
+                          if established == "True" else "the CRD is being established")]}}
+
+
+def lvms_csv():
+    phase = "Succeeded" if lvms_crd_established() else "Installing"
+    return {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+            "metadata": {"name": "lvms-operator.v%s" % release, "namespace": lvms_ns},
+            "status": {"phase": phase, "reason": "InstallSucceeded" if phase == "Succeeded" else "InstallWaiting"}}
+
+
+def merge_patch(target, patch):
+    """RFC 7386: an object patch merges key by key, null removes; anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    if not isinstance(target, dict):
+        target = {}
+    for k, v in patch.items():
+        if v is None:
+            target.pop(k, None)
+        else:
+            target[k] = merge_patch(target.get(k), v)
+    return target
+
+
+if lvms_polls is not None:
+    configmaps[("openshift-monitoring", "cluster-monitoring-config")] = stamp({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cluster-monitoring-config", "namespace": "openshift-monitoring"},
+        "data": {"config.yaml": "prometheusK8s:\n  retention: 24h\n"}})
+    registry_configs["cluster"] = stamp({
+        "apiVersion": "imageregistry.operator.openshift.io/v1", "kind": "Config",
+        "metadata": {"name": "cluster"},
+        "spec": {"managementState": "Managed", "replicas": 1, "storage": {"emptyDir": {}}}})
 
 if troubled:
     # A kubelet's serving certificate not approved yet (as after a restart).

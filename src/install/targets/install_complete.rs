@@ -45,5 +45,18 @@ fn finish(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         "  export KUBECONFIG={}",
         assets.kubeconfig().display()
     ));
+    // storage: lvms: its after-install objects, once the operator runs; here so
+    // that a rerun of the target after a crash converges.
+    let say = |l: String| p.say(l);
+    if let Some(done) =
+        crate::install::lvms::apply(&assets, crate::kube::lvms::Wait::AFTER_INSTALL, &say)?
+    {
+        for d in &done {
+            p.say(format_args!("  {d}"));
+        }
+        if done.is_empty() {
+            p.say("  (all of it was there already)");
+        }
+    }
     Ok(Some(console))
 }

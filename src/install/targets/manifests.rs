@@ -15,7 +15,9 @@ use crate::install::{installer, Ctx};
 pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     let added = make(ctx, locked)?;
     let lvms = crate::install::lvms::write(ctx.spec, &ctx.cluster.assets())?;
-    let then = lvms.map(|l| format!("; after install-complete: {l}"));
+    let then = lvms.map(|l| {
+        format!("; install-complete applies lvmcluster.yaml through the API (by hand: {l})")
+    });
     Ok(Some(format!(
         "added {}{}",
         added.join(", "),
