@@ -46,7 +46,14 @@ fn finish(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
         assets.kubeconfig().display()
     ));
     // storage: lvms: its after-install objects, once the operator runs; here so
-    // that a rerun of the target after a crash converges.
+    // that a rerun of the target after a crash converges. A rehearsal has no
+    // API and no operator to wait for: said, not waited on for half an hour.
+    if ctx.plan.rehearsal {
+        if assets.file(crate::render::lvms::LVM_CLUSTER_FILE).is_file() {
+            p.say("  storage: lvms: a rehearsal has no API; a real install applies lvmcluster.yaml here");
+        }
+        return Ok(Some(console));
+    }
     let say = |l: String| p.say(l);
     if let Some(done) =
         crate::install::lvms::apply(&assets, crate::kube::lvms::Wait::AFTER_INSTALL, &say)?
