@@ -114,3 +114,80 @@ fn a_manifest_reaching_outside_its_bundle_is_refused() {
     }
     assert!(!home.path().join("state/clusters").exists());
 }
+
+#[test]
+fn create_from_a_bundle_is_refused_when_the_file_plans_another_topology() {
+    use sha2::{Digest, Sha256};
+    let home = tempfile::tempdir().unwrap();
+    let f = common::rehearsal_file(home.path(), "workers: 1\n");
+    let out = common::shiftlab(&["plan", "-f", &f, "-o", "json"], home.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let b = home.path().join("b");
+    std::fs::create_dir_all(b.join("state")).unwrap();
+    std::fs::create_dir_all(b.join("disks")).unwrap();
+    let mut files = Vec::new();
+    let mut nodes = Vec::new();
+    for n in plan["nodes"].as_array().unwrap() {
+        let name = n["name"].as_str().unwrap();
+        let disk = format!("disks/{name}.qcow2");
+        std::fs::write(b.join(&disk), name).unwrap();
+        nodes.push(
+            serde_json::json!({"name": name, "role": n["role"], "mac": n["mac"],
+                                      "ip": n["ip"], "disk": disk}),
+        );
+        files.push((disk, name.as_bytes().to_vec()));
+    }
+    std::fs::write(b.join("state/plan.json"), &out.stdout).unwrap();
+    files.push(("state/plan.json".into(), out.stdout.clone()));
+    let files: Vec<_> = files
+        .iter()
+        .map(|(p, bytes)| {
+            serde_json::json!({"path": p, "sha256": hex::encode(Sha256::digest(bytes)),
+                               "bytes": bytes.len()})
+        })
+        .collect();
+    let m = serde_json::json!({
+        "format": 1, "cluster": "lab1", "domain": "lab.test", "method": plan["method"],
+        "release_version": null, "rehearsal": true, "created_at": 0, "installed_at": null,
+        "certificates_expire": null, "nodes": nodes, "files": files
+    });
+    std::fs::write(b.join("bundle.json"), m.to_string()).unwrap();
+    let before = common::tree(home.path());
+
+    let f = common::rehearsal_file(home.path(), "workers: 2\n");
+    let args = [
+        "create",
+        "cluster",
+        "-f",
+        &f,
+        "--from-bundle",
+        b.to_str().unwrap(),
+    ];
+    let out = common::shiftlab(&args, home.path());
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the cluster file does not plan the bundle's cluster")
+            && err.contains("node lab1-worker-1: the file's worker, the bundle's no such node"),
+        "{err}"
+    );
+    assert_eq!(
+        common::tree(home.path()),
+        before,
+        "the refusal changed something"
+    );
+
+    // --from-bundle restores what a cluster file plans: without one, refused by clap.
+    let out = common::shiftlab(
+        &[
+            "create",
+            "cluster",
+            "lab1",
+            "--from-bundle",
+            b.to_str().unwrap(),
+        ],
+        home.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

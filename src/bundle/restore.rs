@@ -274,6 +274,85 @@ pub fn restore(
     })
 }
 
+/// `start`'s request for a restored cluster: the kubeconfig given, else its
+/// own (restored with its assets); the API asked every 10 s.
+pub fn start_request(kubeconfig: Option<PathBuf>, timeout: std::time::Duration) -> StartRequest {
+    StartRequest {
+        kubeconfig,
+        no_api: false,
+        timeout,
+        interval: std::time::Duration::from_secs(10),
+    }
+}
+
+/// Where a cluster file's plan leaves the bundled cluster's topology or
+/// identity (cluster, domain, subnet, each node's name, role, MAC and
+/// address), each as the field, the file's value and the bundle's. Pure.
+pub fn differences(file: &Plan, bundled: &Plan) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut same = |field: String, f: String, b: String| {
+        if f != b {
+            out.push(format!("{field}: the file's {f}, the bundle's {b}"));
+        }
+    };
+    same(
+        "cluster".into(),
+        file.cluster.clone(),
+        bundled.cluster.clone(),
+    );
+    same("domain".into(), file.domain.clone(), bundled.domain.clone());
+    let cidr = |p: &Plan| p.network.cidr.to_string();
+    same("network.cidr".into(), cidr(file), cidr(bundled));
+    for b in &bundled.nodes {
+        let Some(f) = file.node(&b.name) else {
+            let node = format!("node {}", b.name);
+            same(node, "no such node".into(), b.role.as_str().into());
+            continue;
+        };
+        same(
+            format!("{}.role", b.name),
+            f.role.as_str().into(),
+            b.role.as_str().into(),
+        );
+        same(format!("{}.mac", b.name), f.mac.clone(), b.mac.clone());
+        same(format!("{}.ip", b.name), f.ip.to_string(), b.ip.to_string());
+    }
+    for f in file
+        .nodes
+        .iter()
+        .filter(|f| bundled.node(&f.name).is_none())
+    {
+        let node = format!("node {}", f.name);
+        same(node, f.role.as_str().into(), "no such node".into());
+    }
+    out
+}
+
+/// `create cluster -f FILE --from-bundle PATH`: the file (its plan here) must
+/// plan the bundle's topology and identity, each difference named and
+/// nothing done otherwise; then the bundle is restored and started.
+pub fn from_file(
+    state: &StateDir,
+    file: &Plan,
+    path: &Path,
+    start: &StartRequest,
+    progress: &Sink,
+) -> Result<Restored> {
+    let (m, _) = super::store::read(path)?;
+    let text = verified(path, &m, "state/plan.json")?;
+    let bundled = crate::state::plan_from_json(&String::from_utf8_lossy(&text))
+        .context("reading the bundle's plan")?;
+    let d = differences(file, &bundled);
+    if !d.is_empty() {
+        bail!(
+            "not restoring {}: the cluster file does not plan the bundle's cluster:\n  - {}",
+            path.display(),
+            d.join("\n  - ")
+        );
+    }
+    restore(state, path, None, Some(start), progress)
+}
+
 /// A bundle's file, read and checked against its manifest's sha256.
 fn verified(bundle: &Path, m: &Manifest, rel: &str) -> Result<Vec<u8>> {
     let f = m
@@ -459,5 +538,71 @@ mod tests {
         );
         o.complete = false;
         assert!(o.line().ends_with("run it again"), "{}", o.line());
+    }
+
+    /// A plan of `extra` over cluster lab1, domain example.com.
+    fn plan(extra: &str) -> Plan {
+        let mut yaml = String::from(extra);
+        for (key, default) in [("cluster", "lab1"), ("domain", "example.com")] {
+            if !extra.contains(&format!("{key}:")) {
+                yaml.push_str(&format!("{key}: {default}\n"));
+            }
+        }
+        crate::plan::from_yaml(&format!(
+            "{yaml}distribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\n"
+        ))
+    }
+
+    #[test]
+    fn a_file_planning_the_bundles_cluster_has_no_difference() {
+        let bundled = plan("workers: 2\n");
+        assert_eq!(
+            differences(&plan("workers: 2\n"), &bundled),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn each_difference_names_the_field_the_files_value_and_the_bundles() {
+        let bundled = plan("workers: 1\n");
+        let mut file = plan("workers: 2\ndomain: other.test\nnetwork: {cidr: 192.168.177.0/24}\n");
+        let w0 = file
+            .nodes
+            .iter_mut()
+            .find(|n| n.name == "lab1-worker-0")
+            .unwrap();
+        w0.mac = "52:54:00:aa:bb:cc".into();
+        let b0 = bundled.node("lab1-worker-0").unwrap();
+        let d = differences(&file, &bundled);
+        let want = [
+            "domain: the file's other.test, the bundle's example.com".to_string(),
+            format!(
+                "network.cidr: the file's 192.168.177.0/24, the bundle's {}",
+                bundled.network.cidr
+            ),
+            format!(
+                "lab1-worker-0.mac: the file's 52:54:00:aa:bb:cc, the bundle's {}",
+                b0.mac
+            ),
+            "node lab1-worker-1: the file's worker, the bundle's no such node".to_string(),
+        ];
+        for w in &want {
+            assert!(d.contains(w), "{w} not in {d:#?}");
+        }
+        // The subnet moves every address: each named as the node's ip.
+        let ip = "lab1-ctlplane-0.ip: the file's 192.168.177.";
+        assert!(d.iter().any(|l| l.starts_with(ip)), "{d:#?}");
+        let other = plan("cluster: lab2\n");
+        let d = differences(&other, &plan(""));
+        assert!(
+            d.contains(&"cluster: the file's lab2, the bundle's lab1".to_string()),
+            "{d:#?}"
+        );
+        assert!(
+            d.iter().any(|l| l.starts_with(
+                "node lab1-ctlplane-0: the file's no such node, the bundle's ctlplane"
+            )),
+            "{d:#?}"
+        );
     }
 }

@@ -59,6 +59,11 @@ pub struct RestoreArgs {
     #[arg(long)]
     pub start: bool,
 
+    /// With --start: the admin kubeconfig to approve CSRs and watch the nodes through
+    /// [default: the restored cluster's own, <state>/clusters/<NAME>/assets/auth/kubeconfig]
+    #[arg(long, value_name = "FILE", requires = "start")]
+    pub kubeconfig: Option<PathBuf>,
+
     /// With --start: seconds to wait for the API and for the nodes to be Ready
     #[arg(long, value_name = "SECONDS", default_value_t = 1800,
           value_parser = clap::value_parser!(u64).range(1..=86400))]

@@ -37,7 +37,7 @@ pub enum CreateCommand {
     /// Eject the live ISO from every node and remove its volume (sno, agent)
     EjectIso(TargetArgs),
     /// Every target: from the cluster file to a finished install
-    Cluster(TargetArgs),
+    Cluster(ClusterArgs),
 }
 
 impl CreateCommand {
@@ -117,6 +117,26 @@ pub struct TargetArgs {
     /// Decide the preflight over these recorded host facts (doctor -o json's "facts")
     #[arg(long, value_name = "FILE", hide = true)]
     pub facts: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    #[command(flatten)]
+    pub which: Which,
+
+    /// Go on with a control plane or bootstrap under 8 GiB of memory (refused otherwise)
+    #[arg(long)]
+    pub force: bool,
+
+    /// Decide the preflight over these recorded host facts (doctor -o json's "facts")
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub facts: Option<PathBuf>,
+
+    /// Restore the bundle at PATH instead of installing (docs/bundles.md): the file must plan
+    /// the bundle's topology and identity (each difference named); then started as
+    /// `bundle restore --start` does
+    #[arg(long = "from-bundle", value_name = "PATH", requires = "file")]
+    pub bundle: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ use anyhow::{bail, Result};
 
 use crate::bundle::{create, restore, store};
 use crate::cli::bundle::BundleCommand;
+use crate::cli::create::ClusterArgs;
 use crate::cli::OutputFormat;
 use crate::output::emit;
 use crate::progress::Sink;
@@ -23,12 +24,7 @@ pub fn run(cmd: &BundleCommand, state: &StateDir, out: &mut dyn Write) -> Result
             emit(out, a.output, &r, || r.table())
         }
         BundleCommand::Restore(a) => {
-            let req = crate::cluster::power::StartRequest {
-                kubeconfig: None,
-                no_api: false,
-                timeout: Duration::from_secs(a.timeout),
-                interval: Duration::from_secs(10),
-            };
+            let req = restore::start_request(a.kubeconfig.clone(), Duration::from_secs(a.timeout));
             let sink = Sink::for_output(a.output != OutputFormat::Table);
             let start = a.start.then_some(&req);
             let r = restore::restore(state, &a.path, a.connect.uri.as_deref(), start, &sink)?;
@@ -70,4 +66,18 @@ pub fn run(cmd: &BundleCommand, state: &StateDir, out: &mut dyn Write) -> Result
             emit(out, a.output, &d, || d.table())
         }
     }
+}
+
+/// `create cluster -f FILE --from-bundle PATH`: the file's plan checked
+/// against the bundle's, then restored and started as `bundle restore --start`.
+pub fn adopt(a: &ClusterArgs, state: &StateDir) -> Result<()> {
+    let (Some(file), Some(bundle)) = (&a.which.file, &a.bundle) else {
+        bail!("--from-bundle needs the cluster file (-f FILE)");
+    };
+    let plan = crate::plan::derive(&super::load_spec_with(file, a.force, &a.which.params)?.spec);
+    let req = restore::start_request(None, Duration::from_secs(1800));
+    let r = restore::from_file(state, &plan, bundle, &req, &Sink::for_output(false))?;
+    print!("{}", r.table());
+    r.start
+        .map_or(Ok(()), |p| p.all_ready(&r.cluster, req.timeout))
 }

@@ -16,7 +16,10 @@
 # cluster-admin has logged in, the last admin kept); gather with no secret of
 # the state in it; a bundle of the lab (a
 # create killed -9 mid-way leaves no bundle and its rerun converges; verify, list,
-# a damaged copy found), the lab destroyed and restored twice from it: every
+# a damaged copy found), the lab destroyed, a restore killed -9 mid-import
+# (what it made removed by destroy; killed again, then resumed with --start
+# through the stand-in API: expired kubelets' CSRs approved, nodes Ready),
+# and restored twice from it: every
 # node boots its bundled disk (the stand-in's disk marker, written at its first
 # boot, and its boot count), with its identity, and the second restore does not
 # see the first one's writes.
@@ -262,14 +265,79 @@ restored() { # boots: every node reports its bundled marker, identity and this b
 	done
 }
 
-step "bundle restore --start after destroy"
+step "bundle restore killed -9 mid-import: destroy removes what it made; again killed, then resumed"
 "$bin" destroy cluster e2ed
-"$bin" bundle restore "$b" --start -o json >"$work/restore1.json" || fail "restore: $(cat "$work/restore1.json")"
-jq -e '(.imported | length) == 5 and .shared == [] and ([.start.nodes[] | select(.action == "started") | .node] | .[-1] == "e2ed-worker-0")' \
+# A copy of the bundle whose last disk (the worker's) is a FIFO: the restore
+# blocks opening it, the disks before it imported; a writer holding the FIFO
+# open says when the restore got there.
+cp -a "$b" "$work/fifo"
+wdisk=$work/fifo/disks/e2ed-worker-0.qcow2
+rm "$wdisk" && mkfifo "$wdisk"
+killed_restore() { # the restore of the FIFO copy, killed -9 where it reads the worker's disk
+	rm -f "$work/fifo.held"
+	"$bin" bundle restore "$work/fifo" >"$work/rkilled.out" 2>&1 &
+	local restorer=$! holder
+	timeout 180 bash -c 'exec 3>"$1"; : >"$2"; sleep 180' _ "$wdisk" "$work/fifo.held" &
+	holder=$!
+	for _ in $(seq 900); do
+		[[ -e $work/fifo.held ]] && break
+		kill -0 "$restorer" 2>/dev/null || fail "bundle restore ended before the worker's disk: $(cat "$work/rkilled.out")"
+		sleep 0.2
+	done
+	[[ -e $work/fifo.held ]] || fail "bundle restore did not reach the worker's disk within 180s: $(cat "$work/rkilled.out")"
+	kill -9 "$restorer"
+	wait "$restorer" 2>/dev/null || true
+	kill "$holder" 2>/dev/null || true
+	wait "$holder" 2>/dev/null || true
+	jq -e '.complete == false' "$SHIFTLAB_HOME/clusters/e2ed/restored-from.json" >/dev/null ||
+		fail "a killed restore is recorded as complete"
+}
+killed_restore
+"$bin" status e2ed >"$work/status-killed.out" 2>&1 || true
+contains 'the restore did not finish: run it again' "$work/status-killed.out" || fail "status: $(cat "$work/status-killed.out")"
+"$bin" destroy cluster e2ed
+[[ ! -e $SHIFTLAB_HOME/clusters/e2ed ]] || fail "destroy left $(ls -A "$SHIFTLAB_HOME/clusters/e2ed")"
+for n in "${NODES[@]}"; do
+	if virsh dominfo "$n" >/dev/null 2>&1; then fail "$n is defined after a killed restore's destroy"; fi
+done
+if virsh net-info shiftlab-e2ed >/dev/null 2>&1; then fail "the network is there after a killed restore's destroy"; fi
+pool=$(jq -r .libvirt.pool "$work/plan.json")
+# Left: the disks imported whole, each with its digest's marker (base images,
+# shared by the next restore, removed by destroy --purge-images); no overlay.
+virsh vol-list "$pool" | awk 'NR > 2 && NF { print $1 }' >"$work/vols.txt"
+for v in $(grep -x 'shiftlab-base-[0-9a-f]*\.qcow2' "$work/vols.txt"); do
+	grep -qxF "$v.sha256" "$work/vols.txt" || fail "$v has no completion marker: $(cat "$work/vols.txt")"
+done
+for n in "${NODES[@]}"; do
+	vol=$(jq -r --arg n "$n" '.nodes[] | select(.name == $n) | .disks[0].volume' "$work/plan.json")
+	if grep -qx "$vol" "$work/vols.txt"; then fail "$vol is left after a killed restore's destroy"; fi
+done
+killed_restore
+
+step "bundle restore --start resumes it: the kubelets ask through the stand-in API"
+# The stand-in API again: each node's next boot is a kubelet whose client
+# certificate expired while the lab was bundled (node-bootstrapper's client
+# CSR, then its serving CSR); restore --start approves both, the Nodes Ready.
+/usr/bin/python3 "$repo/tests/e2e/kube-standin.py" "$work/plan.json" /var/log/libvirt/qemu \
+	"$work/api3.port" "$work/api3.events" >"$work/api3.log" 2>&1 &
+api=$!
+on_exit 'stop_pid "$api"'
+wait_for 20 "the stand-in API" test -s "$work/api3.port"
+sed "s|http://127.0.0.1:[0-9]*|http://127.0.0.1:$(cat "$work/api3.port")|" "$work/kubeconfig" >"$work/kubeconfig3"
+"$bin" bundle restore "$b" --start --kubeconfig "$work/kubeconfig3" --timeout $((TIMEOUT * 2)) -o json >"$work/restore1.json" ||
+	fail "restore: $(cat "$work/restore1.json"; tail -20 "$work/api3.log")"
+jq -e '(.imported | length) == 1 and (.shared | length) == 4 and ([.start.nodes[] | select(.action == "started") | .node] | .[-1] == "e2ed-worker-0")' \
 	"$work/restore1.json" >/dev/null || fail "restore: $(jq -c '[.imported, .shared, .start.nodes]' "$work/restore1.json")"
+jq -e --argjson m "$members" '(.start.api.ready | sort) == $m and .start.api.not_ready == [] and (.start.api.approved | length) == 2 * ($m | length)' \
+	"$work/restore1.json" >/dev/null || fail "restore's API side: $(jq -c .start.api "$work/restore1.json")"
+for n in $(jq -r '.[]' <<<"$members"); do
+	got=$(jq -r --arg n "$n" 'select(.node == $n) | .event + ":" + (.kind // "")' "$work/api3.events" | paste -sd' ')
+	[[ $got == "boot: csr:client approved:client csr:serving approved:serving" ]] ||
+		fail "$n's kubelet after restore: '$got' ($(cat "$work/api3.events"))"
+done
+stop_pid "$api"
 "$bin" status e2ed | tee "$work/status.out"
 contains "restored from bundle $b (no install recorded)" "$work/status.out" || fail "status does not say where e2ed came from"
-pool=$(jq -r .libvirt.pool "$work/plan.json")
 vol=$(jq -r '.nodes[] | select(.name == "e2ed-worker-0") | .disks[0].volume' "$work/plan.json")
 virsh vol-dumpxml --pool "$pool" "$vol" | contains '<path>.*/shiftlab-base-[0-9a-f]\{16\}\.qcow2</path>' ||
 	fail "$vol is no overlay on its imported disk"
