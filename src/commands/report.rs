@@ -17,6 +17,10 @@ pub fn run(args: &ReportArgs, state: &StateDir, out: &mut dyn Write) -> Result<(
 /// A rehearsal's `create cluster` ends with its report, and fails when a check
 /// did (main calls it after `create`: the command file stays glue).
 pub fn after_create(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
+    // A restore from a bundle installs nothing: no install to report on.
+    if matches!(cmd, CreateCommand::Cluster(a) if a.bundle.is_some()) {
+        return Ok(());
+    }
     let Some(name) = cluster_of(cmd)? else {
         return Ok(());
     };
