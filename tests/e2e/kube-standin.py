@@ -115,6 +115,7 @@ import crypt  # bcrypt through libxcrypt; deprecated in 3.11, still here (the sa
 import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -669,7 +670,10 @@ LVMS_CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + LVMS_CRD
 LVMCLUSTERS_API = "/apis/lvm.topolvm.io/v1alpha1/namespaces/"
 REGISTRY_CONFIGS = "/apis/imageregistry.operator.openshift.io/v1/configs"
 # The operator's namespace: openshift-lvm-storage from 4.20 (src/render/lvms.rs).
-lvms_ns = "openshift-lvm-storage" if int(release.split(".")[1]) >= 20 else "openshift-storage"
+# A plan's version may name no minor (`stable`): lvms needs one, so any
+# namespace serves such a plan (no LVMS there).
+_minor = re.search(r"4\.(\d+)", release)
+lvms_ns = "openshift-lvm-storage" if _minor and int(_minor.group(1)) >= 20 else "openshift-storage"
 LVMS_CSVS = "/apis/operators.coreos.com/v1alpha1/namespaces/%s/clusterserviceversions" % lvms_ns
 
 
