@@ -15,6 +15,8 @@ use ::kube::Client;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+use super::rest::{self, get, Reply, JSON};
+
 /// The operator's CRD, which OLM creates when it installs the operator.
 pub const CRD: &str = "lvmclusters.lvm.topolvm.io";
 const CRD_PATH: &str =
@@ -145,50 +147,6 @@ fn name_of(v: &Value) -> Result<(&str, &str)> {
     }
 }
 
-/// What the API answered.
-enum Reply {
-    Ok(Value),
-    NotFound,
-    Conflict,
-}
-
-async fn call(
-    client: &Client,
-    method: hyper::Method,
-    path: &str,
-    content_type: &str,
-    body: Option<&Value>,
-) -> Result<Reply> {
-    let bytes = body
-        .map(serde_json::to_vec)
-        .transpose()?
-        .unwrap_or_default();
-    let req = hyper::Request::builder()
-        .method(method.clone())
-        .uri(path)
-        .header("content-type", content_type)
-        .body(bytes)
-        .context("building a request")?;
-    match client.request_text(req).await {
-        Ok(text) => Ok(Reply::Ok(serde_json::from_str(&text).map_err(|_| {
-            anyhow::anyhow!("{method} {path}: the API's answer is not JSON")
-        })?)),
-        Err(::kube::Error::Api(s)) if s.code == 404 => Ok(Reply::NotFound),
-        Err(::kube::Error::Api(s)) if s.code == 409 => Ok(Reply::Conflict),
-        Err(e) => Err(e).with_context(|| format!("{method} {path}")),
-    }
-}
-
-const JSON: &str = "application/json";
-
-async fn get(client: &Client, path: &str) -> Result<Option<Value>> {
-    match call(client, hyper::Method::GET, path, JSON, None).await? {
-        Reply::Ok(v) => Ok(Some(v)),
-        Reply::NotFound => Ok(None),
-        Reply::Conflict => bail!("GET {path}: 409"),
-    }
-}
-
 /// Wait until the CRD is Established; on timeout an error naming it and the
 /// operator's CSV phase when readable.
 async fn wait_for_crd(client: &Client, ns: &str, wait: Wait, say: &dyn Fn(String)) -> Result<()> {
@@ -243,7 +201,7 @@ async fn create(client: &Client, collection: &str, obj: &Value) -> Result<Option
     let (ns, name) = name_of(obj)?;
     let kind = obj["kind"].as_str().unwrap_or("object");
     let path = format!("{}/namespaces/{ns}/{collection}", api_prefix(obj));
-    match call(client, hyper::Method::POST, &path, JSON, Some(obj)).await? {
+    match rest::call(client, hyper::Method::POST, &path, JSON, Some(obj)).await? {
         Reply::Ok(_) => Ok(Some(format!("{kind} {ns}/{name}: created"))),
         Reply::Conflict => Ok(None),
         Reply::NotFound => bail!("POST {path}: 404, the API does not serve {collection}"),
@@ -268,10 +226,12 @@ async fn replace_config_map(client: &Client, desired: &Value) -> Result<Option<S
             Some(current) => match config_map_update(&current, desired) {
                 None => return Ok(None),
                 // Carries the resourceVersion read: 409 if written meanwhile.
-                Some(next) => call(client, hyper::Method::PUT, &path, JSON, Some(&next)).await?,
+                Some(next) => {
+                    rest::call(client, hyper::Method::PUT, &path, JSON, Some(&next)).await?
+                }
             },
             None => {
-                call(
+                rest::call(
                     client,
                     hyper::Method::POST,
                     &collection,
@@ -300,7 +260,7 @@ async fn patch_registry(client: &Client, patch: &Value) -> Result<Option<String>
         return Ok(None);
     }
     let ct = "application/merge-patch+json";
-    match call(client, hyper::Method::PATCH, REGISTRY, ct, Some(patch)).await? {
+    match rest::call(client, hyper::Method::PATCH, REGISTRY, ct, Some(patch)).await? {
         Reply::Ok(_) => Ok(Some(
             "image registry Config cluster: on its claim (replicas 1, Recreate, no emptyDir)"
                 .into(),

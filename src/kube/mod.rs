@@ -12,4 +12,5 @@ pub mod lvms;
 pub mod owner;
 pub mod ready;
 pub mod report;
+pub mod rest;
 pub mod users;

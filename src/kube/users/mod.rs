@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 
 use self::htpasswd::Htpasswd;
 use self::policy::{Facts, KubeadminRemoval, Provider};
+use super::rest::{self, delete, get, Reply};
 use crate::render::users::PROVIDER;
 
 const OAUTH: &str = "/apis/config.openshift.io/v1/oauths/cluster";
@@ -55,58 +56,6 @@ fn secret_path(name: &str) -> Result<String> {
         bail!("the OAuth names a Secret {name:?} that is no object name");
     }
     Ok(format!("/api/v1/namespaces/{CONFIG_NS}/secrets/{name}"))
-}
-
-/// What the API answered: the object, or a status shiftlab acts on.
-enum Reply {
-    Ok(Value),
-    NotFound,
-    Conflict,
-}
-
-async fn call(
-    client: &Client,
-    method: hyper::Method,
-    path: &str,
-    body: Option<&Value>,
-) -> Result<Reply> {
-    let bytes = match body {
-        Some(b) => serde_json::to_vec(b)?,
-        None => Vec::new(),
-    };
-    let req = hyper::Request::builder()
-        .method(method.clone())
-        .uri(path)
-        .header("content-type", "application/json")
-        .body(bytes)
-        .context("building a request")?;
-    // As text, parsed here: kube's `request` logs a body it cannot parse, and
-    // a Secret's body holds the hashes.
-    match client.request_text(req).await {
-        Ok(text) => Ok(Reply::Ok(serde_json::from_str(&text).map_err(|_| {
-            anyhow::anyhow!("{method} {path}: the API's answer is not JSON")
-        })?)),
-        Err(::kube::Error::Api(s)) if s.code == 404 => Ok(Reply::NotFound),
-        Err(::kube::Error::Api(s)) if s.code == 409 => Ok(Reply::Conflict),
-        Err(e) => Err(e).with_context(|| format!("{method} {path}")),
-    }
-}
-
-async fn get(client: &Client, path: &str) -> Result<Option<Value>> {
-    match call(client, hyper::Method::GET, path, None).await? {
-        Reply::Ok(v) => Ok(Some(v)),
-        Reply::NotFound => Ok(None),
-        Reply::Conflict => bail!("GET {path}: 409"),
-    }
-}
-
-/// DELETE `path`; `false` when it was not there (404).
-async fn delete(client: &Client, path: &str) -> Result<bool> {
-    match call(client, hyper::Method::DELETE, path, None).await? {
-        Reply::Ok(_) => Ok(true),
-        Reply::NotFound => Ok(false),
-        Reply::Conflict => bail!("DELETE {path}: 409"),
-    }
 }
 
 /// The htpasswd file of a Secret as read.
@@ -235,7 +184,8 @@ async fn edit_secret(
                 secret["data"][KEY] = json!(encode(&file));
                 // The PUT carries the resourceVersion read: the API refuses it
                 // (409) if the Secret changed since.
-                let r = call(client, hyper::Method::PUT, &path, Some(&secret)).await?;
+                let r = rest::call(client, hyper::Method::PUT, &path, rest::JSON, Some(&secret))
+                    .await?;
                 (done, r)
             }
             None if create => {
@@ -254,7 +204,14 @@ async fn edit_secret(
                 let post = format!("/api/v1/namespaces/{CONFIG_NS}/secrets");
                 (
                     done,
-                    call(client, hyper::Method::POST, &post, Some(&secret)).await?,
+                    rest::call(
+                        client,
+                        hyper::Method::POST,
+                        &post,
+                        rest::JSON,
+                        Some(&secret),
+                    )
+                    .await?,
                 )
             }
             None => return Ok(None),
@@ -311,7 +268,7 @@ async fn ensure_provider(client: &Client) -> Result<Option<String>> {
         idps.as_array_mut()
             .context("the OAuth's identityProviders is no list")?
             .push(provider_entry());
-        match call(client, hyper::Method::PUT, OAUTH, Some(&oauth)).await? {
+        match rest::call(client, hyper::Method::PUT, OAUTH, rest::JSON, Some(&oauth)).await? {
             Reply::Ok(_) => {
                 return Ok(Some(format!(
                     "OAuth cluster: identity provider {PROVIDER} (HTPasswd, Secret {CONFIG_NS}/{PROVIDER}) added"
@@ -392,10 +349,11 @@ pub async fn add(client: &Client, req: &AddRequest<'_>) -> Result<Vec<String>> {
         done.extend(ensure_provider(client).await?);
     }
     if req.admin && !seen.admins.contains_key(user) {
-        let r = call(
+        let r = rest::call(
             client,
             hyper::Method::POST,
             BINDINGS,
+            rest::JSON,
             Some(&binding_object(user, req.cluster)),
         )
         .await?;
