@@ -46,7 +46,7 @@ impl CreateCommand {
         match self {
             CreateCommand::InstallConfig(_) => None,
             CreateCommand::Infra(a) => a.facts.as_deref(),
-            CreateCommand::Cluster(a) => a.facts.as_deref(),
+            CreateCommand::Cluster(a) => a.target.facts.as_deref(),
             other => other.target().and_then(|(_, a)| a.facts.as_deref()),
         }
     }
@@ -56,7 +56,7 @@ impl CreateCommand {
         match self {
             CreateCommand::InstallConfig(a) => a.force,
             CreateCommand::Infra(a) => a.force,
-            CreateCommand::Cluster(a) => a.force,
+            CreateCommand::Cluster(a) => a.target.force,
             other => other.target().is_some_and(|(_, a)| a.force),
         }
     }
@@ -122,15 +122,7 @@ pub struct TargetArgs {
 #[derive(Debug, Args)]
 pub struct ClusterArgs {
     #[command(flatten)]
-    pub which: Which,
-
-    /// Go on with a control plane or bootstrap under 8 GiB of memory (refused otherwise)
-    #[arg(long)]
-    pub force: bool,
-
-    /// Decide the preflight over these recorded host facts (doctor -o json's "facts")
-    #[arg(long, value_name = "FILE", hide = true)]
-    pub facts: Option<PathBuf>,
+    pub target: TargetArgs,
 
     /// Restore the bundle at PATH instead of installing (docs/bundles.md): the file must plan
     /// the bundle's topology and identity (each difference named); then started as

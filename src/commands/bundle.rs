@@ -71,10 +71,12 @@ pub fn run(cmd: &BundleCommand, state: &StateDir, out: &mut dyn Write) -> Result
 /// `create cluster -f FILE --from-bundle PATH`: the file's plan checked
 /// against the bundle's, then restored and started as `bundle restore --start`.
 pub fn adopt(a: &ClusterArgs, state: &StateDir) -> Result<()> {
-    let (Some(file), Some(bundle)) = (&a.which.file, &a.bundle) else {
+    let (Some(file), Some(bundle)) = (&a.target.which.file, &a.bundle) else {
         bail!("--from-bundle needs the cluster file (-f FILE)");
     };
-    let plan = crate::plan::derive(&super::load_spec_with(file, a.force, &a.which.params)?.spec);
+    let plan = crate::plan::derive(
+        &super::load_spec_with(file, a.target.force, &a.target.which.params)?.spec,
+    );
     let req = restore::start_request(None, Duration::from_secs(1800));
     let r = restore::from_file(state, &plan, bundle, &req, &Sink::for_output(false))?;
     print!("{}", r.table());

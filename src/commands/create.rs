@@ -21,7 +21,7 @@ pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
             },
         ),
         CreateCommand::Cluster(a) if a.bundle.is_some() => return super::bundle::adopt(a, state),
-        CreateCommand::Cluster(a) => (&a.which, Options::default()),
+        CreateCommand::Cluster(a) => (&a.target.which, Options::default()),
         other => (
             &other.target().expect("a target").1.which,
             Options::default(),

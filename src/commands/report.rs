@@ -57,13 +57,13 @@ fn cluster_of(cmd: &CreateCommand) -> Result<Option<ClusterName>> {
     let CreateCommand::Cluster(a) = cmd else {
         return Ok(None);
     };
-    Ok(Some(match (&a.which.name, &a.which.file) {
+    Ok(Some(match (&a.target.which.name, &a.target.which.file) {
         (Some(n), _) => n.clone(),
         // The file was read and checked by create already: quietly again.
         (None, Some(f)) => {
             let overrides = crate::spec::Overrides {
                 force: true,
-                params: a.which.params.params.clone(),
+                params: a.target.which.params.params.clone(),
             };
             ClusterName::parse(&crate::spec::load_with(f, overrides)?.spec.cluster)?
         }
