@@ -130,7 +130,14 @@ mod tests {
             .arg(&cfg)
             .spawn()
             .unwrap();
-        let seen = running_with(&cfg);
+        // spawn returns after fork: until the child has exec'd sh, its cmdline
+        // is still this test's, so look again for a while (a busy host is slow).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut seen = running_with(&cfg);
+        while !seen && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            seen = running_with(&cfg);
+        }
         let _ = child.kill();
         let _ = child.wait();
         assert!(
