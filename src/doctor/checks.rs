@@ -78,6 +78,7 @@ pub fn checks_for(f: &HostFacts, plan: Option<&Plan>, run: Run) -> Vec<Check> {
     v.extend(rehearsal_tools(f, run));
     if let Some(p) = plan {
         v.extend(network(f, p));
+        v.extend(ipv6(f, p));
         v.push(ports(f, p));
         v.push(host_dns(f, p));
         v.extend(host_ntp(f, p));
@@ -625,6 +626,75 @@ fn clock(f: &HostFacts) -> Option<Check> {
     })
 }
 
+/// A dual-stack lab (docs/ipv6.md): libvirt gives the bridge its IPv6 address
+/// and turns IPv6 forwarding on for the network's NAT66, which it refuses
+/// while links hold routes from router advertisements they would then ignore
+/// (host::ipv6, with libvirt's rule). Not shown for an IPv4 lab, or for a
+/// recorded host without the facts.
+fn ipv6(f: &HostFacts, p: &Plan) -> Option<Check> {
+    let v6 = p.network.ipv6.as_ref()?;
+    let h = f.ipv6.as_ref()?;
+    if !h.enabled {
+        return Some(
+            check(
+                "ipv6",
+                Severity::Fail,
+                format!(
+                    "IPv6 is disabled on this host (net.ipv6.conf.all.disable_ipv6): libvirt cannot give the lab's bridge its address {}",
+                    v6.gateway
+                ),
+            )
+            .fix("sudo sysctl -w net.ipv6.conf.all.disable_ipv6=0 (and drop ipv6.disable=1 from the kernel command line if it is there)"),
+        );
+    }
+    let blocking = h.blocking_links();
+    if !blocking.is_empty() {
+        let links: Vec<String> = blocking
+            .iter()
+            .map(|l| match l.accept_ra {
+                Some(a) => format!("{} (accept_ra {a})", l.iface),
+                None => format!("{} (accept_ra unreadable)", l.iface),
+            })
+            .collect();
+        let first = &blocking[0].iface;
+        return Some(
+            check(
+                "ipv6",
+                Severity::Fail,
+                format!(
+                    "libvirt would refuse to start the lab's network: its NAT66 turns IPv6 forwarding on, and a forwarding kernel ignores the router advertisements that gave {} its routes (libvirt: \"enabling IPv6 forwarding with RA routes without accept_ra set to 2 is likely to cause routes loss\")",
+                    links.join(", ")
+                ),
+            )
+            .fix(format!(
+                "accept them while forwarding, per link: sudo sysctl -w net.ipv6.conf.{first}.accept_ra=2, and keep it across boots: echo 'net.ipv6.conf.{first}.accept_ra = 2' | sudo tee /etc/sysctl.d/90-accept-ra.conf"
+            )),
+        );
+    }
+    let forwarding = if h.forwarding {
+        "IPv6 forwarding on"
+    } else {
+        "IPv6 forwarding off (libvirt turns it on when it starts the lab's network)"
+    };
+    Some(match &h.ra_links {
+        None => check(
+            "ipv6",
+            Severity::Info,
+            format!("IPv6 on, {forwarding}; the routes learned from router advertisements could not be read (ip -6 route), which libvirt checks when it starts the network"),
+        ),
+        Some(l) if l.is_empty() => check(
+            "ipv6",
+            Severity::Ok,
+            format!("IPv6 on, {forwarding}; no route learned from router advertisements"),
+        ),
+        Some(_) => check(
+            "ipv6",
+            Severity::Ok,
+            format!("IPv6 on, {forwarding}; the links with advertised routes accept them while forwarding (accept_ra 2)"),
+        ),
+    })
+}
+
 /// `host_ntp: true`: the host's chrony must run to serve the nodes (shiftlab
 /// writes its drop-in; it installs nothing). Not shown without `host_ntp` or
 /// for a recorded host without the clock.
@@ -786,7 +856,10 @@ fn wanted_ports(p: &Plan) -> Vec<SocketAddr> {
         .load_balancer
         .iter()
         .flat_map(|lb| &lb.frontends)
-        .map(|fe| SocketAddr::new(fe.address.into(), fe.port))
+        .flat_map(|fe| {
+            let v6 = fe.address6.map(|a| SocketAddr::new(a.into(), fe.port));
+            std::iter::once(SocketAddr::new(fe.address.into(), fe.port)).chain(v6)
+        })
         .collect();
     if let Some(b) = &p.bmc {
         v.push(SocketAddr::new(b.address.into(), b.port));

@@ -74,6 +74,10 @@ pub struct HostFacts {
     /// not read, a recorded host without it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clock: Option<crate::host::clock::Clock>,
+    /// The host's IPv6 as a dual-stack lab's network needs it (`None`: not
+    /// read, a recorded host without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipv6: Option<crate::host::ipv6::Ipv6Host>,
 }
 
 /// One libvirt network, as the name and address checks see it.
@@ -404,6 +408,7 @@ fn gather_host(
         Err(e) => f.libvirt_error = Some(e),
     }
     (f.routes, f.interfaces) = host_links();
+    f.ipv6 = Some(crate::host::ipv6::read());
     for (file, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
         if let Some(t) = read(file) {
             f.listening.extend(parse_listening(&t, v6));

@@ -6,6 +6,7 @@ pub mod clock;
 pub mod dns;
 pub mod fips;
 pub mod firewall;
+pub mod ipv6;
 pub mod kvm;
 pub mod nfs;
 pub mod security;
