@@ -4,7 +4,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
+
+use common::assert_haproxy_accepts;
 
 use shiftlab::plan::Plan;
 use shiftlab::render::haproxy::{render, Options};
@@ -13,25 +14,6 @@ fn plan_of(name: &str) -> Plan {
     let dir = common::repo().join("tests/golden");
     let text = std::fs::read_to_string(dir.join(name)).unwrap();
     common::plan_from_yaml(&text, name, Some(&dir))
-}
-
-/// `haproxy -c` must accept the text (it parses and resolves, binds nothing).
-pub fn assert_haproxy_accepts(text: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("haproxy.cfg");
-    std::fs::write(&cfg, text).unwrap();
-    let out = Command::new("haproxy")
-        .arg("-c")
-        .arg("-f")
-        .arg(&cfg)
-        .output()
-        .expect("running haproxy -c (install the haproxy package)");
-    assert!(
-        out.status.success(),
-        "haproxy -c rejected:\n{text}\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn check(plan: &Plan, removed: bool, golden: &str) {

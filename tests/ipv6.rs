@@ -137,6 +137,45 @@ fn check_network_xml(plan: &Plan, xml: &str) {
     assert_eq!(on_host, plan.load_balancer.is_some(), "{xml}");
 }
 
+/// The host load balancer (UPI and agent) binds each frontend on both VIPs;
+/// single node and IPI with VIPs have none.
+fn check_haproxy(method: &str, plan: &Plan) {
+    use shiftlab::render::haproxy;
+    let opts = haproxy::Options {
+        stats_socket: std::path::Path::new("/run/shiftlab/haproxy.sock"),
+        bootstrap_removed: false,
+    };
+    let Some(cfg) = haproxy::render(plan, &opts) else {
+        assert!(
+            matches!(method, "sno" | "ipi"),
+            "{method} has no load balancer"
+        );
+        return;
+    };
+    let api6 = plan.vips.api6.unwrap();
+    let ingress6 = plan.vips.ingress6.unwrap();
+    for (port, addr4, addr6) in [
+        (6443, plan.vips.api, api6),
+        (22623, plan.vips.api, api6),
+        (443, plan.vips.ingress, ingress6),
+        (80, plan.vips.ingress, ingress6),
+    ] {
+        assert!(
+            cfg.contains(&format!(
+                "    bind {addr4}:{port}\n    bind [{addr6}]:{port}\n"
+            )),
+            "{method} {port}: {cfg}"
+        );
+    }
+    // Never a wildcard: no bind on :: or 0.0.0.0.
+    assert!(
+        !cfg.contains("bind [::]") && !cfg.contains("bind 0.0.0.0") && !cfg.contains("bind :"),
+        "{cfg}"
+    );
+    common::assert_haproxy_accepts(&cfg);
+    golden(&format!("{method}.haproxy.cfg"), &cfg);
+}
+
 #[test]
 fn dual_stack_goldens_per_method() {
     for method in ["upi", "sno", "agent", "ipi"] {
@@ -184,6 +223,7 @@ fn dual_stack_goldens_per_method() {
             let six = c["cidr"].as_str().unwrap().contains(':');
             assert!(!six || c["hostPrefix"] == 64, "{method}: {c:?}");
         }
+        check_haproxy(method, &plan);
         if method == "agent" {
             let a = agent_config(&spec, &plan);
             // IPv4 primary (platform none): the rendezvous host's IPv4 address.
@@ -297,4 +337,82 @@ fn the_ipv6_subnet_must_be_free_on_the_host() {
             "network.cidr fd00:5:140::/64: overlaps the host route fd00:5::/32 via eth1; choose another subnet",
         ]
     );
+}
+
+#[test]
+fn doctor_says_what_keeps_libvirt_from_starting_a_dual_stack_network() {
+    use shiftlab::doctor::{checks, HostFacts, Severity};
+    use shiftlab::host::ipv6::{Ipv6Host, RaLink};
+    let p = plan::derive(&load("upi"));
+    let verdict = |ipv6: Option<Ipv6Host>| {
+        let f = HostFacts {
+            ipv6,
+            ..HostFacts::default()
+        };
+        checks(&f, Some(&p)).into_iter().find(|c| c.id == "ipv6")
+    };
+    let link = |iface: &str, accept_ra: i32| RaLink {
+        iface: iface.into(),
+        accept_ra: Some(accept_ra),
+    };
+    let fine = Ipv6Host {
+        enabled: true,
+        forwarding: false,
+        accept_ra_all: Some(1),
+        ra_links: Some(vec![]),
+    };
+    // A recorded host without the facts, and an IPv4 lab: no verdict.
+    assert!(verdict(None).is_none());
+    let v4 = common::plan_from_yaml("cluster: lab4\ndistribution: okd\n", "lab4.yaml", None);
+    let f = HostFacts {
+        ipv6: Some(fine.clone()),
+        ..HostFacts::default()
+    };
+    assert!(checks(&f, Some(&v4)).iter().all(|c| c.id != "ipv6"));
+
+    let c = verdict(Some(fine.clone())).unwrap();
+    assert_eq!(c.severity, Severity::Ok, "{c:?}");
+    assert!(c.verdict.contains("libvirt turns it on"), "{}", c.verdict);
+
+    let disabled = verdict(Some(Ipv6Host {
+        enabled: false,
+        ..fine.clone()
+    }))
+    .unwrap();
+    assert_eq!(disabled.severity, Severity::Fail);
+    assert!(
+        disabled.verdict.contains("fd00:5:140::1"),
+        "{}",
+        disabled.verdict
+    );
+    assert!(disabled.fix.unwrap().contains("disable_ipv6=0"));
+
+    // libvirt's rule: eth0 learned its default route from an advertisement
+    // and does not accept them while forwarding; eth1 does.
+    let ra = Ipv6Host {
+        ra_links: Some(vec![link("eth0", 1), link("eth1", 2)]),
+        ..fine.clone()
+    };
+    let c = verdict(Some(ra.clone())).unwrap();
+    assert_eq!(c.severity, Severity::Fail);
+    assert!(
+        c.verdict.contains("eth0 (accept_ra 1)") && !c.verdict.contains("eth1"),
+        "{}",
+        c.verdict
+    );
+    assert!(c.fix.unwrap().contains("net.ipv6.conf.eth0.accept_ra=2"));
+    // The global accept_ra 2 is libvirt's other way out.
+    let c = verdict(Some(Ipv6Host {
+        accept_ra_all: Some(2),
+        ..ra
+    }))
+    .unwrap();
+    assert_eq!(c.severity, Severity::Ok, "{c:?}");
+
+    let unread = verdict(Some(Ipv6Host {
+        ra_links: None,
+        ..fine
+    }))
+    .unwrap();
+    assert_eq!(unread.severity, Severity::Info, "{unread:?}");
 }

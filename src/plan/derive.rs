@@ -214,6 +214,7 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
             .collect()
     };
     let router_roles = router_roles(spec.method, spec.workers);
+    let v6 = spec.ipv6.as_ref();
     let ingress_backends = |port: u16| -> Vec<Backend> {
         nodes
             .iter()
@@ -231,6 +232,7 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
             Frontend {
                 name: "api".into(),
                 address: net.api_ip,
+                address6: v6.map(|v| v.api_ip),
                 port: 6443,
                 check: HealthCheck::HttpsReadyz,
                 backends: api_backends(6443),
@@ -238,6 +240,7 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
             Frontend {
                 name: "machine-config".into(),
                 address: net.api_ip,
+                address6: v6.map(|v| v.api_ip),
                 port: 22623,
                 check: HealthCheck::Tcp,
                 backends: api_backends(22623),
@@ -245,6 +248,7 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
             Frontend {
                 name: "ingress-https".into(),
                 address: net.ingress_ip,
+                address6: v6.map(|v| v.ingress_ip),
                 port: 443,
                 check: HealthCheck::Tcp,
                 backends: ingress_backends(443),
@@ -252,6 +256,7 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
             Frontend {
                 name: "ingress-http".into(),
                 address: net.ingress_ip,
+                address6: v6.map(|v| v.ingress_ip),
                 port: 80,
                 check: HealthCheck::Tcp,
                 backends: ingress_backends(80),

@@ -241,6 +241,9 @@ pub struct Backend {
 pub struct Frontend {
     pub name: String,
     pub address: Ipv4Addr,
+    /// A dual-stack lab's IPv6 VIP for the same frontend (docs/ipv6.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address6: Option<std::net::Ipv6Addr>,
     pub port: u16,
     pub check: HealthCheck,
     pub backends: Vec<Backend>,

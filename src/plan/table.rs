@@ -179,7 +179,10 @@ pub fn render_table(plan: &Plan) -> String {
                     .collect();
                 vec![
                     f.name.clone(),
-                    format!("{}:{}", f.address, f.port),
+                    match f.address6 {
+                        Some(a6) => format!("{}:{} [{a6}]:{}", f.address, f.port, f.port),
+                        None => format!("{}:{}", f.address, f.port),
+                    },
                     match f.check {
                         super::HealthCheck::HttpsReadyz => "https /readyz",
                         super::HealthCheck::Tcp => "tcp",

@@ -111,12 +111,19 @@ pub fn render(plan: &Plan, opts: &Options) -> Option<String> {
             out,
             "\nfrontend {name}\n\
              \x20   bind {addr}:{port}\n\
+             {bind6}\
              \x20   default_backend {name}\n\
              \nbackend {name}\n\
              \x20   balance roundrobin\n",
             name = f.name,
             addr = f.address,
             port = f.port,
+            // A dual-stack lab's IPv6 VIP: the same frontend, the backends
+            // reached over the primary family (IPv4: docs/ipv6.md).
+            bind6 = f
+                .address6
+                .map(|a| format!("    bind [{a}]:{}\n", f.port))
+                .unwrap_or_default(),
         );
         let server_opts = match f.check {
             HealthCheck::HttpsReadyz => {
@@ -203,6 +210,7 @@ mod tests {
             frontends: vec![Frontend {
                 name: "api".into(),
                 address: "10.0.0.2".parse().unwrap(),
+                address6: None,
                 port: 6443,
                 check: HealthCheck::Tcp,
                 backends: vec![],

@@ -89,3 +89,22 @@ pub fn golden(path: &Path, actual: &str) {
         );
     }
 }
+
+/// `haproxy -c` must accept the text (it parses and resolves, binds nothing).
+pub fn assert_haproxy_accepts(text: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("haproxy.cfg");
+    std::fs::write(&cfg, text).unwrap();
+    let out = Command::new("haproxy")
+        .arg("-c")
+        .arg("-f")
+        .arg(&cfg)
+        .output()
+        .expect("running haproxy -c (install the haproxy package)");
+    assert!(
+        out.status.success(),
+        "haproxy -c rejected:\n{text}\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
