@@ -4,20 +4,21 @@
 //!
 //! It answers what the cluster network's dnsmasq answers the nodes (the plan's
 //! records: api, api-int, the nodes, `*.apps` as dnsmasq's `address=/apps.<zone>/`
-//! does — the name itself and every name below it — and the PTRs of the plan) and
+//! does — the name itself and every name below it — and the PTRs of the plan;
+//! a dual-stack plan's AAAA, IPv6 wildcard and `ip6.arpa` PTRs too) and
 //! nothing else: a name outside every zone gets REFUSED, which glibc and Go's
 //! resolver take as "ask the next nameserver" (sources in `host::dns`). It never
 //! forwards, recurses or caches. Messages are parsed and built with
 //! `hickory-proto`; the decision is the pure [`lookup`].
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
-use hickory_proto::rr::rdata::{A, PTR};
+use hickory_proto::rr::rdata::{A, AAAA, PTR};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, UdpSocket};
@@ -36,7 +37,10 @@ pub struct Zone {
     pub a: BTreeMap<String, Ipv4Addr>,
     /// `apps.<cluster>.<domain>` and the address of everything at and below it.
     pub wildcards: Vec<(String, Ipv4Addr)>,
-    /// `<reversed ip>.in-addr.arpa` → name.
+    /// A dual-stack plan's AAAA records and IPv6 wildcard.
+    pub aaaa: BTreeMap<String, Ipv6Addr>,
+    pub wildcards6: Vec<(String, Ipv6Addr)>,
+    /// `<reversed ip>.in-addr.arpa` and `<reversed nibbles>.ip6.arpa` → name.
     pub ptr: BTreeMap<String, String>,
 }
 
@@ -65,8 +69,16 @@ impl Zone {
                 PlanRecord::PTR => {
                     z.ptr.insert(norm(&r.name), norm(&r.value));
                 }
-                // IPv4 only: a dual-stack lab is not created yet (docs/ipv6.md).
-                PlanRecord::AAAA | PlanRecord::Wildcard6 => {}
+                PlanRecord::AAAA => {
+                    if let Ok(ip) = r.value.parse() {
+                        z.aaaa.insert(norm(&r.name), ip);
+                    }
+                }
+                PlanRecord::Wildcard6 => {
+                    if let (Some(base), Ok(ip)) = (r.name.strip_prefix("*."), r.value.parse()) {
+                        z.wildcards6.push((norm(base), ip));
+                    }
+                }
             }
         }
         z
@@ -77,6 +89,7 @@ impl Zone {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
     A(Ipv4Addr),
+    Aaaa(Ipv6Addr),
     Ptr(String),
     /// The name exists, not with this type.
     NoData,
@@ -97,7 +110,7 @@ pub fn lookup<'z>(
     qtype: RecordType,
 ) -> Lookup {
     let name = norm(name);
-    if name.ends_with(".in-addr.arpa") {
+    if name.ends_with(".in-addr.arpa") || name.ends_with(".ip6.arpa") {
         return match zones.into_iter().find_map(|z| z.ptr.get(&name)) {
             Some(target) if qtype == RecordType::PTR => Lookup::Ptr(target.clone()),
             Some(_) => Lookup::NoData,
@@ -111,25 +124,35 @@ pub fn lookup<'z>(
     else {
         return Lookup::Refused;
     };
-    let address = zone.a.get(&name).copied().or_else(|| {
+    let v4 = zone.a.get(&name).copied().or_else(|| {
         zone.wildcards
             .iter()
             .find(|(base, _)| within(&name, base))
             .map(|(_, ip)| *ip)
     });
-    match address {
-        Some(ip) if matches!(qtype, RecordType::A | RecordType::ANY) => Lookup::A(ip),
-        Some(_) => Lookup::NoData,
+    let v6 = zone.aaaa.get(&name).copied().or_else(|| {
+        zone.wildcards6
+            .iter()
+            .find(|(base, _)| within(&name, base))
+            .map(|(_, ip)| *ip)
+    });
+    match (v4, v6) {
+        (Some(ip), _) if matches!(qtype, RecordType::A | RecordType::ANY) => Lookup::A(ip),
+        (_, Some(ip)) if matches!(qtype, RecordType::AAAA | RecordType::ANY) => Lookup::Aaaa(ip),
+        (Some(_), _) | (_, Some(_)) => Lookup::NoData,
         // The apex and names above a record exist (empty non-terminals).
-        None if zone
-            .a
-            .keys()
-            .chain(zone.wildcards.iter().map(|(b, _)| b))
-            .any(|n| n == &name || within(n, &name)) =>
+        (None, None)
+            if zone
+                .a
+                .keys()
+                .chain(zone.aaaa.keys())
+                .chain(zone.wildcards.iter().map(|(b, _)| b))
+                .chain(zone.wildcards6.iter().map(|(b, _)| b))
+                .any(|n| n == &name || within(n, &name)) =>
         {
             Lookup::NoData
         }
-        None => Lookup::NxDomain,
+        (None, None) => Lookup::NxDomain,
     }
 }
 
@@ -166,6 +189,9 @@ pub fn answer<'z>(
             match found {
                 Lookup::A(ip) => {
                     r.add_answer(Record::from_rdata(owner, TTL, RData::A(A(ip))));
+                }
+                Lookup::Aaaa(ip) => {
+                    r.add_answer(Record::from_rdata(owner, TTL, RData::AAAA(AAAA(ip))));
                 }
                 Lookup::Ptr(target) => {
                     let target = Name::from_ascii(format!("{target}.")).ok()?;
@@ -322,6 +348,56 @@ mod tests {
             lookup(&z, "1.1.1.1.in-addr.arpa", RecordType::PTR),
             Lookup::Refused
         );
+    }
+
+    /// A dual-stack plan: AAAA beside A for the same names, the IPv6 `*.apps`,
+    /// `ip6.arpa` PTRs; a type the name lacks is no data, never NXDOMAIN.
+    #[test]
+    fn a_dual_stack_zone_answers_aaaa_and_ip6_arpa() {
+        let plan: Plan =
+            serde_json::from_str(include_str!("../../tests/golden/ipv6/upi.plan.json")).unwrap();
+        let z = [Zone::from_plan(&plan)];
+        let api4: Ipv4Addr = "192.168.140.2".parse().unwrap();
+        let api6: Ipv6Addr = "fd00:5:140::2".parse().unwrap();
+        let q = |n: &str, t| lookup(&z, n, t);
+        assert_eq!(q("api.ds-upi.lab.test", RecordType::A), Lookup::A(api4));
+        assert_eq!(
+            q("api.ds-upi.lab.test", RecordType::AAAA),
+            Lookup::Aaaa(api6)
+        );
+        assert_eq!(
+            q("api-int.ds-upi.lab.test", RecordType::AAAA),
+            Lookup::Aaaa(api6)
+        );
+        assert_eq!(
+            q("ds-upi-worker-1.ds-upi.lab.test", RecordType::AAAA),
+            Lookup::Aaaa("fd00:5:140::15".parse().unwrap())
+        );
+        assert_eq!(
+            q(
+                "console-openshift-console.apps.ds-upi.lab.test",
+                RecordType::AAAA
+            ),
+            Lookup::Aaaa(api6)
+        );
+        assert_eq!(q("api.ds-upi.lab.test", RecordType::MX), Lookup::NoData);
+        assert_eq!(
+            q(
+                "5.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.4.1.0.5.0.0.0.0.0.d.f.ip6.arpa",
+                RecordType::PTR
+            ),
+            Lookup::Ptr("ds-upi-worker-1.ds-upi.lab.test".into())
+        );
+        let other6 =
+            "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa";
+        assert_eq!(q(other6, RecordType::PTR), Lookup::Refused);
+        let r = Message::from_vec(
+            &answer(&z, &query("api.ds-upi.lab.test.", RecordType::AAAA)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(r.metadata.response_code, ResponseCode::NoError);
+        assert_eq!(r.answers.len(), 1);
+        assert_eq!(&r.answers[0].data, &RData::AAAA(AAAA(api6)));
     }
 
     fn query(name: &str, t: RecordType) -> Vec<u8> {
