@@ -149,12 +149,19 @@ pub fn is_host6(net: &Ipv6Net, ip: Ipv6Addr) -> bool {
     net.contains(&ip) && ip != net.network()
 }
 
-/// The default DHCPv6 pool: the top quarter of the subnet, as for IPv4.
+/// The default DHCPv6 pool: the top quarter of the subnet's first /112 (of
+/// the whole subnet when it is smaller). libvirt takes no larger range: the
+/// start and end of an IPv6 `<range>` may differ in their last 16 bits only
+/// (src/util/virsocketaddr.c, `virSocketAddrGetRange`: "range … is too large
+/// (> 65535)"). A /64 gets `::c000` to `::ffff`, above the nodes' offsets.
 pub fn default_dhcp6(net: &Ipv6Net) -> (Ipv6Addr, Ipv6Addr) {
-    let bits = 128 - u32::from(net.prefix_len());
-    let size = 1u128.checked_shl(bits).unwrap_or(0);
-    let start = u128::from(net.network()).saturating_add(size / 4 * 3);
-    (Ipv6Addr::from(start), net.broadcast())
+    let bits = (128 - u32::from(net.prefix_len())).min(16);
+    let size = 1u128 << bits;
+    let first = u128::from(net.network());
+    (
+        Ipv6Addr::from(first + size / 4 * 3),
+        Ipv6Addr::from(first + size - 1),
+    )
 }
 
 /// The nibble-reversed `….ip6.arpa` name of an IPv6 address (RFC 3596).
@@ -216,10 +223,14 @@ mod tests {
         let (s, e) = default_dhcp6(&net);
         assert_eq!(
             (s.to_string(), e.to_string()),
-            (
-                "fd00:1:2:3:c000::".into(),
-                "fd00:1:2:3:ffff:ffff:ffff:ffff".into()
-            )
+            ("fd00:1:2:3::c000".into(), "fd00:1:2:3::ffff".into())
+        );
+        // Smaller than a /112: the subnet's own top quarter.
+        let small: Ipv6Net = "fd00:1:2:3::100/120".parse().unwrap();
+        let (s, e) = default_dhcp6(&small);
+        assert_eq!(
+            (s.to_string(), e.to_string()),
+            ("fd00:1:2:3::1c0".into(), "fd00:1:2:3::1ff".into())
         );
         // RFC 3596 section 2.5's example address.
         assert_eq!(

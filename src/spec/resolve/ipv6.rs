@@ -116,7 +116,7 @@ pub fn resolve(
         return None;
     }
     let (dhcp_start, dhcp_end) = addressing::default_dhcp6(&cidr.v);
-    let (api_ip, ingress_ip) = vips(raw, &cidr.v, topo, dhcp_start, d)?;
+    let (api_ip, ingress_ip) = vips(raw, &cidr.v, topo, (dhcp_start, dhcp_end), d)?;
     Some(Ipv6Spec {
         cidr: cidr.v,
         api_ip,
@@ -297,7 +297,7 @@ fn vips(
     raw: &RawSpec,
     cidr: &Ipv6Net,
     topo: &Topology,
-    dhcp_start: Ipv6Addr,
+    (dhcp_start, dhcp_end): (Ipv6Addr, Ipv6Addr),
     d: &mut Diagnostics,
 ) -> Option<(Ipv6Addr, Ipv6Addr)> {
     let n = &raw.network;
@@ -352,8 +352,8 @@ fn vips(
             Some(format!(
                 "{ip} is the IPv6 gateway (the host); choose another address, e.g. {api}"
             ))
-        } else if ip >= dhcp_start {
-            Some(format!("{ip} is inside the DHCPv6 range from {dhcp_start}; a lease could take it. Choose e.g. {api}"))
+        } else if dhcp_start <= ip && ip <= dhcp_end {
+            Some(format!("{ip} is inside the DHCPv6 range {dhcp_start} to {dhcp_end}; a lease could take it. Choose e.g. {api}"))
         } else if first_node <= ip && ip <= last_node {
             Some(format!("{ip} is a node's IPv6 address (nodes use {first_node} to {last_node}); choose e.g. {api}"))
         } else {
