@@ -680,7 +680,7 @@ fn ipv6(f: &HostFacts, p: &Plan) -> Option<Check> {
         None => check(
             "ipv6",
             Severity::Info,
-            format!("IPv6 on, {forwarding}; the routes learned from router advertisements could not be read (ip -6 route), which libvirt checks when it starts the network"),
+            format!("IPv6 on, {forwarding}; the routes learned from router advertisements could not be read (/proc/net/ipv6_route), which libvirt checks when it starts the network"),
         ),
         Some(l) if l.is_empty() => check(
             "ipv6",

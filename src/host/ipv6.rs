@@ -5,9 +5,11 @@
 //! start such a network while routes learned from advertisements exist
 //! ("Check the host setup: enabling IPv6 forwarding with RA routes without
 //! accept_ra set to 2 is likely to cause routes loss. Interfaces to look at:
-//! …", libvirt src/util/virnetdevip.c, `virNetDevIPCheckIPv6Forwarding`: the
-//! routes whose protocol is `ra`, each link's `accept_ra`, then the global
-//! one). Reading never changes anything.
+//! …", libvirt src/util/virnetdevip.c, `virNetDevIPCheckIPv6Forwarding`).
+//! Debian 12's libvirt 9.0 finds those routes in `/proc/net/ipv6_route` by the
+//! kernel's `RTF_ADDRCONF` flag (its debug log: "… iface sl6ra flags 00000001 :
+//! RTF_ADDRCONF not set", seen in tests/e2e/ipv6.sh), then looks at each one's
+//! link's `accept_ra`, then at the global one. Reading never changes anything.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,8 +23,8 @@ pub struct Ipv6Host {
     pub forwarding: bool,
     /// `net.ipv6.conf.all.accept_ra`.
     pub accept_ra_all: Option<i32>,
-    /// The links holding routes learned from router advertisements
-    /// (`ip -6 route show table all proto ra`), each with its `accept_ra`.
+    /// The links holding routes the kernel learned from router advertisements
+    /// (`RTF_ADDRCONF` in `/proc/net/ipv6_route`), each with its `accept_ra`.
     /// `None`: the routes could not be read.
     pub ra_links: Option<Vec<RaLink>>,
 }
@@ -49,16 +51,22 @@ impl Ipv6Host {
     }
 }
 
-/// The links named in `ip -6 -o route show table all proto ra`: each `dev X`
-/// of a line (a multipath route names several), once each, in order.
-pub fn parse_ra_route_links(text: &str) -> Vec<String> {
+/// `RTF_ADDRCONF` (linux/ipv6_route.h): a route the kernel made from a router
+/// advertisement (its default router and the advertised prefixes).
+const RTF_ADDRCONF: u32 = 0x0004_0000;
+
+/// The links of the `RTF_ADDRCONF` routes in `/proc/net/ipv6_route`
+/// (destination, prefix, source, source prefix, next hop, metric, references,
+/// use, flags, link), once each, in order.
+pub fn parse_ra_links(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in text.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        for pair in words.windows(2) {
-            if pair[0] == "dev" && !out.iter().any(|l| l == pair[1]) {
-                out.push(pair[1].to_string());
-            }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let Some(flags) = f.get(8).and_then(|x| u32::from_str_radix(x, 16).ok()) else {
+            continue;
+        };
+        if flags & RTF_ADDRCONF != 0 && f.len() >= 10 && !out.iter().any(|l| l == f[9]) {
+            out.push(f[9].to_string());
         }
     }
     out
@@ -72,24 +80,17 @@ fn sysctl(path: &str) -> Option<i32> {
         .ok()
 }
 
-/// This network namespace's IPv6, read from `/proc/sys` and iproute2.
+/// This network namespace's IPv6, read from `/proc`.
 pub fn read() -> Ipv6Host {
     let enabled = std::path::Path::new("/proc/sys/net/ipv6").is_dir()
         && sysctl("all/disable_ipv6") == Some(0);
-    let routes = std::process::Command::new("ip")
-        .args(["-6", "-o", "route", "show", "table", "all", "proto", "ra"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    let routes = std::fs::read_to_string("/proc/net/ipv6_route").ok();
     Ipv6Host {
         enabled,
         forwarding: sysctl("all/forwarding") == Some(1),
         accept_ra_all: sysctl("all/accept_ra"),
         ra_links: routes.map(|t| {
-            parse_ra_route_links(&t)
+            parse_ra_links(&t)
                 .into_iter()
                 .map(|iface| RaLink {
                     accept_ra: sysctl(&format!("{iface}/accept_ra")),
@@ -106,11 +107,21 @@ mod tests {
 
     #[test]
     fn advertised_routes_name_their_links_once() {
-        let text = "default via fe80::1 dev eth0 metric 1024 expires 1790sec hoplimit 64 pref medium\n\
-                    2001:db8:1::/64 dev eth0 metric 256 expires 86390sec pref medium\n\
-                    default metric 1024 pref medium\\\tnexthop via fe80::2 dev wlan0 weight 1\\\tnexthop via fe80::3 dev eth1 weight 1\n";
-        assert_eq!(parse_ra_route_links(text), ["eth0", "wlan0", "eth1"]);
-        assert!(parse_ra_route_links("").is_empty());
+        // The kernel's lines for a host whose eth0 took a router advertisement: its
+        // default route (RTF_GATEWAY|RTF_ADDRCONF|RTF_DEFAULT|RTF_EXPIRES|RTF_UP,
+        // the kernel's rt6_add_dflt_router) and its prefix (RTF_ADDRCONF|
+        // RTF_PREFIX_RT|RTF_EXPIRES|RTF_UP); a static route and the loopback's
+        // do not count.
+        let text = "\
+00000000000000000000000000000000 00 00000000000000000000000000000000 00 fe800000000000000000000000000001 00000400 00000001 00000000 00450003     eth0
+20010db8000100000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 004c0001     eth0
+fd000005014000000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 00000001 sl-ds-upi
+00000000000000000000000000000001 80 00000000000000000000000000000000 00 00000000000000000000000000000000 00000000 00000002 00000000 80200001       lo
+20010db8000200000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 00440001    wlan0
+";
+        assert_eq!(parse_ra_links(text), ["eth0", "wlan0"]);
+        assert!(parse_ra_links("").is_empty());
+        assert!(parse_ra_links("garbage line\n").is_empty());
     }
 
     fn host(all: Option<i32>, links: &[(&str, i32)]) -> Ipv6Host {
