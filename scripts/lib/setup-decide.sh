@@ -130,6 +130,8 @@ setup_test_packages() {
   printf '%s\n' nftables dbus-daemon firewalld chromium fonts-dejavu-core openssl
   # the NFS export's e2e (tests/e2e/lab-bmc.sh) writes with the userspace client
   printf '%s\n' libnfs-utils
+  # the dual-stack network's e2e (tests/e2e/ipv6.sh) asks DHCPv6 with dhclient -6
+  printf '%s\n' isc-dhcp-client
 }
 
 # ganesha_service_plan STATUS SYSTEMCTL: what to do with Debian's own

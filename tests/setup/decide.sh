@@ -95,7 +95,7 @@ has_all "plain set-up keeps every package it had" "$full" \
   iproute2 iptables dnsutils curl python3-venv python3-pip jq gpgv gnupg libzstd-dev liblzma-dev libssl-dev \
   build-essential git ca-certificates
 [[ $(setup_packages tests) == "$full" ]] || { echo "FAILED: --tests installs the same base as plain set-up"; failed=1; }
-has_all "the test-only packages" "$(setup_test_packages)" nftables dbus-daemon firewalld chromium fonts-dejavu-core openssl libnfs-utils
+has_all "the test-only packages" "$(setup_test_packages)" nftables dbus-daemon firewalld chromium fonts-dejavu-core openssl libnfs-utils isc-dhcp-client
 has_all "plain set-up installs the NFS export's server" "$full" nfs-ganesha nfs-ganesha-vfs
 lacks_all "the demo installs no NFS server" "$demo" nfs-ganesha nfs-ganesha-vfs
 gs() { # name status systemctl expected
