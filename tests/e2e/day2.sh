@@ -4,7 +4,7 @@
 #   scripts/sandbox run -- tests/e2e/day2.sh /path/to/standin.qcow2
 #
 # doctor's real run on the sandbox host (a verdict per check, the exit code by
-# severity); a UPI rehearsal (bootstrap, 3 control planes, 1 worker, 256 MiB
+# severity); a UPI rehearsal (bootstrap, 3 control planes, 2 workers, 256 MiB
 # each) built by create infra; env and ssh; the serial console over libvirt's
 # stream, attached while stop shuts the nodes down (workers first, ACPI, the
 # stand-in's power-button message seen on the console); start (control planes
@@ -32,7 +32,7 @@ TIMEOUT=${DAY2_BOOT_TIMEOUT:-300}
 e2e_workdir day2
 destroy_on_exit e2ed
 
-f=$(cluster_file e2ed 192.168.171.0/24 "method: upi" "image: $IMAGE" "ctlplanes: 3" "workers: 1" \
+f=$(cluster_file e2ed 192.168.171.0/24 "method: upi" "image: $IMAGE" "ctlplanes: 3" "workers: 2" \
 	"bootstrap: {memory: 256}" "ctlplane: {memory: 256}" "worker: {memory: 256}")
 
 step "doctor on the sandbox host"
@@ -73,8 +73,8 @@ console_pid=$!
 on_exit 'stop_pid "$console_pid"'
 wait_for 30 "the console to attach" grep -q "connected to e2ed-worker-0's console" "$work/console.out"
 "$bin" stop e2ed --timeout 90 -o json | tee "$work/stop.json"
-jq -e '.action == "stop" and .nodes[0].node == "e2ed-worker-0"' "$work/stop.json" >/dev/null ||
-	fail "stop did not begin with the worker: $(jq -c '[.nodes[] | [.node, .action]]' "$work/stop.json")"
+jq -e '.action == "stop" and ([.nodes[0:2][].node] | sort) == ["e2ed-worker-0", "e2ed-worker-1"]' "$work/stop.json" >/dev/null ||
+	fail "stop did not begin with the workers: $(jq -c '[.nodes[] | [.node, .action]]' "$work/stop.json")"
 jq -e '[.nodes[] | select(.node != "e2ed-bootstrap" or .action != "absent") | .action] | all(. == "acpi-shutdown" or . == "forced-off")' \
 	"$work/stop.json" >/dev/null || fail "stop: $(jq -c '[.nodes[] | [.node, .action]]' "$work/stop.json")"
 for n in "${NODES[@]}"; do
@@ -90,7 +90,7 @@ grep -q "console closed" "$work/console.out" || fail "the console did not say it
 
 step "start: control planes first"
 "$bin" start e2ed -o json | tee "$work/start.json"
-jq -e '[.nodes[] | select(.action == "started") | .node] | (.[-1] == "e2ed-worker-0") and (length == 5)' \
+jq -e '[.nodes[] | select(.action == "started") | .node] | ((.[-2:] | sort) == ["e2ed-worker-0", "e2ed-worker-1"]) and (length == 6)' \
 	"$work/start.json" >/dev/null || fail "start order: $(jq -c '[.nodes[] | [.node, .action]]' "$work/start.json")"
 jq -e '.note | contains("no kubeconfig")' "$work/start.json" >/dev/null || fail "start did not say why the API was not looked at"
 for n in "${NODES[@]}"; do
@@ -245,7 +245,7 @@ for f in state/plan.json ignition/e2ed-worker-0.ign disks/e2ed-worker-0.qcow2; d
 done
 jq -e '.action == "stop"' "$b/state/power.json" >/dev/null || fail "the bundle has not the stop's record"
 "$bin" bundle verify e2ed
-"$bin" bundle list -o json | jq -e '[.[] | [.name, .nodes, (.problem // "")]] == [["e2ed", 5, ""]]' >/dev/null ||
+"$bin" bundle list -o json | jq -e '[.[] | [.name, .nodes, (.problem // "")]] == [["e2ed", 6, ""]]' >/dev/null ||
 	fail "bundle list: $("$bin" bundle list 2>&1)"
 cp -a "$b" "$work/damaged"
 printf x >>"$work/damaged/disks/e2ed-worker-0.qcow2"
@@ -267,11 +267,11 @@ restored() { # boots: every node reports its bundled marker, identity and this b
 
 step "bundle restore killed -9 mid-import: destroy removes what it made; again killed, then resumed"
 "$bin" destroy cluster e2ed
-# A copy of the bundle whose last disk (the worker's) is a FIFO: the restore
-# blocks opening it, the disks before it imported; a writer holding the FIFO
-# open says when the restore got there.
+# A copy of the bundle whose last disk (the last worker's) is a FIFO: the
+# restore blocks opening it, the disks before it imported; a writer holding the
+# FIFO open says when the restore got there.
 cp -a "$b" "$work/fifo"
-wdisk=$work/fifo/disks/e2ed-worker-0.qcow2
+wdisk=$work/fifo/disks/e2ed-worker-1.qcow2
 rm "$wdisk" && mkfifo "$wdisk"
 killed_restore() { # the restore of the FIFO copy, killed -9 where it reads the worker's disk
 	rm -f "$work/fifo.held"
@@ -326,7 +326,7 @@ wait_for 20 "the stand-in API" test -s "$work/api3.port"
 sed "s|http://127.0.0.1:[0-9]*|http://127.0.0.1:$(cat "$work/api3.port")|" "$work/kubeconfig" >"$work/kubeconfig3"
 "$bin" bundle restore "$b" --start --kubeconfig "$work/kubeconfig3" --timeout $((TIMEOUT * 2)) -o json >"$work/restore1.json" ||
 	fail "restore: $(cat "$work/restore1.json"; tail -20 "$work/api3.log")"
-jq -e '(.imported | length) == 1 and (.shared | length) == 4 and ([.start.nodes[] | select(.action == "started") | .node] | .[-1] == "e2ed-worker-0")' \
+jq -e '(.imported | length) == 1 and (.shared | length) == 5 and ([.start.nodes[] | select(.action == "started") | .node] | (.[-2:] | sort) == ["e2ed-worker-0", "e2ed-worker-1"])' \
 	"$work/restore1.json" >/dev/null || fail "restore: $(jq -c '[.imported, .shared, .start.nodes]' "$work/restore1.json")"
 jq -e --argjson m "$members" '(.start.api.ready | sort) == $m and .start.api.not_ready == [] and (.start.api.approved | length) == 2 * ($m | length)' \
 	"$work/restore1.json" >/dev/null || fail "restore's API side: $(jq -c .start.api "$work/restore1.json")"
@@ -348,7 +348,7 @@ contains 'a cluster named e2ed exists: destroy it first' "$work/again.out" || fa
 step "bundle restore again: fresh, the first restore's writes absent"
 "$bin" destroy cluster e2ed
 "$bin" bundle restore "$b" -o json >"$work/restore2.json"
-jq -e '.imported == [] and (.shared | length) == 5' "$work/restore2.json" >/dev/null ||
+jq -e '.imported == [] and (.shared | length) == 6' "$work/restore2.json" >/dev/null ||
 	fail "the second restore imported again: $(jq -c '[.imported, .shared]' "$work/restore2.json")"
 "$bin" start e2ed >/dev/null
 restored 2
