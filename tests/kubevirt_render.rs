@@ -371,20 +371,7 @@ fn pod_mode_balances_through_an_in_cluster_haproxy() {
     );
     // HAProxy itself accepts the configuration (nodes not resolving yet is
     // allowed: `init-addr none`).
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("haproxy.cfg");
-    std::fs::write(&path, cfg).unwrap();
-    let o = std::process::Command::new("haproxy")
-        .args(["-c", "-f"])
-        .arg(&path)
-        .output()
-        .expect("haproxy (scripts/setup installs it)");
-    assert!(
-        o.status.success(),
-        "haproxy -c: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    common::assert_haproxy_accepts(cfg);
 
     // A compact cluster's routers are its control planes.
     let text = std::fs::read_to_string(fixtures().join("pod.yaml"))
