@@ -103,6 +103,21 @@ fn within(name: &str, base: &str) -> bool {
     name == base || name.strip_suffix(base).is_some_and(|p| p.ends_with('.'))
 }
 
+/// `name`'s address of one family: its own record, else the wildcard it is at
+/// or below.
+fn address<T: Copy>(
+    name: &str,
+    records: &BTreeMap<String, T>,
+    wildcards: &[(String, T)],
+) -> Option<T> {
+    records.get(name).copied().or_else(|| {
+        wildcards
+            .iter()
+            .find(|(base, _)| within(name, base))
+            .map(|(_, ip)| *ip)
+    })
+}
+
 /// The answer to `name`/`qtype` from the zones.
 pub fn lookup<'z>(
     zones: impl IntoIterator<Item = &'z Zone> + Clone,
@@ -124,18 +139,8 @@ pub fn lookup<'z>(
     else {
         return Lookup::Refused;
     };
-    let v4 = zone.a.get(&name).copied().or_else(|| {
-        zone.wildcards
-            .iter()
-            .find(|(base, _)| within(&name, base))
-            .map(|(_, ip)| *ip)
-    });
-    let v6 = zone.aaaa.get(&name).copied().or_else(|| {
-        zone.wildcards6
-            .iter()
-            .find(|(base, _)| within(&name, base))
-            .map(|(_, ip)| *ip)
-    });
+    let v4 = address(&name, &zone.a, &zone.wildcards);
+    let v6 = address(&name, &zone.aaaa, &zone.wildcards6);
     match (v4, v6) {
         (Some(ip), _) if matches!(qtype, RecordType::A | RecordType::ANY) => Lookup::A(ip),
         (_, Some(ip)) if matches!(qtype, RecordType::AAAA | RecordType::ANY) => Lookup::Aaaa(ip),
