@@ -95,7 +95,10 @@ impl fmt::Display for TargetFailed {
 
 /// `openshift-install` exited with a failure. Callers branch on its code.
 #[derive(Debug, thiserror::Error)]
-#[error("openshift-install {args} failed ({status}); its log is {log}")]
+#[error(
+    "openshift-install {args} failed ({status}){}; its log is {log}",
+    reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+)]
 pub struct InstallerExit {
     /// Its arguments, joined.
     pub args: String,
@@ -103,6 +106,8 @@ pub struct InstallerExit {
     pub status: String,
     /// Its exit code; `None` when a signal ended it.
     pub code: Option<i32>,
+    /// Its last fatal (else error) message, redacted like its log.
+    pub reason: Option<String>,
     /// The cluster's installer log.
     pub log: String,
 }
@@ -237,6 +242,7 @@ mod tests {
             args: "create manifests".into(),
             status: "exit status: 3".into(),
             code,
+            reason: None,
             log: "/x/openshift-install.log".into(),
         }
         .into()

@@ -647,10 +647,16 @@ fn the_installers_install_config_refusal_exits_3_and_a_bad_cluster_file_2() {
     );
     assert!(
         err.contains(
-            "target manifests: openshift-install create manifests failed (exit status: 3)"
+            "target manifests: openshift-install create manifests failed (exit status: 3): "
         ),
         "{err}"
     );
+    // Why, in the installer's own words (its error lines), without opening the log.
+    assert!(
+        err.contains("fips: Forbidden: target cluster is in FIPS mode"),
+        "{err}"
+    );
+    assert!(err.contains("/ To obtain a suitable binary"), "{err}");
     let s = install_state(h, "lab1");
     assert_ne!(s["targets"]["manifests"]["status"], "done", "{s}");
     // A cluster file shiftlab cannot use: 2, and nothing is touched.

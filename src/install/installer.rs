@@ -92,7 +92,7 @@ pub fn run_with_env(
     let redactor = crate::redact::Redactor::of_cluster(&ctx.cluster);
     let what = format!("openshift-install {}", args.join(" "));
     let every = ctx.progress.heartbeat_every();
-    supervise(&mut child, &log, &redactor, &ctx.progress, &what, every);
+    let reason = supervise(&mut child, &log, &redactor, &ctx.progress, &what, every);
     let status = child.wait();
     let _ = std::fs::remove_file(&record);
     // Whatever the run's outcome: a failed one leaves its secrets too.
@@ -105,6 +105,7 @@ pub fn run_with_env(
             args: args.join(" "),
             status: status.to_string(),
             code: status.code(),
+            reason: reason.get(),
             log: log_path.display().to_string(),
         }
         .into());
@@ -114,7 +115,8 @@ pub fn run_with_env(
 
 /// Follow the installer to the end of its output: on a terminal a spinner with
 /// its latest line, off it a heartbeat every `every` with its latest INFO line
-/// (progress.rs), as nobody sees the spinner there.
+/// (progress.rs), as nobody sees the spinner there. Returns why it failed, as
+/// far as its output said.
 fn supervise(
     child: &mut std::process::Child,
     log: &std::fs::File,
@@ -122,7 +124,7 @@ fn supervise(
     progress: &crate::progress::Sink,
     what: &str,
     every: std::time::Duration,
-) {
+) -> Reason {
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_style(
         indicatif::ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
@@ -131,14 +133,67 @@ fn supervise(
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     bar.set_message(what.to_string());
     let latest = crate::progress::Latest::default();
+    let reason = Reason::default();
     if progress.wants_heartbeat() {
         progress.beating_every(every, what, &latest, || {
-            follow(child, log, redactor, &bar, &latest)
+            follow(child, log, redactor, &bar, &latest, &reason)
         });
     } else {
-        follow(child, log, redactor, &bar, &latest);
+        follow(child, log, redactor, &bar, &latest, &reason);
     }
     bar.finish_and_clear();
+    reason
+}
+
+/// Why the installer failed, in its own words: its `fatal` message, else its
+/// `error` messages in order (at most [`Reason::SHOWN`]). A failed command ends
+/// with `logrus.Fatal` or with `error` lines and `logrus.Exit`
+/// (cmd/openshift-install/main.go, create.go; recorded with 4.18: an invalid
+/// install-config is two `error` lines, the cause and then how to get the
+/// FIPS binary). Shown in shiftlab's error, so the user reads the cause without
+/// opening the log.
+#[derive(Default)]
+struct Reason {
+    fatal: crate::progress::Latest,
+    errors: std::sync::Mutex<Vec<String>>,
+}
+
+impl Reason {
+    const SHOWN: usize = 3;
+
+    fn see(&self, line: &str) {
+        match log_level(line) {
+            Some("fatal" | "panic") => self.fatal.set(log_message(line)),
+            Some("error") => {
+                let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+                errors.push(log_message(line).into_owned());
+            }
+            _ => {}
+        }
+    }
+
+    fn get(&self) -> Option<String> {
+        if let Some(f) = self.fatal.get() {
+            return Some(f);
+        }
+        let errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+        let (shown, rest) = errors.split_at(errors.len().min(Self::SHOWN));
+        let mut why = shown.join(" / ");
+        if !rest.is_empty() {
+            why.push_str(&format!(" (and {} more error(s) in its log)", rest.len()));
+        }
+        (!why.is_empty()).then_some(why)
+    }
+}
+
+/// The `level` field of a logrus text line, if it has one. Pure.
+fn log_level(line: &str) -> Option<&str> {
+    let at = if line.starts_with("level=") {
+        0
+    } else {
+        line.find(" level=")? + 1
+    };
+    line[at + "level=".len()..].split(' ').next()
 }
 
 /// Read the installer's output to its end. openshift-install logs on stderr;
@@ -151,9 +206,11 @@ fn follow(
     redactor: &crate::redact::Redactor,
     bar: &indicatif::ProgressBar,
     latest: &crate::progress::Latest,
+    reason: &Reason,
 ) {
     let each = |line: String, mut log: &std::fs::File| {
         let line = redactor.redact(&line);
+        reason.see(&line);
         // One write per line: the two streams' lines do not interleave.
         let _ = log.write_all(format!("{line}\n").as_bytes());
         tracing::debug!("openshift-install: {line}");
@@ -181,8 +238,7 @@ fn follow(
 /// The message of an INFO line of the installer's, cut for one line: what a
 /// heartbeat reports (its debug lines are noise; a warning stays in the log).
 fn info_message(line: &str) -> Option<String> {
-    let info = line.starts_with("level=info ") || line.contains(" level=info ");
-    info.then(|| short(line))
+    (log_level(line) == Some("info")).then(|| short(line))
 }
 
 /// The installer's override of the agent ISO's base image
@@ -499,8 +555,13 @@ mod tests {
         let what = "openshift-install wait-for bootstrap-complete";
         let every = std::time::Duration::from_millis(300);
         let redactor = crate::redact::Redactor::default();
-        supervise(&mut child, &log, &redactor, &sink, what, every);
+        let reason = supervise(&mut child, &log, &redactor, &sink, what, every);
         assert_eq!(child.wait().unwrap().code(), Some(5), "bootstrap failed");
+        // Why, in the installer's words: its fatal line, not the error before it.
+        assert_eq!(
+            reason.get().as_deref(),
+            Some("Bootstrap failed to complete: waiting for Kubernetes API: context deadline exceeded")
+        );
         let news = "Waiting up to 20m0s (until …) for the Kubernetes API at https://api.hb.lab.test:6443...";
         let beats: Vec<String> = sink.lines().into_iter().map(|(_, l)| l).collect();
         assert!(!beats.is_empty(), "no heartbeat");
@@ -518,6 +579,37 @@ mod tests {
         let text = std::fs::read_to_string(dir.path().join("openshift-install.log")).unwrap();
         assert!(text.contains(&format!("level=info msg={news}")), "{text}");
         assert!(text.contains("level=fatal msg=Bootstrap failed"), "{text}");
+    }
+
+    /// The real installer's failures: `error` lines then an exit, or a `fatal`
+    /// line (cmd/openshift-install/main.go), in either form of a logrus line.
+    #[test]
+    fn the_reason_is_the_fatal_message_else_the_errors_in_order() {
+        let r = Reason::default();
+        assert_eq!(r.get(), None);
+        r.see("level=info msg=Waiting up to 20m0s");
+        r.see("level=warning msg=not yet");
+        assert_eq!(r.get(), None, "info and warning are no reason");
+        // Recorded with 4.18 (an invalid install-config): the cause, then a hint.
+        r.see(r#"level=error msg=failed to fetch Master Machines: fips: Forbidden: FIPS mode"#);
+        r.see(r#"time="t" level=error msg="To obtain a suitable \"binary\"""#);
+        assert_eq!(
+            r.get().as_deref(),
+            Some(
+                r#"failed to fetch Master Machines: fips: Forbidden: FIPS mode / To obtain a suitable "binary""#
+            )
+        );
+        r.see("level=error msg=three");
+        r.see("level=error msg=four");
+        r.see("level=error msg=five");
+        assert!(r
+            .get()
+            .unwrap()
+            .ends_with(" / three (and 2 more error(s) in its log)"));
+        r.see("level=fatal msg=Bootstrap failed to complete");
+        assert_eq!(r.get().as_deref(), Some("Bootstrap failed to complete"));
+        assert_eq!(log_level("plain level=information x"), Some("information"));
+        assert_eq!(log_level("no level here"), None);
     }
 
     #[test]
