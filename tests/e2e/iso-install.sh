@@ -142,6 +142,23 @@ check_rehearsal() { # cluster create-output nodes...
 		fail "$c did not run the shipped installer: $(jq -c .facts "$SHIFTLAB_HOME/clusters/$c/install-state.json")"
 }
 
+# create cluster to the end, its output in OUT; on failure, what explains it: the
+# report's failed rows, the installer's last lines, each node's last console lines.
+create_to_end() { # cluster-file cluster out
+	"$bin" create cluster -f "$1" >"$3" 2>&1 && {
+		tail -3 "$3"
+		return 0
+	}
+	tail -5 "$3"
+	grep -E '^[a-z0-9-]+ +[^ ]+ +failed ' "$3" || true
+	tail -15 "$SHIFTLAB_HOME/clusters/$2/openshift-install.log"
+	for d in $(virsh list --all --name | grep "^$2-"); do
+		echo "... $d's console:"
+		console "$d" | tail -n 6
+	done
+	fail "$2: create cluster failed"
+}
+
 sno_targets="release install-config manifests single-node-ignition iso infra bootstrap-complete install-complete eject-iso"
 agent_targets="release install-config manifests iso infra bootstrap-complete install-complete eject-iso"
 
@@ -180,7 +197,7 @@ SHIM_DELAY=4 kill_during "$f" sno1 iso "$work/shim/coreos-installer iso ignition
 [[ ! -e $SHIFTLAB_HOME/clusters/sno1/sno-live.x86_64.iso ]] || fail "a killed build left an ISO in place"
 SHIM_DELAY=4 kill_during "$f" sno1 bootstrap-complete "$work/cache/.*openshift-install wait-for bootstrap-complete"
 [[ $(target_status sno1 iso) == done ]] || fail "the iso target was not done before the wait"
-"$bin" create cluster -f "$f" 2>&1 | tee "$work/sno.out" | tail -5
+create_to_end "$f" sno1 "$work/sno.out"
 if grep -q '^==> infra' "$work/sno.out"; then fail "the rerun repeated infra"; fi
 grep -q 'console: *https://console-openshift-console.apps.sno1.lab.test' "$work/sno.out" || fail "no console URL"
 check_finished sno1 "$sno_targets" sno1-ctlplane-0
@@ -205,7 +222,7 @@ f=$(cluster_file ag1 192.168.186.0/24 "method: agent" "ctlplanes: 3" "workers: 1
 SHIM_DELAY=4 kill_during "$f" ag1 iso "$work/shim/coreos-installer iso ignition embed"
 [[ ! -e $SHIFTLAB_HOME/clusters/ag1/assets/agent.x86_64.iso ]] || fail "a killed build left an agent ISO in place"
 SHIM_DELAY=4 kill_during "$f" ag1 bootstrap-complete "$work/cache/.*openshift-install agent wait-for bootstrap-complete"
-"$bin" create cluster -f "$f" 2>&1 | tee "$work/agent.out" | tail -5
+create_to_end "$f" ag1 "$work/agent.out"
 if grep -q '^==> infra' "$work/agent.out"; then fail "the rerun repeated infra"; fi
 nodes=(ag1-ctlplane-0 ag1-ctlplane-1 ag1-ctlplane-2 ag1-worker-0)
 check_finished ag1 "$agent_targets" "${nodes[@]}"
@@ -258,12 +275,7 @@ mv "$work/ag1-plan.json" "$plan"
 step "agent 3+2: rehearsal: true alone to install complete, routers on the workers only, the report holding"
 "$bin" destroy cluster ag1 >/dev/null
 f=$(cluster_file ag2 192.168.190.0/24 "method: agent" "ctlplanes: 3" "workers: 2" "${lab_settings[@]}")
-"$bin" create cluster -f "$f" >"$work/agent2.out" 2>&1 || {
-	tail -8 "$work/agent2.out"
-	tail -15 "$SHIFTLAB_HOME/clusters/ag2/openshift-install.log"
-	fail "the agent 3+2 rehearsal failed"
-}
-tail -3 "$work/agent2.out"
+create_to_end "$f" ag2 "$work/agent2.out"
 nodes=(ag2-ctlplane-0 ag2-ctlplane-1 ag2-ctlplane-2 ag2-worker-0 ag2-worker-1)
 check_finished ag2 "$agent_targets" "${nodes[@]}"
 check_rehearsal ag2 "$work/agent2.out" "${nodes[@]}"
