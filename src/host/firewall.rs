@@ -40,17 +40,26 @@
 //! - **iptables** (legacy, or iptables-nft's `ip filter INPUT`): `iptables -I INPUT`
 //!   with the same match and an `-m comment`, removed with `iptables -D`.
 //!
+//! IPv6 (a dual-stack lab, docs/ipv6.md): the load balancer's IPv6 VIP gets the
+//! same openings from the cluster's IPv6 subnet, in each backend's IPv6 words:
+//! firewalld rich rules with `family="ipv6"`, `ip6 saddr`/`ip6 daddr` in nftables
+//! chains of family `inet` or `ip6` (a chain of family `ip` sees no IPv6), and
+//! `ip6tables` beside `iptables` (separate tables in the kernel, and iptables-nft
+//! keeps them in `ip filter` and `ip6 filter`). ufw takes either family in one
+//! rule. A host whose IPv6 input drops but whose labs are IPv4 only is left as it
+//! is: only the families of a cluster's openings count.
+//!
 //! Detection and rendering are pure functions of recorded command outputs; the
 //! record of what was added (`host-firewall.json` in the cluster's directory) is
 //! what destroy removes. `shiftlab serve` applies it (it runs the services the
 //! rules are for) and re-applies it after a restart or a firewalld reload.
 
 use std::collections::BTreeSet;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddrV4};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use ipnet::Ipv4Net;
+use ipnet::{Ipv4Net, Ipv6Net};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -62,7 +71,8 @@ pub const NTP_PORT: u16 = 123;
 /// One port on one host address that the cluster's nodes must reach.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Opening {
-    pub address: Ipv4Addr,
+    /// IPv4, or a dual-stack lab's IPv6 (records of older shiftlabs are IPv4).
+    pub address: IpAddr,
     pub port: u16,
     /// What listens there (`api`, `http artifacts`, …), for people.
     pub service: String,
@@ -93,6 +103,12 @@ impl Protocol {
     }
 }
 
+impl Opening {
+    fn v6(&self) -> bool {
+        self.address.is_ipv6()
+    }
+}
+
 /// Everything a cluster needs opened, from its plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Openings {
@@ -101,6 +117,9 @@ pub struct Openings {
     pub bridge: String,
     /// The cluster's subnet: where the traffic comes from.
     pub source: Ipv4Net,
+    /// A dual-stack lab's IPv6 subnet: where its IPv6 traffic comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source6: Option<Ipv6Net>,
     pub ports: Vec<Opening>,
 }
 
@@ -110,7 +129,7 @@ impl Openings {
     pub fn from_plan(plan: &Plan, http: Option<SocketAddrV4>) -> Self {
         let mut seen = BTreeSet::new();
         let mut ports = Vec::new();
-        let mut add = |address: Ipv4Addr, port: u16, service: &str| {
+        let mut add = |address: IpAddr, port: u16, service: &str| {
             if seen.insert((address, port)) {
                 ports.push(Opening {
                     address,
@@ -120,22 +139,30 @@ impl Openings {
                 });
             }
         };
-        for f in plan.load_balancer.iter().flat_map(|lb| &lb.frontends) {
-            add(f.address, f.port, &f.name);
+        let lb = plan.load_balancer.iter().flat_map(|lb| &lb.frontends);
+        for f in lb.clone() {
+            add(f.address.into(), f.port, &f.name);
+        }
+        // The IPv6 binds after every IPv4 one: an IPv4 lab's list is unchanged.
+        let source6 = plan.network.ipv6.as_ref().map(|n| n.cidr);
+        for f in lb.filter(|_| source6.is_some()) {
+            if let Some(a) = f.address6 {
+                add(a.into(), f.port, &f.name);
+            }
         }
         if let Some(h) = http {
-            add(*h.ip(), h.port(), "http artifacts");
+            add((*h.ip()).into(), h.port(), "http artifacts");
         }
         if let Some(b) = &plan.bmc {
-            add(b.address, b.port, "redfish bmc");
+            add(b.address.into(), b.port, "redfish bmc");
         }
         if let Some(n) = plan.storage.as_ref().and_then(|s| s.nfs.as_ref()) {
-            add(n.server, crate::host::nfs::PORT, "nfs");
+            add(n.server.into(), crate::host::nfs::PORT, "nfs");
         }
         if plan.network.host_ntp {
             // The host's chrony answers NTP at the gateway (host::chrony).
             ports.push(Opening {
-                address: plan.network.gateway,
+                address: plan.network.gateway.into(),
                 port: NTP_PORT,
                 service: "ntp (host chrony)".into(),
                 protocol: Protocol::Udp,
@@ -145,7 +172,26 @@ impl Openings {
             cluster: plan.cluster.clone(),
             bridge: plan.network.bridge.clone(),
             source: plan.network.cidr,
+            source6,
             ports,
+        }
+    }
+
+    /// Whether any opening is IPv4, and whether any is IPv6.
+    fn families(&self) -> (bool, bool) {
+        (
+            self.ports.iter().any(|p| !p.v6()),
+            self.ports.iter().any(Opening::v6),
+        )
+    }
+
+    /// Where an opening's traffic comes from: the subnet of its family. An
+    /// IPv6 opening of a record without `source6` (none is written so) is
+    /// scoped to its own address, which no node has: closed, not widened.
+    fn source_of(&self, p: &Opening) -> String {
+        match p.address {
+            IpAddr::V4(_) => self.source.to_string(),
+            IpAddr::V6(a) => self.source6.unwrap_or_else(|| Ipv6Net::from(a)).to_string(),
         }
     }
 
@@ -157,12 +203,12 @@ impl Openings {
         } else {
             ""
         };
-        format!(
-            "{}{}:{}{udp}",
-            comment_prefix(&self.cluster),
-            o.address,
-            o.port
-        )
+        // `[addr]:port` for IPv6, as in a URL: the port stays readable.
+        let addr = match o.address {
+            IpAddr::V4(a) => a.to_string(),
+            IpAddr::V6(a) => format!("[{a}]"),
+        };
+        format!("{}{addr}:{}{udp}", comment_prefix(&self.cluster), o.port)
     }
 }
 
@@ -178,6 +224,18 @@ pub struct NftChain {
     pub chain: String,
 }
 
+impl NftChain {
+    /// Whether the chain sees the opening's family: `inet` both, `ip` IPv4,
+    /// `ip6` IPv6.
+    fn sees(&self, p: &Opening) -> bool {
+        match self.family.as_str() {
+            "inet" => true,
+            "ip6" => p.v6(),
+            _ => !p.v6(),
+        }
+    }
+}
+
 /// What filters guest→host traffic on this host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -186,11 +244,14 @@ pub enum Backend {
     Firewalld,
     /// ufw is active.
     Ufw,
-    /// Plain netfilter: input base chains that may drop, and/or an iptables INPUT
-    /// that may drop.
+    /// Plain netfilter: input base chains that may drop, and/or an iptables
+    /// (ip6tables) INPUT that may drop.
     Netfilter {
         nft_chains: Vec<NftChain>,
         iptables: bool,
+        /// Records of older shiftlabs say nothing: no ip6tables rule was added.
+        #[serde(default)]
+        ip6tables: bool,
     },
     /// Nothing filters input: nothing to add.
     Open,
@@ -204,6 +265,7 @@ impl Backend {
             Backend::Netfilter {
                 nft_chains,
                 iptables,
+                ip6tables,
             } => {
                 let mut parts: Vec<String> = nft_chains
                     .iter()
@@ -212,9 +274,44 @@ impl Backend {
                 if *iptables {
                     parts.push("iptables INPUT".into());
                 }
+                if *ip6tables {
+                    parts.push("ip6tables INPUT".into());
+                }
                 parts.join(", ")
             }
             Backend::Open => "no input filtering".into(),
+        }
+    }
+
+    /// The places of this backend that concern openings of these families
+    /// (IPv4, IPv6): a drop in a family the cluster does not use needs no rule.
+    pub fn for_families(self, v4: bool, v6: bool) -> Backend {
+        match self {
+            Backend::Netfilter {
+                nft_chains,
+                iptables,
+                ip6tables,
+            } => {
+                let nft_chains: Vec<NftChain> = nft_chains
+                    .into_iter()
+                    .filter(|c| match c.family.as_str() {
+                        "inet" => v4 || v6,
+                        "ip6" => v6,
+                        _ => v4,
+                    })
+                    .collect();
+                let (iptables, ip6tables) = (iptables && v4, ip6tables && v6);
+                if nft_chains.is_empty() && !iptables && !ip6tables {
+                    Backend::Open
+                } else {
+                    Backend::Netfilter {
+                        nft_chains,
+                        iptables,
+                        ip6tables,
+                    }
+                }
+            }
+            other => other,
         }
     }
 }
@@ -231,6 +328,8 @@ pub struct Probe {
     pub nft_ruleset: Option<String>,
     /// `iptables -S` (the filter table).
     pub iptables_rules: Option<String>,
+    /// `ip6tables -S` (the filter table).
+    pub ip6tables_rules: Option<String>,
 }
 
 /// Which backend guards this host's input, from recorded outputs. firewalld and
@@ -254,18 +353,21 @@ pub fn decide(p: &Probe) -> Backend {
         .map(blocking_nft_chains)
         .unwrap_or_default();
     let iptables = p.iptables_rules.as_deref().is_some_and(iptables_blocks);
-    if nft_chains.is_empty() && !iptables {
+    let ip6tables = p.ip6tables_rules.as_deref().is_some_and(iptables_blocks);
+    if nft_chains.is_empty() && !iptables && !ip6tables {
         return Backend::Open;
     }
     Backend::Netfilter {
         nft_chains,
         iptables,
+        ip6tables,
     }
 }
 
-/// Input base chains (families ip and inet) whose policy drops, or that drop or
-/// reject in themselves or in a chain they jump to. iptables-nft's own chain
-/// (`ip filter INPUT`) is left to iptables, which manages it.
+/// Input base chains (families ip, ip6 and inet) whose policy drops, or that
+/// drop or reject in themselves or in a chain they jump to. iptables-nft's own
+/// chains (`ip filter INPUT`, `ip6 filter INPUT`) are left to iptables and
+/// ip6tables, which manage them.
 pub fn blocking_nft_chains(json: &str) -> Vec<NftChain> {
     let Ok(v) = serde_json::from_str::<Value>(json) else {
         return Vec::new();
@@ -314,10 +416,10 @@ pub fn blocking_nft_chains(json: &str) -> Vec<NftChain> {
     for c in items.iter().filter_map(|i| i.get("chain")) {
         let (fam, table) = key(c);
         let name = c["name"].as_str().unwrap_or("");
-        if c["hook"] != "input" || !(fam == "ip" || fam == "inet") {
+        if c["hook"] != "input" || !matches!(fam.as_str(), "ip" | "ip6" | "inet") {
             continue;
         }
-        if fam == "ip" && table == "filter" && name == "INPUT" {
+        if (fam == "ip" || fam == "ip6") && table == "filter" && name == "INPUT" {
             continue;
         }
         let policy_drops = c["policy"] == "drop";
@@ -334,7 +436,7 @@ pub fn blocking_nft_chains(json: &str) -> Vec<NftChain> {
 }
 
 /// Whether iptables' filter INPUT may drop: policy DROP, or a DROP/REJECT in INPUT
-/// or in a chain INPUT jumps to (`iptables -S` output).
+/// or in a chain INPUT jumps to (`iptables -S` output; `ip6tables -S` alike).
 pub fn iptables_blocks(rules: &str) -> bool {
     fn drops(rules: &str, chain: &str, seen: &mut BTreeSet<String>) -> bool {
         if !seen.insert(chain.to_string()) {
@@ -366,8 +468,9 @@ pub fn iptables_blocks(rules: &str) -> bool {
 /// A firewalld rich rule for one opening.
 pub fn rich_rule(o: &Openings, p: &Opening) -> String {
     format!(
-        "rule family=\"ipv4\" source address=\"{}\" destination address=\"{}\" port port=\"{}\" protocol=\"{}\" accept",
-        o.source,
+        "rule family=\"{}\" source address=\"{}\" destination address=\"{}\" port port=\"{}\" protocol=\"{}\" accept",
+        if p.v6() { "ipv6" } else { "ipv4" },
+        o.source_of(p),
         p.address,
         p.port,
         p.protocol.as_str()
@@ -387,7 +490,7 @@ pub fn ufw_args(o: &Openings, p: &Opening, delete: bool) -> Vec<String> {
             "on",
             &o.bridge,
             "from",
-            &o.source.to_string(),
+            &o.source_of(p),
             "to",
             &p.address.to_string(),
             "port",
@@ -402,12 +505,14 @@ pub fn ufw_args(o: &Openings, p: &Opening, delete: bool) -> Vec<String> {
     a
 }
 
-/// The nftables rule (after `insert rule <family> <table> <chain>`).
+/// The nftables rule (after `insert rule <family> <table> <chain>`, of a chain
+/// that [sees](NftChain::sees) its family).
 pub fn nft_rule(o: &Openings, p: &Opening) -> String {
+    let ip = if p.v6() { "ip6" } else { "ip" };
     format!(
-        "iifname \"{}\" ip saddr {} ip daddr {} {} dport {} accept comment \"{}\"",
+        "iifname \"{}\" {ip} saddr {} {ip} daddr {} {} dport {} accept comment \"{}\"",
         o.bridge,
-        o.source,
+        o.source_of(p),
         p.address,
         p.protocol.as_str(),
         p.port,
@@ -415,15 +520,16 @@ pub fn nft_rule(o: &Openings, p: &Opening) -> String {
     )
 }
 
-/// The iptables rule spec (after `-I INPUT`, `-C INPUT` or `-D INPUT`).
+/// The iptables rule spec (after `-I INPUT`, `-C INPUT` or `-D INPUT`), of
+/// `ip6tables` for an IPv6 opening ([`iptables_program`]).
 pub fn iptables_spec(o: &Openings, p: &Opening) -> Vec<String> {
     [
         "-i",
         &o.bridge,
         "-s",
-        &o.source.to_string(),
+        &o.source_of(p),
         "-d",
-        &format!("{}/32", p.address),
+        &format!("{}/{}", p.address, if p.v6() { 128 } else { 32 }),
         "-p",
         p.protocol.as_str(),
         "-m",
@@ -439,6 +545,15 @@ pub fn iptables_spec(o: &Openings, p: &Opening) -> Vec<String> {
     ]
     .map(String::from)
     .to_vec()
+}
+
+/// The program that holds an opening's rule: `iptables`, or `ip6tables` for IPv6.
+pub fn iptables_program(p: &Opening) -> &'static str {
+    if p.v6() {
+        "ip6tables"
+    } else {
+        "iptables"
+    }
 }
 
 /// The zone firewalld gives the bridge: `--get-zone-of-interface` (exit 0 with the
@@ -482,8 +597,9 @@ impl Record {
                 Backend::Netfilter {
                     nft_chains,
                     iptables,
+                    ip6tables,
                 } => {
-                    for c in nft_chains {
+                    for c in nft_chains.iter().filter(|c| c.sees(p)) {
                         out.push(format!(
                             "nft insert rule {} {} {} '{}'   # {}",
                             c.family,
@@ -493,9 +609,10 @@ impl Record {
                             p.service
                         ));
                     }
-                    if *iptables {
+                    if if p.v6() { *ip6tables } else { *iptables } {
                         out.push(format!(
-                            "iptables -I INPUT {}   # {}",
+                            "{} -I INPUT {}   # {}",
+                            iptables_program(p),
                             shell_words(&iptables_spec(o, p)),
                             p.service
                         ));
@@ -625,11 +742,15 @@ impl Firewall<'_> {
         let ipt = self
             .run(argv(&["iptables", "-w", "-S"]))?
             .filter(Output::ok);
+        let ip6t = self
+            .run(argv(&["ip6tables", "-w", "-S"]))?
+            .filter(Output::ok);
         Ok(Probe {
             firewalld_state: text(self.run(argv(&["firewall-cmd", "--state"]))?),
             ufw_status: text(self.run(argv(&["ufw", "status"]))?.filter(Output::ok)),
             nft_ruleset: text(nft),
             iptables_rules: text(ipt),
+            ip6tables_rules: text(ip6t),
         })
     }
 
@@ -649,7 +770,8 @@ impl Firewall<'_> {
 
     /// What [`Self::apply`] would add, without adding it (preflight).
     pub fn plan(&self, openings: &Openings) -> Result<Record> {
-        let backend = decide(&self.probe()?);
+        let (v4, v6) = openings.families();
+        let backend = decide(&self.probe()?).for_families(v4, v6);
         let zone = match backend {
             Backend::Firewalld => Some(self.zone(&openings.bridge)?),
             _ => None,
@@ -696,10 +818,11 @@ impl Firewall<'_> {
             Backend::Netfilter {
                 nft_chains,
                 iptables,
+                ip6tables,
             } => {
                 for c in nft_chains {
                     let have = self.nft_rules(c)?;
-                    for p in &o.ports {
+                    for p in o.ports.iter().filter(|p| c.sees(p)) {
                         if have.iter().any(|(_, comment)| *comment == o.comment(p)) {
                             continue;
                         }
@@ -714,14 +837,16 @@ impl Firewall<'_> {
                         ])?;
                     }
                 }
-                if *iptables {
-                    for p in &o.ports {
-                        let spec = iptables_spec(o, p);
-                        if !self.iptables(&["-C", "INPUT"], &spec)?.ok() {
-                            let out = self.iptables(&["-I", "INPUT"], &spec)?;
-                            if !out.ok() {
-                                bail!("iptables -I INPUT: {}", out.stderr.trim());
-                            }
+                for p in o
+                    .ports
+                    .iter()
+                    .filter(|p| in_iptables(p, *iptables, *ip6tables))
+                {
+                    let spec = iptables_spec(o, p);
+                    if !self.iptables(p, &["-C", "INPUT"], &spec)?.ok() {
+                        let out = self.iptables(p, &["-I", "INPUT"], &spec)?;
+                        if !out.ok() {
+                            bail!("{} -I INPUT: {}", iptables_program(p), out.stderr.trim());
                         }
                     }
                 }
@@ -756,22 +881,25 @@ impl Firewall<'_> {
                             p.port,
                             p.protocol.as_str()
                         )) && l.contains("ALLOW")
-                            && l.contains(&o.source.to_string())
+                            && l.contains(&o.source_of(p))
                     })
                 }),
                 Backend::Netfilter {
                     nft_chains,
                     iptables,
+                    ip6tables,
                 } => {
                     let mut ok = true;
-                    for c in nft_chains {
+                    for c in nft_chains.iter().filter(|c| c.sees(p)) {
                         ok &= self
                             .nft_rules(c)?
                             .iter()
                             .any(|(_, comment)| *comment == o.comment(p));
                     }
-                    if *iptables {
-                        ok &= self.iptables(&["-C", "INPUT"], &iptables_spec(o, p))?.ok();
+                    if in_iptables(p, *iptables, *ip6tables) {
+                        ok &= self
+                            .iptables(p, &["-C", "INPUT"], &iptables_spec(o, p))?
+                            .ok();
                     }
                     ok
                 }
@@ -781,11 +909,14 @@ impl Firewall<'_> {
         Ok((record.backend, out))
     }
 
-    fn iptables(&self, verb: &[&str], spec: &[String]) -> Result<Output> {
-        let mut a = argv(&["iptables", "-w"]);
+    /// `iptables` (`ip6tables` for an IPv6 opening) with `verb` and `spec`.
+    fn iptables(&self, p: &Opening, verb: &[&str], spec: &[String]) -> Result<Output> {
+        let program = iptables_program(p);
+        let mut a = argv(&[program, "-w"]);
         a.extend(verb.iter().map(|s| s.to_string()));
         a.extend(spec.iter().cloned());
-        self.run(a)?.context("iptables: not installed")
+        self.run(a)?
+            .with_context(|| format!("{program}: not installed"))
     }
 
     /// (handle, comment) of every rule of a chain; empty when the chain is gone.
@@ -840,6 +971,7 @@ impl Firewall<'_> {
             Backend::Netfilter {
                 nft_chains,
                 iptables,
+                ip6tables,
             } => {
                 let prefix = comment_prefix(&o.cluster);
                 for c in nft_chains {
@@ -858,20 +990,32 @@ impl Firewall<'_> {
                         }
                     }
                 }
-                if *iptables {
-                    for p in &o.ports {
-                        let spec = iptables_spec(o, p);
-                        while self.iptables(&["-C", "INPUT"], &spec)?.ok() {
-                            let out = self.iptables(&["-D", "INPUT"], &spec)?;
-                            if !out.ok() {
-                                bail!("iptables -D INPUT: {}", out.stderr.trim());
-                            }
+                for p in o
+                    .ports
+                    .iter()
+                    .filter(|p| in_iptables(p, *iptables, *ip6tables))
+                {
+                    let spec = iptables_spec(o, p);
+                    while self.iptables(p, &["-C", "INPUT"], &spec)?.ok() {
+                        let out = self.iptables(p, &["-D", "INPUT"], &spec)?;
+                        if !out.ok() {
+                            bail!("{} -D INPUT: {}", iptables_program(p), out.stderr.trim());
                         }
                     }
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// Whether an opening's rule goes to iptables (IPv4) or ip6tables (IPv6), as
+/// the backend found each of them dropping.
+fn in_iptables(p: &Opening, iptables: bool, ip6tables: bool) -> bool {
+    if p.v6() {
+        ip6tables
+    } else {
+        iptables
     }
 }
 
@@ -900,6 +1044,13 @@ mod tests {
             _ => unreachable!(),
         };
         serde_json::from_str(text).unwrap()
+    }
+
+    /// tests/golden/ipv6/upi.plan.json: dual-stack, IPv4 primary.
+    fn dual_stack() -> Openings {
+        let plan: Plan =
+            serde_json::from_str(include_str!("../../tests/golden/ipv6/upi.plan.json")).unwrap();
+        Openings::from_plan(&plan, Some("192.168.140.1:8080".parse().unwrap()))
     }
 
     fn upi() -> Openings {
@@ -1044,6 +1195,7 @@ mod tests {
             ufw_status: Some("Status: active\n".into()),
             nft_ruleset: Some(NFT_DROP.into()),
             iptables_rules: Some("-P INPUT DROP\n".into()),
+            ip6tables_rules: Some("-P INPUT ACCEPT\n".into()),
         };
         assert_eq!(decide(&p), Backend::Firewalld);
         p.firewalld_state = Some("not running\n".into());
@@ -1057,7 +1209,8 @@ mod tests {
                     table: "filter".into(),
                     chain: "input".into()
                 }],
-                iptables: true
+                iptables: true,
+                ip6tables: false,
             }
         );
         assert_eq!(decide(&Probe::default()), Backend::Open);
@@ -1095,10 +1248,11 @@ mod tests {
  {"rule": {"family": "ip", "table": "t", "chain": "guard", "handle": 3, "expr": [{"reject": null}]}}
 ]}"#;
         assert_eq!(blocking_nft_chains(jump).len(), 1);
-        // Accept-only input chains, ip6 tables and garbage: nothing.
+        // Accept-only input chains, other families (an ip6 chain is IPv6's:
+        // for_families keeps it only for a lab that has IPv6) and garbage: nothing.
         let open = r#"{"nftables": [
  {"chain": {"family": "inet", "table": "t", "name": "in", "type": "filter", "hook": "input", "prio": 0, "policy": "accept"}},
- {"chain": {"family": "ip6", "table": "t", "name": "in", "type": "filter", "hook": "input", "prio": 0, "policy": "drop"}}
+ {"chain": {"family": "arp", "table": "t", "name": "in", "type": "filter", "hook": "input", "prio": 0, "policy": "drop"}}
 ]}"#;
         assert!(blocking_nft_chains(open).is_empty());
         assert!(blocking_nft_chains("not json").is_empty());
@@ -1239,6 +1393,7 @@ mod tests {
                     chain: "input".into(),
                 }],
                 iptables: false,
+                ip6tables: false,
             },
             zone: None,
             openings: upi(),
@@ -1249,6 +1404,171 @@ mod tests {
             "{lines:?}"
         );
         assert!(lines[1].contains("nft insert rule inet filter input 'iifname \"sl-lab1\""));
+    }
+
+    /// A dual-stack lab: each load balancer frontend on its IPv6 VIP too, from
+    /// the IPv6 subnet, in each backend's IPv6 words; the IPv4 list first and
+    /// as an IPv4 lab's.
+    #[test]
+    fn a_dual_stack_lab_opens_the_lb_on_its_ipv6_vip_from_its_ipv6_subnet() {
+        let o = dual_stack();
+        assert_eq!(o.source6.unwrap().to_string(), "fd00:5:140::/64");
+        let got: Vec<String> = o
+            .ports
+            .iter()
+            .map(|p| format!("{} {} {}", o.comment(p), p.service, o.source_of(p)))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "shiftlab ds-upi 192.168.140.2:6443 api 192.168.140.0/24",
+                "shiftlab ds-upi 192.168.140.2:22623 machine-config 192.168.140.0/24",
+                "shiftlab ds-upi 192.168.140.2:443 ingress-https 192.168.140.0/24",
+                "shiftlab ds-upi 192.168.140.2:80 ingress-http 192.168.140.0/24",
+                "shiftlab ds-upi [fd00:5:140::2]:6443 api fd00:5:140::/64",
+                "shiftlab ds-upi [fd00:5:140::2]:22623 machine-config fd00:5:140::/64",
+                "shiftlab ds-upi [fd00:5:140::2]:443 ingress-https fd00:5:140::/64",
+                "shiftlab ds-upi [fd00:5:140::2]:80 ingress-http fd00:5:140::/64",
+                "shiftlab ds-upi 192.168.140.1:8080 http artifacts 192.168.140.0/24",
+            ]
+        );
+        let p = &o.ports[4];
+        assert_eq!(
+            rich_rule(&o, p),
+            "rule family=\"ipv6\" source address=\"fd00:5:140::/64\" destination address=\"fd00:5:140::2\" port port=\"6443\" protocol=\"tcp\" accept"
+        );
+        assert_eq!(
+            ufw_args(&o, p, false).join(" "),
+            "allow in on sl-ds-upi from fd00:5:140::/64 to fd00:5:140::2 port 6443 proto tcp comment shiftlab ds-upi"
+        );
+        assert_eq!(
+            nft_rule(&o, p),
+            "iifname \"sl-ds-upi\" ip6 saddr fd00:5:140::/64 ip6 daddr fd00:5:140::2 tcp dport 6443 accept comment \"shiftlab ds-upi [fd00:5:140::2]:6443\""
+        );
+        assert_eq!(iptables_program(p), "ip6tables");
+        assert_eq!(
+            iptables_spec(&o, p).join(" "),
+            "-i sl-ds-upi -s fd00:5:140::/64 -d fd00:5:140::2/128 -p tcp -m tcp --dport 6443 -m comment --comment shiftlab ds-upi [fd00:5:140::2]:6443 -j ACCEPT"
+        );
+        assert_eq!(iptables_program(&o.ports[0]), "iptables");
+        // A record: the IPv6 subnet is kept; a record of an older shiftlab has none.
+        let back: Openings = serde_json::from_str(&serde_json::to_string(&o).unwrap()).unwrap();
+        assert_eq!(back, o);
+        assert!(!serde_json::to_string(&upi()).unwrap().contains("source6"));
+        // Without its subnet an IPv6 opening is scoped to its own address: closed.
+        let mut bare = o.clone();
+        bare.source6 = None;
+        assert_eq!(bare.source_of(p), "fd00:5:140::2/128");
+    }
+
+    /// Each family's rules go where that family is filtered: `inet` chains take
+    /// both, `ip` only IPv4, `ip6` only IPv6; iptables IPv4, ip6tables IPv6.
+    /// A drop in a family the lab does not use needs nothing.
+    #[test]
+    fn each_family_goes_to_the_places_that_filter_it() {
+        let chain = |family: &str| NftChain {
+            family: family.into(),
+            table: "t".into(),
+            chain: "input".into(),
+        };
+        let all = Backend::Netfilter {
+            nft_chains: vec![chain("inet"), chain("ip"), chain("ip6")],
+            iptables: true,
+            ip6tables: true,
+        };
+        let rec = Record {
+            backend: all.clone(),
+            zone: None,
+            openings: dual_stack(),
+        };
+        let lines = rec.lines();
+        let of = |what: &str| lines.iter().filter(|l| l.contains(what)).count();
+        // 9 openings: 5 IPv4 (4 LB + HTTP), 4 IPv6.
+        assert_eq!(of("nft insert rule inet t input"), 9);
+        assert_eq!(of("nft insert rule ip t input"), 5);
+        assert_eq!(of("nft insert rule ip6 t input"), 4);
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with("iptables -I INPUT"))
+                .count(),
+            5
+        );
+        assert_eq!(of("ip6tables -I INPUT"), 4);
+        assert!(lines
+            .iter()
+            .filter(|l| l.starts_with("nft insert rule ip6 "))
+            .all(|l| l.contains(" ip6 saddr fd00:5:140::/64 ")));
+        // An IPv4-only lab: the IPv6 places are not its concern.
+        assert_eq!(
+            all.clone().for_families(true, false),
+            Backend::Netfilter {
+                nft_chains: vec![chain("inet"), chain("ip")],
+                iptables: true,
+                ip6tables: false,
+            }
+        );
+        let v6_only = Backend::Netfilter {
+            nft_chains: vec![chain("ip6")],
+            iptables: false,
+            ip6tables: true,
+        };
+        assert_eq!(v6_only.clone().for_families(true, false), Backend::Open);
+        assert_eq!(v6_only.clone().for_families(true, true), v6_only);
+        assert_eq!(
+            Backend::Firewalld.for_families(true, false),
+            Backend::Firewalld
+        );
+        // Records of an older shiftlab have no `ip6tables`: none was added.
+        let old: Backend =
+            serde_json::from_str(r#"{"kind":"netfilter","nft_chains":[],"iptables":true}"#)
+                .unwrap();
+        assert_eq!(
+            old,
+            Backend::Netfilter {
+                nft_chains: vec![],
+                iptables: true,
+                ip6tables: false
+            }
+        );
+    }
+
+    /// ip6 input chains are found like inet ones; iptables-nft's `ip6 filter
+    /// INPUT` is ip6tables', read through `ip6tables -S`.
+    #[test]
+    fn ip6_input_chains_and_ip6tables_are_found() {
+        let json = r#"{"nftables": [{"metainfo": {}},
+ {"chain": {"family": "ip6", "table": "guard", "name": "in", "handle": 1, "type": "filter", "hook": "input", "prio": 0, "policy": "drop"}},
+ {"chain": {"family": "ip6", "table": "filter", "name": "INPUT", "handle": 2, "type": "filter", "hook": "input", "prio": 0, "policy": "drop"}}]}"#;
+        assert_eq!(
+            blocking_nft_chains(json),
+            vec![NftChain {
+                family: "ip6".into(),
+                table: "guard".into(),
+                chain: "in".into()
+            }]
+        );
+        let p = Probe {
+            ip6tables_rules: Some("-P INPUT DROP\n-P FORWARD ACCEPT\n".into()),
+            ..Probe::default()
+        };
+        assert_eq!(
+            decide(&p),
+            Backend::Netfilter {
+                nft_chains: vec![],
+                iptables: false,
+                ip6tables: true
+            }
+        );
+        assert_eq!(
+            Backend::Netfilter {
+                nft_chains: vec![],
+                iptables: true,
+                ip6tables: true
+            }
+            .describe(),
+            "iptables INPUT, ip6tables INPUT"
+        );
     }
 
     #[test]

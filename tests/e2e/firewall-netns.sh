@@ -3,14 +3,17 @@
 # nft, iptables, haproxy; firewalld and dbus-daemon for the firewalld phase):
 #   - a "host" network namespace with the cluster bridge sl-fwe2e holding the
 #     gateway 192.168.151.1 (HTTP artifacts :8080) and the load balancer's
-#     address 192.168.151.2 (6443, 22623, 80, 443), in a private mount namespace
-#     (firewalld's D-Bus socket and run directory are tmpfs there);
-#   - a "node" network namespace plugged into the bridge at 192.168.151.10.
-# For each firewall the host can have — nftables with an input policy of drop,
-# iptables INPUT DROP, and the real firewalld with the bridge in libvirt's zone —
-# it shows that a node cannot reach the host services with `--host-firewall off`,
-# can with the default, and that `serve forget` (destroy's hook) leaves the
-# ruleset exactly as it was.
+#     address 192.168.151.2 (6443, 22623, 80, 443), and for the lab's IPv6 (it is
+#     dual-stack, docs/ipv6.md) the gateway fd00:5:151::1 and the load balancer's
+#     fd00:5:151::2, in a private mount namespace (firewalld's D-Bus socket and
+#     run directory are tmpfs there);
+#   - a "node" network namespace plugged into the bridge at 192.168.151.10 and
+#     fd00:5:151::10.
+# For each firewall the host can have — nftables with an inet input policy of
+# drop, iptables and ip6tables INPUT DROP, and the real firewalld with the bridge
+# in libvirt's zone — it shows that a node cannot reach the host services over
+# either family with `--host-firewall off`, can with the default, and that
+# `serve forget` (destroy's hook) leaves the ruleset exactly as it was.
 NAME=firewall-netns
 . "$(dirname "$0")/lib.sh"
 [ -n "${E2E_TRACE:-}" ] && set -x
@@ -19,13 +22,18 @@ H=${tag}h
 N=${tag}n
 
 if [ "${1:-}" != "--inside" ]; then
-  for t in nft iptables haproxy; do
+  for t in nft iptables ip6tables haproxy; do
     command -v "$t" >/dev/null || fail "$t is missing (scripts/setup installs it)"
   done
   [ "$(id -u)" -eq 0 ] || fail "needs root"
   [ -x "$bin" ] || (cd "$repo" && cargo build -q --bin shiftlab)
   netns_host "$H" sl-fwe2e 192.168.151.1/24 192.168.151.2/32
   netns_node "$N" "fw${$}n" 192.168.151.10/24
+  # IPv6 without duplicate address detection: usable at once, as libvirt's are
+  # once DAD ends.
+  ip -n "$H" addr add fd00:5:151::1/64 dev sl-fwe2e nodad
+  ip -n "$H" addr add fd00:5:151::2/128 dev sl-fwe2e nodad
+  ip -n "$N" addr add fd00:5:151::10/64 dev eth0 nodad
   netns_inside "$N"
   exit $?
 fi
@@ -43,15 +51,18 @@ fail() {
 }
 # From the node: can it open a TCP connection to the host's address:port?
 reach() { ip netns exec "$N" timeout 3 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
+# Every opening: the HTTP artifacts (IPv4) and the load balancer on both VIPs.
 nodes_reach_all() {
-  for a in 192.168.151.1:8080 192.168.151.2:6443 192.168.151.2:22623 192.168.151.2:443 192.168.151.2:80; do
-    reach "${a%:*}" "${a#*:}" || return 1
+  local a
+  reach 192.168.151.1 8080 || return 1
+  for a in 192.168.151.2 fd00:5:151::2; do
+    for p in 6443 22623 443 80; do reach "$a" "$p" || return 1; done
   done
 }
 # A listener of this namespace answers locally (lo is accepted by every ruleset here).
 serving() { timeout 2 bash -c 'exec 3<>/dev/tcp/192.168.151.1/8080' 2>/dev/null; }
 
-cf=$(cluster_file fw 192.168.151.0/24 "method: upi" "ctlplanes: 3" "workers: 1")
+cf=$(cluster_file fw '[192.168.151.0/24, "fd00:5:151::/64"]' "method: upi" "ctlplanes: 3" "workers: 1")
 echo "  bridge: sl-fwe2e" >>"$cf" # under network:, which cluster_file writes last
 serve=
 on_exit 'stop_pid "$serve"'
@@ -79,14 +90,17 @@ phase() {
   start_serve off
   reach 192.168.151.1 8080 && fail "$name: the node reaches :8080 although the firewall drops it"
   reach 192.168.151.2 6443 && fail "$name: the node reaches :6443 although the firewall drops it"
+  reach fd00:5:151::2 6443 && fail "$name: the node reaches [fd00:5:151::2]:6443 although the firewall drops it"
   stop_serve
   [ "$(eval "$snap")" = "$before" ] || fail "$name: --host-firewall off changed the ruleset"
   step "$name: open with --host-firewall auto"
   start_serve auto
   wait_for 15 "the node to reach every service" nodes_reach_all
-  sl serve status fw -o json | jq -e '.host_firewall.rules | length >= 5' >/dev/null ||
+  sl serve status fw -o json | jq -e '.host_firewall.rules | length >= 9' >/dev/null ||
     fail "$name: status does not show the rules: $(sl serve status fw -o json)"
-  jq -e '.openings.ports | length == 5' "$state/clusters/fw/host-firewall.json" >/dev/null ||
+  # 5 IPv4 openings (the load balancer's 4, HTTP), 4 IPv6 (the load balancer's).
+  jq -e '[.openings.ports[].address | select(contains(":"))] | length == 4' "$state/clusters/fw/host-firewall.json" >/dev/null &&
+    jq -e '.openings.ports | length == 9' "$state/clusters/fw/host-firewall.json" >/dev/null ||
     fail "$name: record $(cat "$state/clusters/fw/host-firewall.json")"
   [ -z "$while_open" ] || eval "$while_open"
   step "$name: destroy's hook takes exactly that away"
@@ -98,26 +112,33 @@ $(diff <(echo "$before") <(echo "$after"))"
   stop_serve
 }
 
-# 1. nftables, a default-drop input chain of the admin's own table.
+# 1. nftables, a default-drop input chain of the admin's own table (ICMPv6
+#    accepted: without neighbour discovery no IPv6 works at all).
 nft -f - <<'EOF'
 table inet filter {
   chain input {
     type filter hook input priority 0; policy drop;
     ct state established,related accept
     iif "lo" accept
+    meta l4proto ipv6-icmp accept
   }
 }
 EOF
 phase nftables 'nft list ruleset'
 nft flush ruleset
 
-# 2. iptables INPUT DROP (iptables-nft on Debian 12).
-iptables -w -A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT
-iptables -w -A INPUT -i lo -j ACCEPT
-iptables -w -P INPUT DROP
-phase iptables 'iptables -w -S'
-iptables -w -P INPUT ACCEPT
-iptables -w -F INPUT
+# 2. iptables and ip6tables INPUT DROP (iptables-nft on Debian 12).
+for t in iptables ip6tables; do
+  $t -w -A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT
+  $t -w -A INPUT -i lo -j ACCEPT
+  $t -w -P INPUT DROP
+done
+ip6tables -w -A INPUT -p ipv6-icmp -j ACCEPT
+phase iptables 'iptables -w -S; ip6tables -w -S'
+for t in iptables ip6tables; do
+  $t -w -P INPUT ACCEPT
+  $t -w -F INPUT
+done
 nft flush ruleset
 
 # 3. The real firewalld, on a private system bus, with the bridge in libvirt's
