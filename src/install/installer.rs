@@ -557,10 +557,14 @@ mod tests {
         let redactor = crate::redact::Redactor::default();
         let reason = supervise(&mut child, &log, &redactor, &sink, what, every);
         assert_eq!(child.wait().unwrap().code(), Some(5), "bootstrap failed");
-        // Why, in the installer's words: its fatal line, not the error before it.
+        // Why, in the installer's words: its error lines, in order.
         assert_eq!(
             reason.get().as_deref(),
-            Some("Bootstrap failed to complete: waiting for Kubernetes API: context deadline exceeded")
+            Some(
+                "Attempted to gather debug logs after installation failure: the API at \
+                 https://api.hb.lab.test:6443 does not answer / Bootstrap failed to complete: \
+                 waiting for Kubernetes API: context deadline exceeded"
+            )
         );
         let news = "Waiting up to 20m0s (until …) for the Kubernetes API at https://api.hb.lab.test:6443...";
         let beats: Vec<String> = sink.lines().into_iter().map(|(_, l)| l).collect();
@@ -575,10 +579,11 @@ mod tests {
             elapsed.ends_with('s') && elapsed[..1].parse::<u8>().is_ok(),
             "{last}"
         );
-        // The log has every line, the fatal one too.
+        // The log has every line, the failure too (at level error, as the real
+        // wait says it before its exit 5).
         let text = std::fs::read_to_string(dir.path().join("openshift-install.log")).unwrap();
         assert!(text.contains(&format!("level=info msg={news}")), "{text}");
-        assert!(text.contains("level=fatal msg=Bootstrap failed"), "{text}");
+        assert!(text.contains("level=error msg=Bootstrap failed"), "{text}");
     }
 
     /// The real installer's failures: `error` lines then an exit, or a `fatal`
