@@ -40,7 +40,7 @@ real_ci=$(command -v coreos-installer || true)
 e2e_workdir iso-install
 export SHIFTLAB_CACHE=$work/cache XDG_CACHE_HOME=$work/xdg
 export LIBVIRT_DEFAULT_URI=${LIBVIRT_DEFAULT_URI:-qemu:///system}
-export FAKE_INSTALL_TIMEOUT=${FAKE_INSTALL_TIMEOUT:-420}
+export FAKE_INSTALL_TIMEOUT=${FAKE_INSTALL_TIMEOUT:-600}
 on_exit 'pkill -f "$work/cache/.*openshift-install"'
 destroy_on_exit sno1 ag1 ag2 bad1 bad2 bad3
 
