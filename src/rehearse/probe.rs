@@ -334,7 +334,11 @@ fn firewall(cluster: &crate::state::ClusterDir, plan: &Plan) -> FirewallSeen {
             backend: backend.describe(),
             openings: rows
                 .into_iter()
-                .map(|(o, ok)| (format!("{} {}:{}", o.service, o.address, o.port), ok))
+                // `[v6]:port` for an IPv6 VIP's opening (SocketAddr's form).
+                .map(|(o, ok)| {
+                    let at = std::net::SocketAddr::new(o.address, o.port);
+                    (format!("{} {at}", o.service), ok)
+                })
                 .collect(),
         },
     }
