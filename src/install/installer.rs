@@ -146,12 +146,13 @@ fn supervise(
 }
 
 /// Why the installer failed, in its own words: its `fatal` message, else its
-/// `error` messages in order (at most [`Reason::SHOWN`]). A failed command ends
-/// with `logrus.Fatal` or with `error` lines and `logrus.Exit`
-/// (cmd/openshift-install/main.go, create.go; recorded with 4.18: an invalid
-/// install-config is two `error` lines, the cause and then how to get the
-/// FIPS binary). Shown in shiftlab's error, so the user reads the cause without
-/// opening the log.
+/// `error` messages in order — of many, the first and the last two. A failed
+/// command ends with `logrus.Fatal` or with `error` lines and `logrus.Exit`
+/// (cmd/openshift-install/main.go; command/waitfor.go). The cause may come
+/// first (recorded with 4.18: an invalid install-config is the cause, then how
+/// to get the FIPS binary) or last (a failed install-complete ends with "failed
+/// to initialize the cluster: …" after its troubleshooting lines). Shown in
+/// shiftlab's error, so the user reads the cause without opening the log.
 #[derive(Default)]
 struct Reason {
     fatal: crate::progress::Latest,
@@ -159,14 +160,19 @@ struct Reason {
 }
 
 impl Reason {
-    const SHOWN: usize = 3;
+    /// A message is cut here: the error line stays readable.
+    const LONGEST: usize = 600;
 
     fn see(&self, line: &str) {
         match log_level(line) {
             Some("fatal" | "panic") => self.fatal.set(log_message(line)),
             Some("error") => {
                 let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
-                errors.push(log_message(line).into_owned());
+                let m = log_message(line);
+                errors.push(match m.char_indices().nth(Self::LONGEST) {
+                    Some((at, _)) => format!("{}…", &m[..at]),
+                    None => m.into_owned(),
+                });
             }
             _ => {}
         }
@@ -176,13 +182,18 @@ impl Reason {
         if let Some(f) = self.fatal.get() {
             return Some(f);
         }
-        let errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
-        let (shown, rest) = errors.split_at(errors.len().min(Self::SHOWN));
-        let mut why = shown.join(" / ");
-        if !rest.is_empty() {
-            why.push_str(&format!(" (and {} more error(s) in its log)", rest.len()));
+        let e = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+        match e.len() {
+            0 => None,
+            1..=3 => Some(e.join(" / ")),
+            n => Some(format!(
+                "{} / … ({} more in its log) … / {} / {}",
+                e[0],
+                n - 3,
+                e[n - 2],
+                e[n - 1]
+            )),
         }
-        (!why.is_empty()).then_some(why)
     }
 }
 
@@ -605,12 +616,18 @@ mod tests {
             )
         );
         r.see("level=error msg=three");
+        assert!(r.get().unwrap().ends_with(r#""binary" / three"#));
+        // Of many, the first and the last two (install-complete's cause is last).
         r.see("level=error msg=four");
-        r.see("level=error msg=five");
-        assert!(r
-            .get()
-            .unwrap()
-            .ends_with(" / three (and 2 more error(s) in its log)"));
+        r.see("level=error msg=failed to initialize the cluster: operators down");
+        assert_eq!(
+            r.get().unwrap(),
+            "failed to fetch Master Machines: fips: Forbidden: FIPS mode / … (2 more in its log) … \
+             / four / failed to initialize the cluster: operators down"
+        );
+        let long = Reason::default();
+        long.see(&format!("level=error msg={}", "é".repeat(700)));
+        assert_eq!(long.get().unwrap().chars().count(), Reason::LONGEST + 1);
         r.see("level=fatal msg=Bootstrap failed to complete");
         assert_eq!(r.get().as_deref(), Some("Bootstrap failed to complete"));
         assert_eq!(log_level("plain level=information x"), Some("information"));
