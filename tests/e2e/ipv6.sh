@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/e2e/ipv6.sh IMAGE — a dual-stack lab's libvirt network (docs/ipv6.md) as
-# the sandbox's real libvirt and dnsmasq take it. No VM: IMAGE is not used.
+# the sandbox's real libvirt and dnsmasq take it, and a stand-in node (IMAGE) on it.
 #
 #   scripts/sandbox run -- tests/e2e/ipv6.sh /path/to/standin.qcow2
 #
@@ -11,7 +11,8 @@
 # does (a link-layer DUID: isc-dhcp-client's dhclient -6 -D LL), gets the router
 # advertisement and, by DHCPv6, the node's planned IPv6 address; a client with a
 # MAC the plan does not know gets one from the pool. dnsmasq answers AAAA,
-# ip6.arpa PTR and the IPv6 *.apps over IPv6. First, doctor's ipv6 check is held
+# ip6.arpa PTR and the IPv6 *.apps over IPv6. A stand-in booted with a node's MAC
+# takes that node's planned IPv6 by DHCPv6 and answers on it. First, doctor's ipv6 check is held
 # to libvirt's rule: an uplink whose routes came from router advertisements (a
 # netns on a veth whose dnsmasq sends them) with accept_ra 1 makes doctor fail
 # naming it and libvirt refuse to start the network; with accept_ra 2 both go on.
@@ -142,5 +143,64 @@ for n in ds-upi-ctlplane-0 "$w0"; do
 	[[ $(q AAAA "$n.$cd") == "$(ipv6_of "$n")" ]] || fail "AAAA $n: $(q AAAA "$n.$cd")"
 	[[ $(q -x "$(ipv6_of "$n")") == "$n.$cd." ]] || fail "PTR of $(ipv6_of "$n"): $(q -x "$(ipv6_of "$n")")"
 done
+
+step "a stand-in node on the lab: its planned IPv6 by DHCPv6, as a node's NetworkManager asks"
+# ctlplane-0's MAC, a thin overlay of IMAGE: after the router advertisement the
+# stand-in runs dhclient -6 -D LL (docs/standin.md) and reports what it bound.
+n0=ds-upi-ctlplane-0
+pooldir=$work/pool
+virsh_pool slv6pool "$pooldir"
+virsh -q vol-create-as slv6pool base.qcow2 "$(stat -c %s "$IMAGE")" --format qcow2 >/dev/null
+virsh -q vol-upload --pool slv6pool base.qcow2 "$IMAGE"
+virsh -q vol-create-as slv6pool "$n0.qcow2" 64M --format qcow2 \
+	--backing-vol base.qcow2 --backing-vol-format qcow2 >/dev/null
+cat >"$work/$n0.xml" <<EOX
+<domain type='qemu'>
+  <name>$n0</name>
+  <memory unit='MiB'>256</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
+  <features><acpi/></features>
+  <devices>
+    <disk type='file' device='disk'>
+      <driver name='qemu' type='qcow2'/>
+      <source file='$pooldir/$n0.qcow2'/>
+      <target dev='vda' bus='virtio'/>
+    </disk>
+    <interface type='network'>
+      <mac address='$(mac_of "$n0")'/>
+      <source network='$net'/>
+      <model type='virtio'/>
+    </interface>
+    <serial type='file'><source path='$work/$n0.console'/><target port='0'/></serial>
+    <memballoon model='none'/>
+  </devices>
+</domain>
+EOX
+virsh_domain "$n0" "$work/$n0.xml" "$work/$n0.console"
+virsh -q start "$n0" >/dev/null
+reported_ipv6() {
+	tr -d '\r' <"$work/$n0.console" 2>/dev/null | sed -n 's/.*SHIFTLAB-STANDIN-REPORT \({.*}\)$/\1/p' |
+		tail -n 1 | jq -r '.ipv6 // empty' 2>/dev/null
+}
+# Booting under TCG on a loaded host, then the advertisement, then DHCPv6.
+deadline=$((SECONDS + 300))
+until [[ -n $(reported_ipv6) ]]; do
+	((SECONDS < deadline)) || {
+		tail -n 20 "$work/$n0.console"
+		fail "$n0 reported no IPv6 address within 300 s"
+	}
+	sleep 2
+done
+[[ $(reported_ipv6) == "$(ipv6_of "$n0")" ]] ||
+	fail "$n0 took $(reported_ipv6) by DHCPv6, planned $(ipv6_of "$n0"): $(grep 'standin: ' "$work/$n0.console" | tail -n 5)"
+# The node answers on it: its report port, over IPv6, from the lab's gateway.
+curl -fsS -m 10 "http://[$(ipv6_of "$n0")]:8000/report" | jq -e --arg a "$(ipv6_of "$n0")" '.ipv6 == $a' >/dev/null || {
+	ip -6 neigh show dev "$br"
+	ip -6 route get "$(ipv6_of "$n0")" || true
+	ping -6 -c 2 -W 2 "$(ipv6_of "$n0")" || true
+	grep 'standin: ' "$work/$n0.console" | tail -n 8
+	fail "$n0 does not answer on [$(ipv6_of "$n0")]:8000"
+}
 
 echo "PASS $NAME"

@@ -47,7 +47,13 @@ pub fn elf_is_static(elf: &[u8]) -> Option<bool> {
     Some(true)
 }
 
-pub(super) fn initramfs(busybox: &Path, modules: &[(Module, Vec<u8>)]) -> Result<Vec<u8>> {
+/// The initramfs: busybox, `/init`, the modules, and `extra` files (path
+/// without the leading `/`, contents; executable) with their directories.
+pub(super) fn initramfs(
+    busybox: &Path,
+    modules: &[(Module, Vec<u8>)],
+    extra: &[super::dhcp6::File],
+) -> Result<Vec<u8>> {
     let busybox = fs::read(busybox).with_context(|| format!("reading {}", busybox.display()))?;
     let mut entries = Vec::new();
     for d in [
@@ -81,7 +87,7 @@ pub(super) fn initramfs(busybox: &Path, modules: &[(Module, Vec<u8>)]) -> Result
     for link in ["bin/sh", "sbin/init"] {
         entries.push(CpioEntry::symlink(link, "/bin/busybox"));
     }
-    for link in ["bin/standin-dhcp", "bin/standin-http"] {
+    for link in ["bin/standin-dhcp", "bin/standin-dhcp6", "bin/standin-http"] {
         entries.push(CpioEntry::symlink(link, "/init"));
     }
     let mut list = String::new();
@@ -104,6 +110,26 @@ pub(super) fn initramfs(busybox: &Path, modules: &[(Module, Vec<u8>)]) -> Result
         0o644,
         b"127.0.0.1 localhost\n".to_vec(),
     ));
+    let mut dirs: std::collections::BTreeSet<String> = entries
+        .iter()
+        .filter(|e| e.mode & 0o170_000 == 0o040_000)
+        .map(|e| e.name.clone())
+        .collect();
+    for (path, data) in extra {
+        // Each parent first, once (cpio wants a directory before its files).
+        let mut at = String::new();
+        for part in path.split('/').take(path.split('/').count() - 1) {
+            at = if at.is_empty() {
+                part.into()
+            } else {
+                format!("{at}/{part}")
+            };
+            if dirs.insert(at.clone()) {
+                entries.push(CpioEntry::dir(&at));
+            }
+        }
+        entries.push(CpioEntry::file(path, 0o755, data.clone()));
+    }
     Ok(cpio_newc(&entries))
 }
 

@@ -15,11 +15,13 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::release::CpuLevel;
 
 mod cpio;
+mod dhcp6;
 mod iso;
 mod kernel;
 mod modules;
 
 pub use cpio::{cpio_newc, elf_is_static, CpioEntry};
+pub use dhcp6::ldd_paths;
 pub use iso::{build_iso, build_iso_for, isolinux_cfg, IGNITION_EMBED_AREA, ISO_VOLUME_ID};
 pub use kernel::{pick_newest_kernel, version_cmp, Kernel};
 pub use modules::{module_load_order, module_name, module_plan, Compression, Module};
@@ -140,8 +142,15 @@ fn build_disk(tools: &Tools, work: &Path, level: Option<CpuLevel>) -> Result<Dis
         "building the stand-in disk"
     );
     let initrd = work.join("initrd.img");
-    let cpio = initramfs(&busybox, &modules)?;
-    fs::write(&initrd, cpio).context("writing initramfs")?;
+    let dhclient = dhcp6::files()?.unwrap_or_default();
+    let cpio = initramfs(&busybox, &modules, &dhclient)?;
+    // gzip (the kernel unpacks it, CONFIG_RD_GZIP): fewer bytes for SeaBIOS and
+    // syslinux to read under TCG; flate2's header has no time, so the same
+    // inputs still give the same bytes.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &cpio).context("compressing initramfs")?;
+    fs::write(&initrd, gz.finish().context("compressing initramfs")?)
+        .context("writing initramfs")?;
     let cfg = work.join("syslinux.cfg");
     fs::write(&cfg, syslinux_cfg(level)).context("writing syslinux.cfg")?;
 
