@@ -26,8 +26,10 @@
 # ISO volume is gone. Each run is killed with -9 during the ISO build
 # (coreos-installer slowed by a shim on PATH so the kill lands inside it) and
 # during the bootstrap-complete wait; the reruns complete with no duplicated
-# libvirt objects. ag1's install fails, as a real one would, once its load
-# balancer leaves the control planes out of *.apps. Bad input — a corrupt or
+# libvirt objects. Node zero (the rendezvous host) installs last, after every
+# other host reported its "Rebooting" stage to its assisted-service. ag1's
+# install fails, as a real one would, once its load balancer leaves the control
+# planes out of *.apps. Bad input — a corrupt or
 # missing ISO in a loopback release mirror (the release path for ISOs), SNO with
 # workers, a disk below the real minimum — is refused before anything is created.
 set -euo pipefail
@@ -230,6 +232,12 @@ check_rehearsal ag1 "$work/agent.out" "${nodes[@]}"
 grep -q 'Cluster status: installing' "$SHIFTLAB_HOME/clusters/ag1/openshift-install.log" ||
 	fail "the wait never saw the rendezvous host's assisted-service report the cluster installing"
 console ag1-ctlplane-0 | contains 'agent: node zero' || fail "ag1-ctlplane-0 did not act as the rendezvous host"
+# Node zero installed last: after every other host reported "Rebooting" to it.
+console ag1-ctlplane-0 | contains 'agent: every host registered, waiting for them to reboot' ||
+	fail "ag1-ctlplane-0 did not wait for the other hosts to reboot"
+for n in ag1-ctlplane-1 ag1-ctlplane-2 ag1-worker-0; do
+	console "$n" | contains 'agent: reported Rebooting to' || fail "$n did not report its Rebooting stage to node zero"
+done
 console ag1-worker-0 | contains "role 'worker' from the installer's config" || fail "ag1-worker-0 did not find its role in the agent config"
 # assisted-service's rule (fewer than 2 workers: schedulable control planes): the
 # routers may run on every node, and the load balancer sends *.apps to each.
