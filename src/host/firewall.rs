@@ -203,12 +203,9 @@ impl Openings {
         } else {
             ""
         };
-        // `[addr]:port` for IPv6, as in a URL: the port stays readable.
-        let addr = match o.address {
-            IpAddr::V4(a) => a.to_string(),
-            IpAddr::V6(a) => format!("[{a}]"),
-        };
-        format!("{}{addr}:{}{udp}", comment_prefix(&self.cluster), o.port)
+        // SocketAddr's form: `[addr]:port` for IPv6, the port stays readable.
+        let at = std::net::SocketAddr::new(o.address, o.port);
+        format!("{}{at}{udp}", comment_prefix(&self.cluster))
     }
 }
 
@@ -228,10 +225,15 @@ impl NftChain {
     /// Whether the chain sees the opening's family: `inet` both, `ip` IPv4,
     /// `ip6` IPv6.
     fn sees(&self, p: &Opening) -> bool {
+        self.sees_any(!p.v6(), p.v6())
+    }
+
+    /// Whether the chain sees either of these families (IPv4, IPv6).
+    fn sees_any(&self, v4: bool, v6: bool) -> bool {
         match self.family.as_str() {
-            "inet" => true,
-            "ip6" => p.v6(),
-            _ => !p.v6(),
+            "inet" => v4 || v6,
+            "ip6" => v6,
+            _ => v4,
         }
     }
 }
@@ -294,11 +296,7 @@ impl Backend {
             } => {
                 let nft_chains: Vec<NftChain> = nft_chains
                     .into_iter()
-                    .filter(|c| match c.family.as_str() {
-                        "inet" => v4 || v6,
-                        "ip6" => v6,
-                        _ => v4,
-                    })
+                    .filter(|c| c.sees_any(v4, v6))
                     .collect();
                 let (iptables, ip6tables) = (iptables && v4, ip6tables && v6);
                 if nft_chains.is_empty() && !iptables && !ip6tables {
@@ -609,7 +607,7 @@ impl Record {
                             p.service
                         ));
                     }
-                    if if p.v6() { *ip6tables } else { *iptables } {
+                    if in_iptables(p, *iptables, *ip6tables) {
                         out.push(format!(
                             "{} -I INPUT {}   # {}",
                             iptables_program(p),
