@@ -18,28 +18,18 @@ pub const DHCLIENT: &str = "/sbin/dhclient";
 /// A file of the initramfs: its path without the leading `/`, its contents.
 pub(super) type File = (String, Vec<u8>);
 
-/// The files of the DHCPv6 client: dhclient, its libraries and program interpreter, and
-/// an empty `etc/dhcp/dhclient.conf` (it reads one at start). `None` when the
-/// host has no dhclient.
+/// The files of the DHCPv6 client: dhclient, its libraries and program
+/// interpreter, and an empty `etc/dhcp/dhclient.conf` (it reads one at start).
+/// `None` when the host has no dhclient.
 pub(super) fn files() -> Result<Option<Vec<File>>> {
     if !Path::new(DHCLIENT).is_file() {
         tracing::info!("{DHCLIENT} not found (isc-dhcp-client): stand-ins without DHCPv6");
         return Ok(None);
     }
-    let out = Command::new("ldd")
-        .arg(DHCLIENT)
-        .output()
-        .context("running ldd (package libc-bin)")?;
-    if !out.status.success() {
-        bail!(
-            "ldd {DHCLIENT}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
+    let libs = super::run(Command::new("ldd").arg(DHCLIENT))
+        .context("listing dhclient's libraries (ldd, package libc-bin)")?;
     let mut files = Vec::new();
-    for path in std::iter::once(DHCLIENT.to_string())
-        .chain(ldd_paths(&String::from_utf8_lossy(&out.stdout))?)
-    {
+    for path in std::iter::once(DHCLIENT.to_string()).chain(ldd_paths(&libs)?) {
         // Through symlinks (/lib64/ld-linux-x86-64.so.2 is one): the file, at
         // the path the program asks for.
         let data = fs::read(&path).with_context(|| format!("reading {path}"))?;

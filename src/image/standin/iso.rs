@@ -120,6 +120,7 @@ pub fn build_iso_for(out: &Path, level: Option<CpuLevel>) -> Result<()> {
             .arg("-o")
             .arg(tmp)
             .arg(&root))
+        .map(drop)
     })
     .with_context(|| format!("writing stand-in live ISO {}", out.display()))?;
     tracing::info!("stand-in live ISO written to {}", out.display());

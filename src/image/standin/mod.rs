@@ -114,6 +114,7 @@ pub fn build_for(out: &Path, level: Option<CpuLevel>) -> Result<()> {
             .args(["convert", "-q", "-f", "raw", "-O", "qcow2"])
             .arg(&parts.disk)
             .arg(tmp))
+        .map(drop)
     })
     .with_context(|| format!("writing stand-in image {}", out.display()))?;
     tracing::info!("stand-in image written to {}", out.display());
@@ -275,7 +276,8 @@ fn search_path(tool: &str, path: &OsStr) -> Option<PathBuf> {
         })
 }
 
-fn run(cmd: &mut Command) -> Result<()> {
+/// Run `cmd`, require success; its standard output.
+fn run(cmd: &mut Command) -> Result<String> {
     let desc = format!("{cmd:?}");
     tracing::debug!("running {desc}");
     let out = cmd.output().with_context(|| format!("running {desc}"))?;
@@ -286,7 +288,7 @@ fn run(cmd: &mut Command) -> Result<()> {
         }
         bail!("{desc} failed ({}): {msg}", out.status);
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// A private directory under the system temp dir, removed on drop.
