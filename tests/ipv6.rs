@@ -252,28 +252,39 @@ fn ipi_vips_one_per_family_primary_first() {
     );
 }
 
-/// `plan` shows a dual-stack lab; `create` refuses it (exit 2, naming
-/// network.cidr and what is missing) before touching anything, except
-/// `create install-config --dir`, which only renders.
+/// `plan` shows an IPv6-primary dual-stack lab; `create` refuses it (exit 2,
+/// naming network.cidr and what is missing) before touching anything, except
+/// `create install-config --dir`, which only renders. An IPv4-primary one gets
+/// past that check.
 #[test]
-fn create_refuses_dual_stack_that_plan_shows() {
+fn create_refuses_ipv6_primary_that_plan_shows() {
     let home = tempfile::tempdir().unwrap();
-    let file = common::repo().join("tests/golden/ipv6/upi.cluster.yaml");
+    let file = common::repo().join("tests/golden/ipv6/ipi.cluster.yaml");
     let file = file.to_str().unwrap();
     let plan = common::shiftlab(&["plan", "-f", file, "-o", "json"], home.path());
     assert_eq!(plan.status.code(), Some(0), "{plan:?}");
     let shown: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
-    assert_eq!(shown["network"]["ipv6"]["cidr"], "fd00:5:140::/64");
+    assert_eq!(shown["network"]["ipv6"]["cidr"], "fd00:5:143::/64");
     let out = common::shiftlab(&["create", "infra", "-f", file], home.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.lines().any(|l| l.contains("- network.cidr: ")
-            && l.contains("fd00:5:140::/64")
-            && l.contains("cannot be created yet")),
+            && l.contains("fd00:5:143::/64")
+            && l.contains("IPv6-primary")
+            && l.contains("list the IPv4 CIDR first")),
         "{stderr}"
     );
     assert_eq!(common::tree(home.path()), Vec::<String>::new());
+    for (name, refused) in [
+        ("upi", false),
+        ("agent", false),
+        ("sno", false),
+        ("ipi", true),
+    ] {
+        let r = shiftlab::spec::ipv6_host_refusal(&load(name), name, false);
+        assert_eq!(r.is_err(), refused, "{name}: {r:?}");
+    }
     let dir = home.path().join("out");
     let out = common::shiftlab(
         &[
@@ -290,7 +301,7 @@ fn create_refuses_dual_stack_that_plan_shows() {
     let ic = std::fs::read_to_string(dir.join("install-config.yaml")).unwrap();
     assert_eq!(
         strings(&yaml(&ic)["networking"]["serviceNetwork"]),
-        ["172.30.0.0/16", "fd02::/112"]
+        ["fd20::/112", "172.31.0.0/16"]
     );
 }
 

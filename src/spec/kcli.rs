@@ -33,7 +33,7 @@ use Key::*;
 
 // Reasons shared by several keys.
 const IPV6: &str =
-    "kcli's IPv6 keys are not read: shiftlab's dual-stack is `network.cidr` as a pair of CIDRs (docs/ipv6.md), planned but not created yet";
+    "kcli's IPv6 keys are not read: shiftlab's dual-stack is `network.cidr` as a pair of CIDRs (docs/ipv6.md)";
 const ARBITER: &str = "it plans no arbiter nodes (control planes are 1, 3, 4 or 5)";
 const MIRROR_VM: &str = "it deploys and fills no mirror registry (kcli's disconnected VM); point `disconnected_url` (or `image_digest_sources`) at a registry that already mirrors the release";
 const BAREMETAL: &str = "its nodes are VMs only, each with its own BMC (`bmc:`), no physical hosts";

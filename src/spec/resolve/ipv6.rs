@@ -376,15 +376,17 @@ fn vips(
     ok.then_some((api_ip, ingress_ip))
 }
 
-/// What `create` refuses of a file `plan` takes: a dual-stack lab is planned and
-/// rendered (`renders_only`: `create install-config --dir`, allowed), but the
-/// host's services are IPv4 only, so nothing half-works.
+/// What `create` refuses of a file `plan` takes: an IPv6-primary dual-stack lab
+/// is planned and rendered (`renders_only`: `create install-config --dir`,
+/// allowed), but its nodes would reach the host's HTTP server and BMCs by
+/// their IPv6 addresses, which serve does not listen on yet. An IPv4-primary
+/// lab reaches them over IPv4 and is created.
 pub fn host_refusal(
     spec: &ClusterSpec,
     file: &str,
     renders_only: bool,
 ) -> Result<(), crate::spec::InvalidSpec> {
-    let Some(v6) = spec.ipv6.as_ref().filter(|_| !renders_only) else {
+    let Some(v6) = spec.ipv6.as_ref().filter(|v6| v6.primary && !renders_only) else {
         return Ok(());
     };
     Err(crate::spec::InvalidSpec {
@@ -392,7 +394,7 @@ pub fn host_refusal(
         errors: vec![crate::spec::Diagnostic {
             field: "network.cidr".into(),
             message: format!(
-                "{}: dual-stack labs are planned and rendered (shiftlab plan, create install-config --dir) but cannot be created yet: the host's HAProxy, DNS, firewall, HTTP server and BMC serve IPv4 only (docs/ipv6.md); remove the IPv6 CIDR to create this lab",
+                "{}: an IPv6-primary dual-stack lab is planned and rendered (shiftlab plan, create install-config --dir) but cannot be created yet: its nodes would reach the host's HTTP server and BMCs over IPv6, which serve does not listen on (docs/ipv6.md); list the IPv4 CIDR first to create this lab",
                 v6.cidr
             ),
         }],
