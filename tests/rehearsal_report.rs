@@ -43,6 +43,8 @@ fn node(name: &str, role: &str, last: u8, boot: Boot, router: bool) -> NodeSeen 
         mac: format!("52:54:00:00:00:{last:02x}"),
         planned_ip: ip.parse().unwrap(),
         leased_ip: Some(ip),
+        planned_ip6: None,
+        leased_ip6: None,
         exists: true,
         boot,
         report: Ok(report),
@@ -125,6 +127,7 @@ fn frontend(name: &str, port: u16, backends: &[(&str, bool, &str)], answer: &str
             status: 200,
             node: Some(answer.into()),
         }),
+        bind6: None,
     }
 }
 
@@ -234,6 +237,154 @@ fn ipi() -> Observations {
             bridge: "sl-r1".into(),
         },
         csr_approval: None,
+    }
+}
+
+/// The UPI 3+2 above as a dual-stack lab (IPv4 primary): each node also took
+/// its planned IPv6 by DHCPv6, the IPv6 records answer over IPv6, and every
+/// frontend answers on the IPv6 VIP too.
+fn dual_stack() -> Observations {
+    let mut o = upi();
+    let v6 = |n: &NodeSeen| format!("fd00:150::{:x}", n.planned_ip.octets()[3]);
+    let mut dns = Vec::new();
+    let rec = |kind, name: String, asked: String, expected: String| DnsSeen {
+        kind,
+        name,
+        asked,
+        answers: Ok(vec![expected.clone()]),
+        expected,
+        server: "[fd00:150::1]:53".into(),
+        bootstrap: false,
+    };
+    for (kind, name) in [
+        (RecordType::AAAA, format!("api.{CD}")),
+        (RecordType::AAAA, format!("api-int.{CD}")),
+        (RecordType::Wildcard6, format!("*.apps.{CD}")),
+    ] {
+        let asked = name.replace("*.", "test.");
+        dns.push(rec(kind, name, asked, "fd00:150::2".into()));
+    }
+    for n in &mut o.nodes {
+        let ip6 = v6(n);
+        n.planned_ip6 = Some(ip6.parse().unwrap());
+        if let Ok(r) = &mut n.report {
+            r.insert("ipv6".into(), ip6.clone());
+            n.leased_ip6 = Some(ip6.clone());
+        }
+        let fqdn = format!("{}.{CD}", n.name);
+        let rev = ip6
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets()
+            .iter()
+            .rev()
+            .map(|b| format!("{:x}.{:x}", b & 0xf, b >> 4))
+            .collect::<Vec<_>>()
+            .join(".")
+            + ".ip6.arpa";
+        dns.push(rec(RecordType::AAAA, fqdn.clone(), fqdn.clone(), ip6));
+        dns.push(rec(RecordType::PTR, rev.clone(), rev, fqdn));
+    }
+    o.dns.extend(dns);
+    for f in o.load_balancer.as_mut().unwrap() {
+        let bind = format!("[fd00:150::2]:{}", f.bind.port()).parse().unwrap();
+        f.bind6 = Some((bind, f.answer.clone()));
+    }
+    o
+}
+
+#[test]
+fn a_good_dual_stack_rehearsal_proves_each_family() {
+    let r = judge(&dual_stack());
+    assert!(r.ok, "{}", r.table());
+    let v4 = judge(&upi());
+    // A dhcp6 row per node, the IPv6 records (3 names, a AAAA and a PTR per
+    // node), each frontend on its IPv6 VIP.
+    assert_eq!(r.rows.len(), v4.rows.len() + 6 + (3 + 12) + 4);
+    let rows = |check: &str, text: &str| {
+        r.rows
+            .iter()
+            .filter(|row| {
+                row.check == check && matches!(&row.outcome, Outcome::Proven(e) if e.contains(text))
+            })
+            .count()
+    };
+    assert_eq!(
+        rows("dhcp6", "by DHCPv6 as planned, libvirt's lease agrees"),
+        5
+    );
+    assert_eq!(rows("dns", "[fd00:150::1]:53 answered AAAA"), 3 + 6);
+    assert_eq!(rows("dns", "[fd00:150::1]:53 answered PTR"), 6);
+    assert_eq!(rows("lb", "through [fd00:150::2]:"), 4);
+    golden("upi-dual-stack", &r);
+}
+
+/// Each IPv6 piece broken fails its own row, naming it.
+#[test]
+fn each_broken_ipv6_piece_fails_its_row() {
+    type Break = fn(&mut Observations);
+    let cases: [(&str, Break, &str, &str, &str); 5] = [
+        (
+            "a node without an IPv6 address",
+            |o| {
+                let n = &mut o.nodes[2];
+                n.report.as_mut().unwrap().insert("ipv6".into(), String::new());
+                n.leased_ip6 = None;
+            },
+            "dhcp6",
+            "r1-ctlplane-1",
+            "r1-ctlplane-1 took no IPv6 address by DHCPv6 (planned fd00:150::b)",
+        ),
+        (
+            "libvirt leasing another address",
+            |o| o.nodes[3].leased_ip6 = Some("fd00:150::c001".into()),
+            "dhcp6",
+            "r1-ctlplane-2",
+            "libvirt leased fd00:150::c001 to 52:54:00:00:00:0c by DHCPv6, the plan says fd00:150::c",
+        ),
+        (
+            "a node holding another address",
+            |o| {
+                let n = &mut o.nodes[4];
+                n.report.as_mut().unwrap().insert("ipv6".into(), "fd00:150::c002".into());
+                n.leased_ip6 = None;
+            },
+            "dhcp6",
+            "r1-worker-0",
+            "r1-worker-0 holds fd00:150::c002, the plan says fd00:150::14",
+        ),
+        (
+            "the api AAAA record missing",
+            |o| {
+                let d = o.dns.iter_mut().find(|d| d.kind == RecordType::AAAA && d.name == "api.r1.lab.test").unwrap();
+                d.answers = Ok(vec![]);
+            },
+            "dns",
+            "AAAA api.r1.lab.test",
+            "[fd00:150::1]:53 has no AAAA record for api.r1.lab.test; expected fd00:150::2",
+        ),
+        (
+            "the IPv6 VIP not bound",
+            |o| {
+                let f = &mut o.load_balancer.as_mut().unwrap()[1];
+                f.bind6.as_mut().unwrap().1 =
+                    Err("connecting to [fd00:150::2]:22623: Connection refused (os error 111)".into());
+            },
+            "lb",
+            "machine-config [fd00:150::2]:22623",
+            "through [fd00:150::2]:22623: connecting to [fd00:150::2]:22623: Connection refused (os error 111)",
+        ),
+    ];
+    for (what, brk, check, subject, evidence) in cases {
+        let mut o = dual_stack();
+        brk(&mut o);
+        let r = judge(&o);
+        assert!(!r.ok, "{what}: {}", r.table());
+        assert_eq!(
+            failed(&r),
+            [(check.to_string(), subject.to_string(), evidence.to_string())],
+            "{what}"
+        );
     }
 }
 

@@ -398,6 +398,7 @@ impl Backend for Kubevirt {
                     .map(|i| i.phase.as_deref().unwrap_or("pending").to_lowercase())
                     .unwrap_or_else(|| "stopped".into()),
                 leased_ip: v.vmi.and_then(|i| i.ip),
+                leased_ip6: None,
                 name: v.name,
                 role: v.role,
                 mac: v.mac,

@@ -186,6 +186,7 @@ fn of_inspect(st: inspect::ClusterStatus) -> Status {
                 mac: n.mac,
                 planned_ip: n.planned_ip,
                 leased_ip: n.leased_ip,
+                leased_ip6: n.leased_ip6,
                 console_log: n.console_log,
                 run_strategy: None,
                 status: None,
@@ -295,6 +296,7 @@ mod tests {
             mac: Some("52:54:00:00:00:01".into()),
             planned_ip: Some("192.168.126.21".into()),
             leased_ip: running.then(|| "192.168.126.21".into()),
+            leased_ip6: None,
             console_log: None,
         };
         let of = || inspect::ClusterStatus {

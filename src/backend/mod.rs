@@ -153,6 +153,9 @@ pub struct NodeStatus {
     pub planned_ip: Option<String>,
     /// The address it has now (a DHCP lease, the VMI's interface).
     pub leased_ip: Option<String>,
+    /// Its DHCPv6 lease in a dual-stack lab (libvirt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leased_ip6: Option<String>,
     pub console_log: Option<String>,
     /// KubeVirt: the VM's `spec.runStrategy`.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -50,6 +50,9 @@ pub struct NodeStatus {
     pub mac: Option<String>,
     pub planned_ip: Option<String>,
     pub leased_ip: Option<String>,
+    /// A dual-stack lab's DHCPv6 lease to it, when libvirt knows its MAC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leased_ip6: Option<String>,
     pub console_log: Option<String>,
 }
 
@@ -100,18 +103,21 @@ pub fn status(host: &Host, cluster: &str) -> Result<Option<ClusterStatus>> {
         let xml = d.xml_desc(0)?;
         let mac = first_attr(&xml, "mac", "address").map(|m| m.to_lowercase());
         let active = d.is_active()?;
-        let leased_ip = if active {
+        let leases = if active {
             d.interface_addresses(virt::sys::VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, 0)
-                .ok()
-                .and_then(|ifs| {
-                    ifs.into_iter()
-                        .flat_map(|i| i.addrs)
-                        .find(|a| a.typed == 0)
-                        .map(|a| a.addr)
-                })
+                .unwrap_or_default()
         } else {
-            None
+            Vec::new()
         };
+        // libvirt's address types: 0 IPv4, 1 IPv6 (virIPAddrType).
+        let leased = |typed: i64| {
+            leases
+                .iter()
+                .flat_map(|i| &i.addrs)
+                .find(|a| a.typed == typed)
+                .map(|a| a.addr.clone())
+        };
+        let (leased_ip, leased_ip6) = (leased(0), leased(1));
         let state = match d.state()?.0 {
             virt::enumutil::Enum::Known(s) => format!("{s:?}").to_lowercase(),
             virt::enumutil::Enum::Unknown(n) => format!("unknown ({n})"),
@@ -123,6 +129,7 @@ pub fn status(host: &Host, cluster: &str) -> Result<Option<ClusterStatus>> {
             planned_ip: mac.as_ref().and_then(|m| planned.get(m).cloned()),
             mac,
             leased_ip,
+            leased_ip6,
             console_log: first_attr(&xml, "log", "file"),
         });
     }

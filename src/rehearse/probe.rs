@@ -6,7 +6,7 @@
 //! the host firewall's rules. Changes nothing.
 
 use std::io::{Read as _, Write as _};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -104,6 +104,8 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
                 mac: n.mac.clone(),
                 planned_ip: n.ip,
                 leased_ip: seen.and_then(|s| s.leased_ip.clone()),
+                planned_ip6: n.ipv6,
+                leased_ip6: seen.and_then(|s| s.leased_ip6.clone()),
                 exists,
                 boot: n.boot,
                 report: ask("/report").and_then(|b| {
@@ -143,6 +145,17 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
                     })
                     .collect(),
                 answer: through_lb(f.bind, &plan.cluster_domain).map_err(|e| format!("{e:#}")),
+                // The plan's IPv6 VIP of the frontend serve bound (by name).
+                bind6: plan
+                    .load_balancer
+                    .as_ref()
+                    .and_then(|p| p.frontends.iter().find(|p| p.name == f.name))
+                    .and_then(|p| p.address6)
+                    .map(|a| {
+                        let bind = SocketAddr::from((a, f.bind.port()));
+                        let answer = through_lb(bind, &plan.cluster_domain);
+                        (bind, answer.map_err(|e| format!("{e:#}")))
+                    }),
             })
             .collect()
     });
@@ -178,9 +191,16 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
     })
 }
 
-/// Every DNS record of the plan, asked of the lab network's dnsmasq.
+/// Every DNS record of the plan, asked of the lab network's dnsmasq: a
+/// dual-stack lab's IPv6 records (AAAA, `ip6.arpa`) over IPv6, at the host's
+/// IPv6 address on the bridge, as an IPv6 client would.
 fn dns(plan: &Plan) -> Vec<DnsSeen> {
-    let server = SocketAddr::from((plan.network.gateway, 53));
+    let server4 = SocketAddr::from((plan.network.gateway, 53));
+    let server6 = plan
+        .network
+        .ipv6
+        .as_ref()
+        .map(|v6| SocketAddr::from((v6.gateway, 53)));
     let node = |name: &str| plan.nodes.iter().find(|n| n.fqdn == name);
     plan.dns
         .iter()
@@ -195,6 +215,9 @@ fn dns(plan: &Plan) -> Vec<DnsSeen> {
                 RecordType::A | RecordType::Wildcard => Wire::A,
                 RecordType::AAAA | RecordType::Wildcard6 => Wire::AAAA,
             };
+            let v6 = matches!(r.kind, RecordType::AAAA | RecordType::Wildcard6)
+                || r.name.ends_with(".ip6.arpa");
+            let server = server6.filter(|_| v6).unwrap_or(server4);
             let of = match r.kind {
                 RecordType::PTR => node(&r.value),
                 _ => node(&r.name),
@@ -212,7 +235,7 @@ fn dns(plan: &Plan) -> Vec<DnsSeen> {
         .collect()
 }
 
-/// One question over UDP: the A addresses or PTR names of the answer (no
+/// One question over UDP: the A or AAAA addresses or PTR names of the answer (no
 /// trailing dot); none for NXDOMAIN.
 pub fn query(server: SocketAddr, name: &str, kind: Wire) -> Result<Vec<String>> {
     let mut m = Message::query();
@@ -224,7 +247,11 @@ pub fn query(server: SocketAddr, name: &str, kind: Wire) -> Result<Vec<String>> 
             .with_context(|| format!("{name} is not a DNS name"))?,
         kind,
     ));
-    let sock = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).context("a UDP socket")?;
+    let any = match server {
+        SocketAddr::V4(_) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
+        SocketAddr::V6(_) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
+    };
+    let sock = UdpSocket::bind(any).context("a UDP socket")?;
     sock.set_read_timeout(Some(TIMEOUT))?;
     sock.send_to(&m.to_vec()?, server)
         .with_context(|| format!("sending to {server}"))?;
@@ -246,6 +273,7 @@ pub fn query(server: SocketAddr, name: &str, kind: Wire) -> Result<Vec<String>> 
                 .iter()
                 .filter_map(|a| match &a.data {
                     RData::A(ip) => Some(ip.0.to_string()),
+                    RData::AAAA(ip) => Some(ip.0.to_string()),
                     RData::PTR(p) => Some(p.0.to_ascii().trim_end_matches('.').to_string()),
                     _ => None,
                 })

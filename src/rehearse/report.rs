@@ -5,7 +5,7 @@
 //! host (tests/rehearsal_report.rs, golden files).
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use serde::Serialize;
 
@@ -63,7 +63,7 @@ impl Outcome {
 /// One row: a check, what it is about, its outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Row {
-    /// `dhcp`, `dns`, `lb`, `lb-backends`, `bootstrap-removed`, `firewall`,
+    /// `dhcp`, `dhcp6`, `dns`, `lb`, `lb-backends`, `bootstrap-removed`, `firewall`,
     /// `boot`, `bmc`, `vip-api`, `vip-ingress`, `csr-approval`.
     pub check: &'static str,
     /// The node, DNS name, frontend or host piece it is about.
@@ -98,6 +98,10 @@ pub struct NodeSeen {
     pub planned_ip: Ipv4Addr,
     /// The address libvirt's DHCP leased to its MAC, if any.
     pub leased_ip: Option<String>,
+    /// A dual-stack lab's planned IPv6 address.
+    pub planned_ip6: Option<Ipv6Addr>,
+    /// The DHCPv6 lease libvirt holds for its MAC, if it knows one.
+    pub leased_ip6: Option<String>,
     /// Whether its domain exists.
     pub exists: bool,
     /// How the plan boots it first.
@@ -179,6 +183,8 @@ pub struct FrontendSeen {
     pub bind: SocketAddr,
     pub backends: Vec<BackendSeen>,
     pub answer: Result<Answer, String>,
+    /// A dual-stack lab's IPv6 VIP for it, and what answered there.
+    pub bind6: Option<(SocketAddr, Result<Answer, String>)>,
 }
 
 /// What is left of the bootstrap node.
@@ -234,6 +240,7 @@ pub fn judge(o: &Observations) -> Report {
     for n in &o.nodes {
         rows.push(dhcp_row(n, bootstrap_gone));
     }
+    rows.extend(o.nodes.iter().filter_map(|n| dhcp6_row(n, bootstrap_gone)));
     for d in &o.dns {
         rows.push(dns_row(d, bootstrap_gone));
     }
@@ -254,7 +261,10 @@ pub fn judge(o: &Observations) -> Report {
         }),
         Some(fronts) => {
             for f in fronts {
-                rows.push(lb_row(f, &routers));
+                rows.push(lb_row(&f.name, f.bind, &f.answer, &routers));
+                if let Some((bind, answer)) = &f.bind6 {
+                    rows.push(lb_row(&f.name, *bind, answer, &routers));
+                }
                 rows.push(backends_row(f, &routers, &o.nodes));
             }
         }
@@ -327,6 +337,51 @@ fn dhcp_row(n: &NodeSeen, bootstrap_gone: bool) -> Row {
     }
 }
 
+/// A dual-stack lab's node holds its planned IPv6 address: the node's own
+/// report says so (it took it by DHCPv6 with its link-layer DUID), and libvirt's
+/// lease, when libvirt knows the node's MAC for it, agrees.
+fn dhcp6_row(n: &NodeSeen, bootstrap_gone: bool) -> Option<Row> {
+    let planned = n.planned_ip6?.to_string();
+    let lease = n.leased_ip6.as_deref().filter(|l| *l != planned);
+    let held = n
+        .report
+        .as_ref()
+        .map(|r| r.get("ipv6").map(String::as_str).unwrap_or_default());
+    let outcome = if removed(n, bootstrap_gone) {
+        Outcome::NotApplicable("removed after bootstrap".into())
+    } else if let Some(l) = lease {
+        Outcome::Failed(format!(
+            "libvirt leased {l} to {} by DHCPv6, the plan says {planned}",
+            n.mac
+        ))
+    } else {
+        match held {
+            Ok(ip) if ip == planned => Outcome::Proven(format!(
+                "{} holds {ip} by DHCPv6 as planned{}",
+                n.name,
+                if n.leased_ip6.is_some() {
+                    ", libvirt's lease agrees"
+                } else {
+                    ""
+                }
+            )),
+            Ok("") => Outcome::Failed(format!(
+                "{} took no IPv6 address by DHCPv6 (planned {planned})",
+                n.name
+            )),
+            Ok(ip) => Outcome::Failed(format!("{} holds {ip}, the plan says {planned}", n.name)),
+            Err(e) => Outcome::Failed(format!(
+                "its report (which says the address it took) could not be read: {e}"
+            )),
+        }
+    };
+    Some(Row {
+        check: "dhcp6",
+        subject: n.name.clone(),
+        outcome,
+    })
+}
+
 fn dns_row(d: &DnsSeen, bootstrap_gone: bool) -> Row {
     let kind = match d.kind {
         RecordType::A | RecordType::Wildcard => "A",
@@ -364,17 +419,17 @@ fn dns_row(d: &DnsSeen, bootstrap_gone: bool) -> Row {
     }
 }
 
-fn is_ingress(f: &FrontendSeen) -> bool {
-    matches!(f.bind.port(), 80 | 443)
+fn is_ingress(port: u16) -> bool {
+    matches!(port, 80 | 443)
 }
 
-fn lb_row(f: &FrontendSeen, routers: &[&str]) -> Row {
-    let outcome = match &f.answer {
-        Err(e) => Outcome::Failed(format!("through {}: {e}", f.bind)),
+fn lb_row(name: &str, bind: SocketAddr, answer: &Result<Answer, String>, routers: &[&str]) -> Row {
+    let outcome = match answer {
+        Err(e) => Outcome::Failed(format!("through {}: {e}", bind)),
         Ok(a) if a.status != 200 => Outcome::Failed(format!(
             "{} through {} answered {}{}",
             a.request,
-            f.bind,
+            bind,
             a.status,
             a.node
                 .as_deref()
@@ -383,25 +438,27 @@ fn lb_row(f: &FrontendSeen, routers: &[&str]) -> Row {
         )),
         Ok(Answer { node: None, .. }) => Outcome::Failed(format!(
             "the answer through {} names no stand-in node",
-            f.bind
+            bind
         )),
         Ok(Answer {
             node: Some(n),
             request,
             ..
-        }) if is_ingress(f) && !routers.contains(&n.as_str()) => Outcome::Failed(format!(
-            "{request} through {} reached {n}, which runs no router",
-            f.bind
-        )),
+        }) if is_ingress(bind.port()) && !routers.contains(&n.as_str()) => {
+            Outcome::Failed(format!(
+                "{request} through {} reached {n}, which runs no router",
+                bind
+            ))
+        }
         Ok(Answer {
             node: Some(n),
             request,
             status,
-        }) => Outcome::Proven(format!("{request} through {} → {status} from {n}", f.bind)),
+        }) => Outcome::Proven(format!("{request} through {} → {status} from {n}", bind)),
     };
     Row {
         check: "lb",
-        subject: format!("{} {}", f.name, f.bind),
+        subject: format!("{name} {bind}"),
         outcome,
     }
 }
@@ -420,7 +477,7 @@ fn backends_row(f: &FrontendSeen, routers: &[&str], nodes: &[NodeSeen]) -> Row {
         .map(|b| b.node.as_str())
         .collect();
     let reports_known = nodes.iter().all(|n| n.is_bootstrap() || n.report.is_ok());
-    let outcome = if is_ingress(f) && reports_known {
+    let outcome = if is_ingress(f.bind.port()) && reports_known {
         let mut want: Vec<&str> = live
             .iter()
             .map(|b| b.node.as_str())
