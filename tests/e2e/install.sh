@@ -10,7 +10,7 @@
 # bootstrap-complete, workers started after it. The installer and the CoreOS
 # image come from a loopback mirror: verified, cached, downloaded once; a
 # corrupted tarball is a clear error that caches nothing. Rehearsals with
-# `rehearsal: true` alone (the shipped stand-in installer, no mirror): a compact
+# `rehearsal: true` alone (the shipped stand-in installer, no mirror): a compact dual-stack
 # 3+0 with storage: nfs, a user and ntp_servers (their manifests in bootstrap.ign),
 # the report and its DNS and firewall breaks; a UPI 3+2 killed with -9
 # during `infra` and during the bootstrap-complete wait, each rerun completing
@@ -67,23 +67,26 @@ check_finished() { # cluster [workers]
 
 # The ingress path: *.apps through the load balancer (the lab's DNS answers the
 # name, HAProxy passes 80 and 443 on) reaches exactly the nodes that run routers
-# (each stand-in's report says whether it does), and those are EXPECTED.
-check_ingress() { # cluster cidr-prefix expected-node...
-	local c=$1 net=$2 n got routers=
+# (each stand-in's report says whether it does), and those are EXPECTED. In
+# the family of the DNS server asked (A of an IPv4 one, AAAA of an IPv6 one).
+check_ingress() { # cluster dns-server expected-node...
+	local c=$1 dns=$2 n got routers= type=A
 	shift 2
 	local want
 	want=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
+	[[ $dns != *:* ]] || type=AAAA
+	at() { if [[ $1 == *:* ]]; then echo "[$1]"; else echo "$1"; fi; }
 	for n in $(virsh list --name | grep "^$c-"); do
-		ip=$(dig +short "@$net.1" "$n.$c.lab.test" A | awk 'NR == 1')
-		[[ $(curl -fsS -m 3 "http://$ip:8000/report" | jq -r .router || true) != yes ]] || routers+="$n"$'\n'
+		ip=$(dig +short "@$dns" "$n.$c.lab.test" $type | awk 'NR == 1')
+		[[ $(curl -fsS -m 3 "http://$(at "$ip"):8000/report" | jq -r .router || true) != yes ]] || routers+="$n"$'\n'
 	done
 	routers=$(printf '%s' "$routers" | sort | tr '\n' ' ')
-	[[ $routers == "$want" ]] || fail "$c: routers run on: $routers, expected: $want"
-	apps=$(dig +short "@$net.1" "console-openshift-console.apps.$c.lab.test" A | awk 'NR == 1')
-	[[ -n $apps ]] || fail "$c: *.apps does not resolve"
+	[[ $routers == "$want" ]] || fail "$c: routers run on: $routers, expected: $want ($type)"
+	apps=$(dig +short "@$dns" "console-openshift-console.apps.$c.lab.test" $type | awk 'NR == 1')
+	[[ -n $apps ]] || fail "$c: *.apps does not resolve ($type)"
 	got=$(for port in 80 443; do
 		for _ in $(seq 24); do
-			curl -s -m 3 -o /dev/null -D - -H "Host: console-openshift-console.apps.$c.lab.test" "http://$apps:$port/" |
+			curl -s -m 3 -o /dev/null -D - -H "Host: console-openshift-console.apps.$c.lab.test" "http://$(at "$apps"):$port/" |
 				tr -d '\r' | awk -F': ' 'tolower($1) == "x-shiftlab-standin" {print $2}' || true
 		done
 	done | sort -u | tr '\n' ' ')
@@ -120,7 +123,7 @@ grep -E '^    still waiting for openshift-install wait-for bootstrap-complete[^(
 grep -q 'console: *https://console-openshift-console.apps.inst1.lab.test' "$work/run1.out" || fail "no console URL printed"
 grep -q 'export KUBECONFIG=.*/clusters/inst1/assets/auth/kubeconfig' "$work/run1.out" || fail "no KUBECONFIG printed"
 check_finished inst1 2
-check_ingress inst1 192.168.180 inst1-worker-0 inst1-worker-1
+check_ingress inst1 192.168.180.1 inst1-worker-0 inst1-worker-1
 # The installer prints the kubeadmin password; shiftlab's log and output never
 # carry it, and the files that do are private.
 pw=$(cat "$SHIFTLAB_HOME/clusters/inst1/assets/auth/kubeadmin-password")
@@ -159,9 +162,10 @@ if grep -q '^==> ' "$work/run2.out"; then fail "a finished install ran targets a
 check_finished inst1 2
 "$bin" destroy cluster inst1 >/dev/null
 
-step "a compact 3+0 rehearsal with rehearsal: true alone: the shipped stand-in installer; routers on the control planes, *.apps through the load balancer to them"
-# No mirror, no stream, no installer of the tests': what a user's file holds.
-f4=$(cluster_file inst4 192.168.183.0/24 "method: upi" "ctlplanes: 3" "workers: 0" "${lab_settings[@]}")
+step "a compact 3+0 dual-stack rehearsal with rehearsal: true alone: the shipped stand-in installer; routers on the control planes, *.apps through the load balancer to them over both families"
+# No mirror, no stream, no installer of the tests': what a user's file holds;
+# dual-stack, IPv4 primary (docs/ipv6.md).
+f4=$(cluster_file inst4 "[192.168.183.0/24, 'fd00:183::/64']" "method: upi" "ctlplanes: 3" "workers: 0" "${lab_settings[@]}")
 env -u SHIFTLAB_FAKE_STREAM_JSON "$bin" create cluster -f "$f4" >"$work/run4.out" 2>&1 || {
 	tail -5 "$work/run4.out"
 	tail -15 "$SHIFTLAB_HOME/clusters/inst4/openshift-install.log"
@@ -169,7 +173,9 @@ env -u SHIFTLAB_FAKE_STREAM_JSON "$bin" create cluster -f "$f4" >"$work/run4.out
 }
 tail -3 "$work/run4.out"
 check_finished inst4 0
-check_ingress inst4 192.168.183 inst4-ctlplane-0 inst4-ctlplane-1 inst4-ctlplane-2
+check_ingress inst4 192.168.183.1 inst4-ctlplane-0 inst4-ctlplane-1 inst4-ctlplane-2
+# Dual-stack: the same path over IPv6, the lab's DNS asked on its IPv6 address.
+check_ingress inst4 fd00:183::1 inst4-ctlplane-0 inst4-ctlplane-1 inst4-ctlplane-2
 contains "Install complete!" "$SHIFTLAB_HOME/clusters/inst4/openshift-install.log" || fail "the stand-in installer did not say Install complete!"
 # The lab's manifests (storage, users, time) reached bootstrap.ign.
 ign_has "$SHIFTLAB_HOME/clusters/inst4/assets/bootstrap.ign" /opt/openshift/openshift/99-shiftlab-storage-storageclass.yaml \
@@ -196,10 +202,12 @@ report_ok() { # the report of inst4 exits 0 and every applicable check is proven
 	jq -e '.ok and .failed == 0 and ([.rows[] | select(.result == "failed")] | length) == 0' "$work/report4.json" >/dev/null ||
 		fail "the report's JSON does not hold $1"
 	local c n
-	# A compact UPI: 3 control planes' leases, boots; api, api-int, *.apps and each
-	# node's A and PTR (the bootstrap's own rows not applicable once removed); 4
-	# frontends and their backends; the bootstrap removal.
-	for c in dhcp:3 dns:9 lb:4 lb-backends:4 boot:3 bootstrap-removed:1; do
+	# A compact dual-stack UPI: 3 control planes' leases (DHCP and DHCPv6), boots;
+	# api, api-int, *.apps and each node's A and PTR, and each AAAA and ip6.arpa
+	# PTR asked over IPv6 (the bootstrap's own rows not applicable once
+	# removed); 4 frontends on each family's VIP and their backends; the
+	# bootstrap removal.
+	for c in dhcp:3 dhcp6:3 dns:18 lb:8 lb-backends:4 boot:3 bootstrap-removed:1; do
 		n=$(jq --arg c "${c%:*}" '[.rows[] | select(.check == $c and .result == "proven")] | length' "$work/report4.json")
 		[[ $n -ge ${c#*:} ]] || fail "report $1: $n ${c%:*} check(s) proven, expected at least ${c#*:}"
 	done
