@@ -12,8 +12,8 @@ use crate::plan::Plan;
 use crate::redfish::source::ImageSources;
 use crate::state::ClusterDir;
 
-/// Where a cluster's lab BMC fetches images from: the machine network (where
-/// Ironic serves them) and `allow`; in a rehearsal also loopback over https,
+/// Where a cluster's lab BMC fetches images from: the machine network, both
+/// families of a dual-stack lab (where Ironic serves them), and `allow`; in a rehearsal also loopback over https,
 /// verified against the cluster's stand-in Ironic CA (the stand-in serves
 /// them on 127.0.0.1, from `<assets>/.ironic`). Pure.
 fn image_sources(plan: &Plan, files: &ClusterDir, allow: Vec<ipnet::IpNet>) -> ImageSources {
@@ -21,7 +21,14 @@ fn image_sources(plan: &Plan, files: &ClusterDir, allow: Vec<ipnet::IpNet>) -> I
         let state = crate::rehearse::ironic::state_dir(files.assets().path());
         crate::rehearse::ironic::ca_path(&state)
     });
-    ImageSources::within(vec![plan.network.cidr.into()], allow).with_standin_ca(standin_ca)
+    let mut lab: Vec<ipnet::IpNet> = vec![plan.network.cidr.into()];
+    lab.extend(
+        plan.network
+            .ipv6
+            .as_ref()
+            .map(|v6| ipnet::IpNet::from(v6.cidr)),
+    );
+    ImageSources::within(lab, allow).with_standin_ca(standin_ca)
 }
 
 impl Daemon {

@@ -862,7 +862,7 @@ fn wanted_ports(p: &Plan) -> Vec<SocketAddr> {
         })
         .collect();
     if let Some(b) = &p.bmc {
-        v.push(SocketAddr::new(b.address.into(), b.port));
+        v.push(SocketAddr::new(b.address, b.port));
     }
     if let Some(nfs) = p.storage.as_ref().and_then(|s| s.nfs.as_ref()) {
         v.push(SocketAddr::new(nfs.server.into(), crate::host::nfs::PORT));

@@ -154,7 +154,7 @@ impl Openings {
             add((*h.ip()).into(), h.port(), "http artifacts");
         }
         if let Some(b) = &plan.bmc {
-            add(b.address.into(), b.port, "redfish bmc");
+            add(b.address, b.port, "redfish bmc");
         }
         if let Some(n) = plan.storage.as_ref().and_then(|s| s.nfs.as_ref()) {
             add(n.server.into(), crate::host::nfs::PORT, "nfs");

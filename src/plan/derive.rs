@@ -117,7 +117,10 @@ fn bmc(spec: &ClusterSpec) -> Option<BmcPlan> {
         address: spec.bmc.address,
         port: spec.bmc.port,
         username: spec.bmc.username.clone(),
-        endpoint: format!("https://{}:{}", spec.bmc.address, spec.bmc.port),
+        endpoint: format!(
+            "https://{}",
+            std::net::SocketAddr::new(spec.bmc.address, spec.bmc.port)
+        ),
         verify_certificate: spec.bmc.verify_certificate,
     })
 }
@@ -182,8 +185,8 @@ fn nodes(spec: &ClusterSpec, cd: &str, bmc: Option<&BmcPlan>) -> Vec<Node> {
             start,
             bmc: bmc.map(|b| NodeBmc {
                 address: format!(
-                    "redfish-virtualmedia+https://{}:{}/redfish/v1/Systems/{uuid}",
-                    b.address, b.port
+                    "redfish-virtualmedia+https://{}/redfish/v1/Systems/{uuid}",
+                    std::net::SocketAddr::new(b.address, b.port)
                 ),
                 system_id: format!("/redfish/v1/Systems/{uuid}"),
             }),

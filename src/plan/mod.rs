@@ -256,10 +256,10 @@ pub struct LoadBalancer {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BmcPlan {
-    pub address: Ipv4Addr,
+    pub address: std::net::IpAddr,
     pub port: u16,
     pub username: String,
-    /// `https://<address>:<port>`
+    /// `https://<address>:<port>` (`https://[<address>]:<port>` for IPv6)
     pub endpoint: String,
     pub verify_certificate: bool,
 }

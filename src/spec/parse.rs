@@ -95,7 +95,7 @@ pub struct RawKubevirt {
 
 #[derive(Debug, Default, Clone)]
 pub struct RawBmc {
-    pub address: Option<Src<Ipv4Addr>>,
+    pub address: Option<Src<IpAddr>>,
     pub port: Option<Src<u64>>,
     pub username: Option<Src<String>>,
     pub password: Option<Src<String>>,
@@ -364,6 +364,27 @@ fn boolean(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<bool>> {
         }),
         other => {
             d.error(field, format!("{} is not true or false", show(&other)));
+            None
+        }
+    }
+}
+
+/// An address of either family.
+fn ip(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<IpAddr>> {
+    let s = string(field, v, d)?;
+    match s.v.trim().parse::<IpAddr>() {
+        Ok(ip) => Some(Src {
+            v: ip,
+            field: s.field,
+        }),
+        Err(_) => {
+            d.error(
+                field,
+                format!(
+                    "{:?} is not an IP address; expected e.g. 192.168.126.1 or fd00:1:2:3::1",
+                    s.v
+                ),
+            );
             None
         }
     }
@@ -852,7 +873,7 @@ const LIBVIRT: &[Key<RawLibvirt>] = &[
 ];
 
 const BMC: &[Key<RawBmc>] = &[
-    field!(address: ipv4),
+    field!(address: ip),
     field!(port: uint),
     field!(username: string),
     field!(password: string),

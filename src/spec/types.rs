@@ -271,8 +271,9 @@ pub struct Capabilities {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BmcSpec {
-    /// The address the BMC listens on; the cluster gateway unless set.
-    pub address: Ipv4Addr,
+    /// The address the BMC listens on; the cluster gateway of the primary
+    /// family unless set (an IPv6 one only in a dual-stack lab).
+    pub address: std::net::IpAddr,
     pub port: u16,
     pub username: String,
     /// Never serialised: a secret. `None` means "generate one per lab".

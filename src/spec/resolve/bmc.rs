@@ -1,17 +1,42 @@
-//! `bmc:`: shiftlab's Redfish BMC (method `ipi`), by default on the gateway.
+//! `bmc:`: shiftlab's Redfish BMC (method `ipi`), by default on the gateway of
+//! the primary family.
+
+use std::net::IpAddr;
 
 use crate::addressing;
 use crate::spec::diag::Diagnostics;
 use crate::spec::parse::RawSpec;
 use crate::spec::types::*;
 
-pub fn resolve(raw: &RawSpec, network: &NetworkSpec, d: &mut Diagnostics) -> BmcSpec {
+pub fn resolve(
+    raw: &RawSpec,
+    network: &NetworkSpec,
+    ipv6: Option<&Ipv6Spec>,
+    d: &mut Diagnostics,
+) -> BmcSpec {
+    let gateway = match ipv6 {
+        Some(v6) if v6.primary => {
+            IpAddr::V6(addressing::offset6(&v6.cidr, addressing::GATEWAY_OFFSET))
+        }
+        _ => IpAddr::V4(addressing::gateway(&network.cidr)),
+    };
+    let address = match &raw.bmc.address {
+        None => gateway,
+        // Where the nodes reach it: an IPv6 BMC for a lab whose nodes have IPv6.
+        Some(s) if s.v.is_ipv6() && raw.network.cidr6.is_none() => {
+            d.error(
+                &s.field,
+                format!(
+                    "{}: an IPv6 BMC address needs a dual-stack network.cidr ([<IPv4 CIDR>, <IPv6 CIDR>]); use an IPv4 address such as {gateway}",
+                    s.v
+                ),
+            );
+            gateway
+        }
+        Some(s) => s.v,
+    };
     BmcSpec {
-        address: raw
-            .bmc
-            .address
-            .as_ref()
-            .map_or(addressing::gateway(&network.cidr), |s| s.v),
+        address,
         port: match &raw.bmc.port {
             Some(p) if p.v == 0 || p.v > 65535 => {
                 d.error(&p.field, format!("{} is not a TCP port (1-65535)", p.v));

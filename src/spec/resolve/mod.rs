@@ -108,7 +108,7 @@ pub fn resolve(raw: RawSpec, env: &Env, d: &mut Diagnostics) -> ClusterSpec {
         }
     }
     let release = release::resolve(&raw, env, d);
-    let bmc = bmc::resolve(&raw, &network, d);
+    let bmc = bmc::resolve(&raw, &network, ipv6.as_ref(), d);
     let method_field = raw.method.as_ref().map_or("method", |m| m.field.as_str());
     for (field, message) in versions::refusals(
         &id.version,
