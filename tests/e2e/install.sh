@@ -220,12 +220,19 @@ report_broken() { # what: the report exits 9 and names it (a regex on the table)
 	contains -E "$2" "$work/report4.out" || { cat "$work/report4.out"; fail "with $1 the report does not name it"; }
 	grep -E ' failed ' "$work/report4.out"
 }
-api_host=$(virsh net-dumpxml shiftlab-inst4 | awk '{sub(/^[ \t]+/, "")} /^<host ip=/ {h = ""; on = 1} on {h = h $0} on && /<\/host>/ {on = 0; if (h ~ /api-int\./) print h}')
-[[ -n $api_host ]] || fail "no api host record in the network"
-virsh net-update shiftlab-inst4 delete dns-host "$api_host" --live >/dev/null
+api_host() { # address-prefix: the network's host record of api-int in that family
+	virsh net-dumpxml shiftlab-inst4 | awk -v p="<host ip='$1" '{sub(/^[ \t]+/, "")} /^<host ip=/ {h = ""; on = 1} on {h = h $0}
+		on && /<\/host>/ {on = 0; if (h ~ /api-int\./ && index(h, p) == 1) print h}'
+}
+api4=$(api_host 192.168.183.) api6=$(api_host fd00:183:)
+[[ -n $api4 && -n $api6 ]] || fail "no api host record of each family in the network"
+virsh net-update shiftlab-inst4 delete dns-host "$api4" --live >/dev/null
 report_broken "the api DNS record removed" '^dns +A api-int\.inst4\.lab\.test +failed +192\.168\.183\.1:53 has no A record'
-virsh net-update shiftlab-inst4 add dns-host "$api_host" --live >/dev/null
-report_ok "with the api record restored"
+virsh net-update shiftlab-inst4 add dns-host "$api4" --live >/dev/null
+virsh net-update shiftlab-inst4 delete dns-host "$api6" --live >/dev/null
+report_broken "the api AAAA record removed" '^dns +AAAA api-int\.inst4\.lab\.test +failed +\[fd00:183::1\]:53 has no AAAA record'
+virsh net-update shiftlab-inst4 add dns-host "$api6" --live >/dev/null
+report_ok "with the api records restored"
 # serve checks its openings again every minute and would add them to the new
 # chain (as it should): a bounded few tries at the breakage before it does.
 broke=""
