@@ -226,10 +226,12 @@ api_host() { # address-prefix: the network's host record of api-int in that fami
 }
 api4=$(api_host 192.168.183.) api6=$(api_host fd00:183:)
 [[ -n $api4 && -n $api6 ]] || fail "no api host record of each family in the network"
-virsh net-update shiftlab-inst4 delete dns-host "$api4" --live >/dev/null
+# Deleted by address alone: libvirt matches a whole record by any of its names,
+# which the two families' records share ("multiple matching DNS HOST records").
+virsh net-update shiftlab-inst4 delete dns-host "<host ip='192.168.183.2'/>" --live >/dev/null
 report_broken "the api DNS record removed" '^dns +A api-int\.inst4\.lab\.test +failed +192\.168\.183\.1:53 has no A record'
 virsh net-update shiftlab-inst4 add dns-host "$api4" --live >/dev/null
-virsh net-update shiftlab-inst4 delete dns-host "$api6" --live >/dev/null
+virsh net-update shiftlab-inst4 delete dns-host "<host ip='fd00:183::2'/>" --live >/dev/null
 report_broken "the api AAAA record removed" '^dns +AAAA api-int\.inst4\.lab\.test +failed +\[fd00:183::1\]:53 has no AAAA record'
 virsh net-update shiftlab-inst4 add dns-host "$api6" --live >/dev/null
 report_ok "with the api records restored"

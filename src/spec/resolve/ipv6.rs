@@ -379,24 +379,42 @@ fn vips(
 /// What `create` refuses of a file `plan` takes: an IPv6-primary dual-stack lab
 /// is planned and rendered (`renders_only`: `create install-config --dir`,
 /// allowed), but its nodes would reach the host's HTTP server and BMCs by
-/// their IPv6 addresses, which serve does not listen on yet. An IPv4-primary
-/// lab reaches them over IPv4 and is created.
+/// their IPv6 addresses, which serve does not listen on yet; likewise a BMC on
+/// an IPv6 address. An IPv4-primary lab reaches them over IPv4 and is created.
 pub fn host_refusal(
     spec: &ClusterSpec,
     file: &str,
     renders_only: bool,
 ) -> Result<(), crate::spec::InvalidSpec> {
-    let Some(v6) = spec.ipv6.as_ref().filter(|v6| v6.primary && !renders_only) else {
-        return Ok(());
+    let refuse = |field: &str, message: String| {
+        Err(crate::spec::InvalidSpec {
+            file: file.to_string(),
+            errors: vec![crate::spec::Diagnostic {
+                field: field.into(),
+                message,
+            }],
+        })
     };
-    Err(crate::spec::InvalidSpec {
-        file: file.to_string(),
-        errors: vec![crate::spec::Diagnostic {
-            field: "network.cidr".into(),
-            message: format!(
+    if renders_only {
+        return Ok(());
+    }
+    if let Some(v6) = spec.ipv6.as_ref().filter(|v6| v6.primary) {
+        return refuse(
+            "network.cidr",
+            format!(
                 "{}: an IPv6-primary dual-stack lab is planned and rendered (shiftlab plan, create install-config --dir) but cannot be created yet: its nodes would reach the host's HTTP server and BMCs over IPv6, which serve does not listen on (docs/ipv6.md); list the IPv4 CIDR first to create this lab",
                 v6.cidr
             ),
-        }],
-    })
+        );
+    }
+    if spec.method == Method::Ipi && spec.bmc.address.is_ipv6() {
+        return refuse(
+            "bmc.address",
+            format!(
+                "{}: a BMC on an IPv6 address is planned and rendered but cannot be created yet: the address stays tentative on the lab bridge until a node runs there (no carrier, so no duplicate address detection), and serve cannot listen on it before the installer needs the BMC (docs/ipv6.md); use an IPv4 address such as the gateway",
+                spec.bmc.address
+            ),
+        );
+    }
+    Ok(())
 }
