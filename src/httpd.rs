@@ -236,6 +236,49 @@ type Reply = Pin<Box<dyn Future<Output = Response<HttpBody>> + Send>>;
 /// The servers' handlers, made one type.
 type Handler = Arc<dyn Fn(Request<Incoming>) -> Reply + Send + Sync>;
 
+/// Binds `addr` for listening. An IPv6 address is bound even while it is
+/// tentative (`IPV6_FREEBIND`): a lab bridge without a running node has no
+/// carrier, so duplicate address detection cannot finish and its IPv6
+/// addresses stay tentative, which a plain bind refuses (EADDRNOTAVAIL); the
+/// socket answers once the first node brings the link up and DAD completes.
+fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => {
+            let s = tokio::net::TcpSocket::new_v6()?;
+            if !addr.ip().is_unspecified() && !addr.ip().is_loopback() {
+                freebind6(&s)?;
+            }
+            s
+        }
+    };
+    // As TcpListener::bind does on Unix: a restarted server takes its port
+    // back at once.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
+fn freebind6(s: &tokio::net::TcpSocket) -> io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket descriptor and a c_int option of its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_FREEBIND,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// A running listener.
 pub struct Listener {
     local_addr: SocketAddr,
@@ -278,9 +321,7 @@ impl Listener {
             let response = handler(req);
             Box::pin(async move { response.await.map(|b| b.map_err(Into::into).boxed_unsync()) })
         });
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding {addr}"))?;
+        let listener = bind(addr).with_context(|| format!("binding {addr}"))?;
         let local_addr = listener.local_addr().context("reading the bound address")?;
         let (tx, rx) = watch::channel(false);
         let acceptor = tls.map(TlsAcceptor::from);

@@ -72,6 +72,22 @@ pub fn parse_ra_links(text: &str) -> Vec<String> {
     out
 }
 
+/// Whether `ip` is a tentative address of this host, from the text of
+/// `/proc/net/if_inet6` (the address in 32 hex digits, then the link's index,
+/// the prefix length, the scope and the flags in hex, and the link's name):
+/// `IFA_F_TENTATIVE` (0x40) while duplicate address detection has not finished,
+/// as on a lab bridge that has no carrier yet. Pure.
+pub fn is_tentative(if_inet6: &str, ip: std::net::Ipv6Addr) -> bool {
+    const IFA_F_TENTATIVE: u32 = 0x40;
+    let hex = format!("{:032x}", u128::from(ip));
+    if_inet6.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() >= 6
+            && f[0].eq_ignore_ascii_case(&hex)
+            && u32::from_str_radix(f[4], 16).is_ok_and(|flags| flags & IFA_F_TENTATIVE != 0)
+    })
+}
+
 fn sysctl(path: &str) -> Option<i32> {
     std::fs::read_to_string(format!("/proc/sys/net/ipv6/conf/{path}"))
         .ok()?
@@ -104,6 +120,17 @@ pub fn read() -> Ipv6Host {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tentative_address_is_told_by_its_flags() {
+        let text = "fd000194000000000000000000000001 05 40 00 c0    sl-b6\n\
+                    fd000194000000000000000000000002 05 80 00 80    sl-b6\n\
+                    fe80000000000000504c8ffffe1a2b3c 05 40 20 c0    sl-b6\n";
+        assert!(is_tentative(text, "fd00:194::1".parse().unwrap()));
+        assert!(!is_tentative(text, "fd00:194::2".parse().unwrap()));
+        assert!(!is_tentative(text, "fd00:194::3".parse().unwrap()));
+        assert!(!is_tentative("", "fd00:194::1".parse().unwrap()));
+    }
 
     #[test]
     fn advertised_routes_name_their_links_once() {

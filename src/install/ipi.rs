@@ -381,7 +381,11 @@ pub fn start_over(assets: &crate::state::Assets) -> Result<Vec<String>> {
 const BMC_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Before the installer runs: serve's BMC accepts connections (Ironic reaches
-/// every host through it), else a clear refusal.
+/// every host through it), else a clear refusal. An IPv6 BMC address still
+/// tentative (no node runs on the lab bridge yet, so it has no carrier and
+/// duplicate address detection cannot finish) takes no connection from the
+/// host itself: there serve's listening socket on it is enough, since it
+/// answers once the installer's bootstrap VM brings the link up.
 fn ensure_bmc(ctx: &Ctx) -> Result<()> {
     let Some(bmc) = &ctx.plan.bmc else {
         bail!(
@@ -395,6 +399,18 @@ fn ensure_bmc(ctx: &Ctx) -> Result<()> {
     loop {
         if std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2)).is_ok() {
             return Ok(());
+        }
+        if let std::net::IpAddr::V6(ip) = bmc.address {
+            let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+            let listening = crate::host::nfs::listeners(
+                &read("/proc/net/tcp"),
+                &read("/proc/net/tcp6"),
+                bmc.port,
+            )
+            .contains(&bmc.address);
+            if listening && crate::host::ipv6::is_tentative(&read("/proc/net/if_inet6"), ip) {
+                return Ok(());
+            }
         }
         if std::time::Instant::now() >= deadline {
             bail!(
