@@ -119,10 +119,14 @@ pub fn render(plan: &Plan, opts: &Options) -> Option<String> {
             addr = f.address,
             port = f.port,
             // A dual-stack lab's IPv6 VIP: the same frontend, the backends
-            // reached over the primary family (IPv4: docs/ipv6.md).
+            // reached over the primary family (IPv4: docs/ipv6.md). Bound
+            // `transparent` (IPV6_TRANSPARENT: a non-local bind; HAProxy 2.6
+            // has no `freebind`): on a lab bridge without a running node the
+            // address is tentative (no carrier, no duplicate address
+            // detection), which a plain bind refuses, failing every frontend.
             bind6 = f
                 .address6
-                .map(|a| format!("    bind [{a}]:{}\n", f.port))
+                .map(|a| format!("    bind [{a}]:{} transparent\n", f.port))
                 .unwrap_or_default(),
         );
         let server_opts = match f.check {
