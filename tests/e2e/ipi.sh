@@ -25,8 +25,8 @@
 # inspected (cpu_arch) and `active`, no BMC password in Ironic's logs; the BMC's log has
 # each system's InsertMedia, boot override and resets by the lab user; the
 # bootstrap VM was on the right bridge and is gone with its pool. Then the same
-# install as a user rehearses it (`rehearsal: true` alone, IPI 3+2, its report
-# exit 0), and a compact 3+0 rehearsal whose BMC refuses the media (it trusts a
+# install as a user rehearses it (`rehearsal: true` alone, IPI 3+2, dual-stack
+# with the BMC on the host's IPv6 address, its report exit 0), and a compact 3+0 rehearsal whose BMC refuses the media (it trusts a
 # CA that did not sign the image server's certificate): the install fails at the
 # first node, and `shiftlab report` names the node and the BMC's message, exit 9.
 set -euo pipefail
@@ -301,7 +301,9 @@ destroy_on_exit "$R"
 on_exit 'p=$(cat "$SHIFTLAB_HOME/clusters/'"$R"'/assets/.ironic/pid" 2>/dev/null) && [[ -n $p ]] && kill "$p" 2>/dev/null'
 on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME/clusters/'"$R"'/openshift-install.log" "$SHIFTLAB_HOME/clusters/'"$R"'/assets/.ironic/ironic.log" "$work/serve2.log"; do [[ -f $l ]] && echo "--- $l" && tail -40 "$l"; done'
 # version: bmc.verify_certificate needs 4.21's bmcVerifyCA (spec/resolve/versions.rs).
-f2=$(cluster_file "$R" 192.168.192.0/24 'version: "4.21"' "method: ipi" "ctlplanes: 3" "workers: 2" "bmc:" "  verify_certificate: true")
+# Dual-stack (IPv4 primary) with the BMC on the host's IPv6 address: Ironic
+# drives every host at redfish-virtualmedia+https://[fd00:192::1]:8443.
+f2=$(cluster_file "$R" "[192.168.192.0/24, 'fd00:192::/64']" 'version: "4.21"' "method: ipi" "ctlplanes: 3" "workers: 2" "bmc:" "  verify_certificate: true" "  address: 'fd00:192::1'")
 "${clean[@]}" "$bin" create cluster -f "$f2" >"$work/rehearsal.out" 2>&1 || {
 	tail -8 "$work/rehearsal.out"
 	fail "the IPI rehearsal failed"
@@ -347,7 +349,10 @@ for n in "${n2[@]}"; do
 	done
 done
 "$bin" report "$R" >"$work/report.out" 2>&1 || { cat "$work/report.out"; fail "shiftlab report $R did not exit 0"; }
-step "ok: the rehearsal installed 3+2 by IPI: each host deployed by the stand-in Ironic over TLS, its ISO over HTTPS from the stand-in's CA, booted once then from disk; the 512 MiB bootstrap VM gone; no password in .ironic"
+contains 'redfish bmc serving the lab.s domains.*addr=\[fd00:192::1\]:8443' "$work/serve2.log" ||
+	fail "serve's BMC is not on [fd00:192::1]:8443: $(grep 'redfish bmc' "$work/serve2.log")"
+[[ $(grep -c '^dhcp6 .* proven ' "$work/report.out") == 5 ]] || { cat "$work/report.out"; fail "not every node took its planned IPv6 address"; }
+step "ok: the rehearsal installed 3+2 dual-stack by IPI: each host deployed by the stand-in Ironic over TLS through the BMC on IPv6, its ISO over HTTPS from the stand-in's CA, booted once then from disk; the 512 MiB bootstrap VM gone; no password in .ironic"
 
 # A BMC that refuses the media, as a real host's does when it trusts a CA other
 # than the one that signed the image server's certificate: the cluster's

@@ -378,9 +378,9 @@ fn vips(
 
 /// What `create` refuses of a file `plan` takes: an IPv6-primary dual-stack lab
 /// is planned and rendered (`renders_only`: `create install-config --dir`,
-/// allowed), but its nodes would reach the host's HTTP server and BMCs by
-/// their IPv6 addresses, which serve does not listen on yet; likewise a BMC on
-/// an IPv6 address. An IPv4-primary lab reaches them over IPv4 and is created.
+/// allowed), but serve's HTTP server and the load balancer's backends are
+/// IPv4 and such an install is not rehearsed. An IPv4-primary lab is created,
+/// its BMC on either family (`bmc.address`).
 pub fn host_refusal(
     spec: &ClusterSpec,
     file: &str,
@@ -402,17 +402,8 @@ pub fn host_refusal(
         return refuse(
             "network.cidr",
             format!(
-                "{}: an IPv6-primary dual-stack lab is planned and rendered (shiftlab plan, create install-config --dir) but cannot be created yet: its nodes would reach the host's HTTP server and BMCs over IPv6, which serve does not listen on (docs/ipv6.md); list the IPv4 CIDR first to create this lab",
+                "{}: an IPv6-primary dual-stack lab is planned and rendered (shiftlab plan, create install-config --dir) but cannot be created yet: serve's HTTP server and the load balancer's backends are IPv4, and an IPv6-primary install is not rehearsed (docs/ipv6.md); list the IPv4 CIDR first to create this lab",
                 v6.cidr
-            ),
-        );
-    }
-    if spec.method == Method::Ipi && spec.bmc.address.is_ipv6() {
-        return refuse(
-            "bmc.address",
-            format!(
-                "{}: a BMC on an IPv6 address is planned and rendered but cannot be created yet: the address stays tentative on the lab bridge until a node runs there (no carrier, so no duplicate address detection), and serve cannot listen on it before the installer needs the BMC (docs/ipv6.md); use an IPv4 address such as the gateway",
-                spec.bmc.address
             ),
         );
     }
