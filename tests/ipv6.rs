@@ -432,3 +432,18 @@ fn doctor_says_what_keeps_libvirt_from_starting_a_dual_stack_network() {
     .unwrap();
     assert_eq!(unread.severity, Severity::Info, "{unread:?}");
 }
+
+/// Which `<ip>` a reservation goes under when shiftlab updates a network in
+/// place (scale): each family's by its index among the network's `<ip>`
+/// elements; an IPv4 lab's one `<ip>` with DHCP is index 0, and it has no IPv6 one.
+#[test]
+fn reservations_go_under_their_familys_ip() {
+    let dir = common::repo().join("tests/golden");
+    let parents = |f: &str| {
+        let xml = std::fs::read_to_string(dir.join(f)).unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        shiftlab::libvirt::apply::dhcp_parents(&doc)
+    };
+    assert_eq!(parents("ipv6/upi.network.xml"), (0, 1));
+    assert_eq!(parents("upi.network.xml"), (0, -1));
+}

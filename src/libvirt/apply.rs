@@ -427,20 +427,32 @@ fn reconcile_network(plan: &Plan, net: &Network, report: &mut Report) -> Result<
         ));
         return Ok(());
     }
-    let hosts: Vec<(String, String, String)> = doc
+    // Which <ip> each family's reservations go under (a dual-stack lab has
+    // two with DHCP): named, not left to libvirt's choice for -1.
+    let (parent4, parent6) = dhcp_parents(&doc);
+    // The reservations there, keyed as libvirt keys them: IPv4 by MAC, IPv6
+    // by DUID (`id`).
+    let hosts: Vec<(&str, String, String, String)> = doc
         .descendants()
-        .filter(|n| n.tag_name().name() == "host" && n.attribute("mac").is_some())
-        .map(|n| {
-            (
-                n.attribute("mac").unwrap_or_default().to_lowercase(),
+        .filter(|n| n.tag_name().name() == "host")
+        .filter_map(|n| {
+            let (attr, key) = ["mac", "id"]
+                .into_iter()
+                .find_map(|a| n.attribute(a).map(|k| (a, k)))?;
+            Some((
+                attr,
+                key.to_lowercase(),
                 n.attribute("ip").unwrap_or_default().to_string(),
                 n.attribute("name").unwrap_or_default().to_string(),
-            )
+            ))
         })
         .collect();
     let mut dns_ips: Vec<String> = doc
         .descendants()
-        .filter(|n| n.tag_name().name() == "host" && n.attribute("mac").is_none())
+        .filter(|n| {
+            n.tag_name().name() == "host"
+                && n.parent().is_some_and(|p| p.tag_name().name() == "dns")
+        })
         .filter_map(|n| n.attribute("ip").map(str::to_string))
         .collect();
     let flags = virt::sys::VIR_NETWORK_UPDATE_AFFECT_CONFIG
@@ -450,44 +462,76 @@ fn reconcile_network(plan: &Plan, net: &Network, report: &mut Report) -> Result<
             0
         };
     let mut added = 0;
-    for r in &plan.network.reservations {
-        match hosts.iter().find(|(mac, _, _)| *mac == r.mac) {
-            Some((_, ip, host)) if *ip == r.ip.to_string() && *host == r.hostname => {}
-            Some((_, ip, host)) => report.drift.push(format!(
-                "network {name}: {} is reserved for {host} at {ip}, the plan says {} at {}",
-                r.mac, r.hostname, r.ip
+    // What the plan reserves: each family under the <ip> of its own.
+    let wanted = plan
+        .network
+        .reservations
+        .iter()
+        .map(|r| {
+            (
+                "mac",
+                r.mac.to_lowercase(),
+                &r.hostname,
+                r.ip.to_string(),
+                parent4,
+            )
+        })
+        .chain(plan.network.ipv6.iter().flat_map(|v6| {
+            v6.reservations.iter().map(|r| {
+                (
+                    "id",
+                    r.id.to_lowercase(),
+                    &r.hostname,
+                    r.ip.to_string(),
+                    parent6,
+                )
+            })
+        }));
+    for (attr, key, hostname, ip, parent) in wanted {
+        let who = if attr == "id" {
+            format!("DUID {key}")
+        } else {
+            key.clone()
+        };
+        match hosts.iter().find(|(a, k, _, _)| *a == attr && *k == key) {
+            Some((_, _, at, host)) if *at == ip && host == hostname => {}
+            Some((_, _, at, host)) => report.drift.push(format!(
+                "network {name}: {who} is reserved for {host} at {at}, the plan says {hostname} at {ip}"
             )),
             None => {
                 let entry = format!(
-                    "<host mac='{}' name='{}' ip='{}'/>",
-                    esc(&r.mac),
-                    esc(&r.hostname),
-                    r.ip
+                    "<host {attr}='{}' name='{}' ip='{ip}'/>",
+                    esc(&key),
+                    esc(hostname)
                 );
                 net.update(
                     virt::sys::VIR_NETWORK_UPDATE_COMMAND_ADD_LAST,
                     virt::sys::VIR_NETWORK_SECTION_IP_DHCP_HOST,
-                    -1,
+                    parent,
                     &entry,
                     flags,
                 )
-                .with_context(|| format!("adding the reservation of {}", r.hostname))?;
+                .with_context(|| format!("adding the reservation of {hostname} ({ip})"))?;
                 added += 1;
             }
         }
     }
-    for rec in plan
-        .dns
-        .iter()
-        .filter(|r| r.kind == crate::plan::RecordType::A)
-    {
+    // A and AAAA alike: libvirt adds a record whose address it lacks even when
+    // another record (the other family's) carries the same names.
+    let address = |k: crate::plan::RecordType| {
+        matches!(
+            k,
+            crate::plan::RecordType::A | crate::plan::RecordType::AAAA
+        )
+    };
+    for rec in plan.dns.iter().filter(|r| address(r.kind)) {
         if dns_ips.contains(&rec.value) {
             continue;
         }
         let mut names: Vec<String> = plan
             .dns
             .iter()
-            .filter(|r| r.kind == crate::plan::RecordType::A && r.value == rec.value)
+            .filter(|r| address(r.kind) && r.value == rec.value)
             .map(|r| r.name.clone())
             .collect();
         super::xml::write::ptr_first(plan, &rec.value, &mut names);
@@ -516,6 +560,31 @@ fn reconcile_network(plan: &Plan, net: &Network, report: &mut Report) -> Result<
         report.unchanged.push(format!("network {name}"));
     }
     Ok(())
+}
+
+/// The parent-index (libvirt's count of the network's `<ip>` elements, in
+/// order) of the IPv4 and the IPv6 `<ip>` that hold DHCP; -1, libvirt's "the
+/// only one with DHCP", when a family has none. Pure.
+pub fn dhcp_parents(doc: &roxmltree::Document) -> (i32, i32) {
+    let (mut v4, mut v6) = (-1, -1);
+    let ips = doc
+        .root_element()
+        .children()
+        .filter(|n| n.tag_name().name() == "ip");
+    for (i, ip) in ips.enumerate() {
+        if !ip.children().any(|c| c.tag_name().name() == "dhcp") {
+            continue;
+        }
+        let slot = if ip.attribute("family") == Some("ipv6") {
+            &mut v6
+        } else {
+            &mut v4
+        };
+        if *slot < 0 {
+            *slot = i as i32;
+        }
+    }
+    (v4, v6)
 }
 
 /// What happened to one node in `apply`.
