@@ -405,13 +405,15 @@ pub fn change<'a>(
             .collect::<Vec<_>>()
     };
     let (was, will) = (workers(old), workers(new));
-    // A node's IPv6 reservation and AAAA/PTR record are not updated in place
-    // (the live update below adds and removes the IPv4 ones only; libvirt's
-    // DNS host DELETE matches by any shared name, so it finds the node's two
-    // records and refuses): refused before anything drains.
+    // Seen in the sandbox (libvirt 9.0's dnsmasq): scaled up, a dual-stack
+    // lab's new workers get their DHCPv6 reservations and AAAA records and
+    // take their addresses; scaled down, every record and reservation of the
+    // removed workers goes from the network, yet dnsmasq keeps answering
+    // their names from the DHCP leases they held. Refused until that is
+    // understood, before anything drains.
     if new.network.ipv6.is_some() && will.len() != was.len() {
         bail!(
-            "scaling a dual-stack lab is not supported yet: shiftlab updates the lab network's IPv4 reservations and records in place, not the IPv6 ones, so the workers added or removed would keep or miss theirs (docs/ipv6.md); destroy and create the lab with {} worker(s) instead",
+            "scaling a dual-stack lab is not supported yet: the lab's dnsmasq kept answering a removed worker's name from its DHCP lease (docs/ipv6.md); destroy and create the lab with {} worker(s) instead",
             will.len()
         );
     }
@@ -465,33 +467,57 @@ pub fn forget_in_network(host: &Host, plan: &Plan, node: &Node) -> Result<Vec<St
         } else {
             0
         };
-    let ip = node.ip.to_string();
+    let ips: Vec<String> = std::iter::once(node.ip.to_string())
+        .chain(node.ipv6.map(|a| a.to_string()))
+        .collect();
+    let duid = crate::plan::ipv6::duid_ll(&node.mac);
+    let (parent4, parent6) = crate::libvirt::apply::dhcp_parents(&doc);
     let mut edits = Vec::new();
     for h in doc.descendants().filter(|n| n.tag_name().name() == "host") {
         let in_dhcp = h.parent().is_some_and(|p| p.tag_name().name() == "dhcp");
         let in_dns = h.parent().is_some_and(|p| p.tag_name().name() == "dns");
-        let ours = h.attribute("ip") == Some(ip.as_str())
+        let ip = h.attribute("ip").unwrap_or_default();
+        let ours = ips.iter().any(|a| a == ip)
             || h.attribute("mac")
-                .is_some_and(|m| m.eq_ignore_ascii_case(&node.mac));
+                .is_some_and(|m| m.eq_ignore_ascii_case(&node.mac))
+            || h.attribute("id")
+                .is_some_and(|i| i.eq_ignore_ascii_case(&duid));
         if !ours {
             continue;
         }
-        let text = xml[h.range()].to_string();
         if in_dhcp {
+            // Under the <ip> of its family, named as apply names it.
+            let parent = if h.attribute("id").is_some() {
+                parent6
+            } else {
+                parent4
+            };
+            let text = xml[h.range()].to_string();
             edits.push((
                 virt::sys::VIR_NETWORK_SECTION_IP_DHCP_HOST,
+                parent,
                 text,
                 "reservation",
+                ip.to_string(),
             ));
         } else if in_dns {
-            edits.push((virt::sys::VIR_NETWORK_SECTION_DNS_HOST, text, "DNS entry"));
+            // By its address alone: libvirt matches a whole record by any of
+            // its names too, which a dual-stack node's A and AAAA records
+            // share ("multiple matching DNS HOST records").
+            edits.push((
+                virt::sys::VIR_NETWORK_SECTION_DNS_HOST,
+                -1,
+                format!("<host ip='{ip}'/>"),
+                "DNS entry",
+                ip.to_string(),
+            ));
         }
     }
-    for (section, text, what) in edits {
+    for (section, parent, text, what, ip) in edits {
         net.update(
             virt::sys::VIR_NETWORK_UPDATE_COMMAND_DELETE,
             section,
-            -1,
+            parent,
             &text,
             flags,
         )
