@@ -51,11 +51,16 @@ check_workers() { # N: workers 0..N-1 exist and run, no other; DNS and LB agree
 	[[ $have == "$want" ]] || fail "worker domains: '$have', want '$want'"
 	for ((i = 0; i < n; i++)); do
 		[[ $(virsh domstate "e2es-worker-$i") == running ]] || fail "e2es-worker-$i is not running"
-		ip=$("$bin" plan -f "$work/e2es.yaml" -o json | jq -r --arg n "e2es-worker-$i" '.nodes[] | select(.name == $n) | .ip')
+		# The addresses the plan of n workers gives it.
+		sed "s/^workers: .*/workers: $n/" "$work/e2es.yaml" >"$work/plan-$n.yaml"
+		"$bin" plan -f "$work/plan-$n.yaml" -o json >"$work/plan-$n.json"
+		ip=$(jq -r --arg n "e2es-worker-$i" '.nodes[] | select(.name == $n) | .ip' "$work/plan-$n.json")
+		[[ $ip == 192.168.172.* ]] || fail "the plan of $n workers gives e2es-worker-$i '$ip'"
 		wait_for 30 "dig e2es-worker-$i" bash -c "[[ \$(dig +short @$GW e2es-worker-$i.$CD) == $ip ]]"
 	done
 	for ((i = n; i < 5; i++)); do
 		[[ -z $(dig +short @$GW "e2es-worker-$i.$CD") ]] || fail "e2es-worker-$i.$CD still resolves"
+		[[ -z $(virsh net-dumpxml shiftlab-e2es | grep "name='e2es-worker-$i'" || true) ]] || fail "e2es-worker-$i's reservation remains"
 		[[ -z $(virsh vol-list shiftlab | grep "e2es-worker-$i\b" || true) ]] || fail "e2es-worker-$i's volumes remain"
 	done
 	wait_for 60 "HAProxy's ingress backends to be '$want'" bash -c "[[ \"\$(cfg_backends)\" == '$want' && \"\$(ingress_backends)\" == '$want' ]]"
