@@ -369,10 +369,17 @@ fn boolean(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<bool>> {
     }
 }
 
-/// An address of either family.
-fn ip(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<IpAddr>> {
+/// An address of the type `T` parses, else an error naming `what` it is not
+/// and an `example`.
+fn address<T: std::str::FromStr>(
+    field: &str,
+    v: Value,
+    d: &mut Diagnostics,
+    what: &str,
+    example: &str,
+) -> Option<Src<T>> {
     let s = string(field, v, d)?;
-    match s.v.trim().parse::<IpAddr>() {
+    match s.v.trim().parse::<T>() {
         Ok(ip) => Some(Src {
             v: ip,
             field: s.field,
@@ -380,34 +387,26 @@ fn ip(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<IpAddr>> {
         Err(_) => {
             d.error(
                 field,
-                format!(
-                    "{:?} is not an IP address; expected e.g. 192.168.126.1 or fd00:1:2:3::1",
-                    s.v
-                ),
+                format!("{:?} is not {what}; expected e.g. {example}", s.v),
             );
             None
         }
     }
 }
 
+/// An address of either family.
+fn ip(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<IpAddr>> {
+    address(
+        field,
+        v,
+        d,
+        "an IP address",
+        "192.168.126.1 or fd00:1:2:3::1",
+    )
+}
+
 fn ipv4(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<Ipv4Addr>> {
-    let s = string(field, v, d)?;
-    match s.v.trim().parse::<Ipv4Addr>() {
-        Ok(ip) => Some(Src {
-            v: ip,
-            field: s.field,
-        }),
-        Err(_) => {
-            d.error(
-                field,
-                format!(
-                    "{:?} is not an IPv4 address; expected e.g. 192.168.126.2",
-                    s.v
-                ),
-            );
-            None
-        }
-    }
+    address(field, v, d, "an IPv4 address", "192.168.126.2")
 }
 
 fn cidr(field: &str, v: Value, d: &mut Diagnostics) -> Option<Src<Ipv4Net>> {
