@@ -86,9 +86,15 @@ fn agent(verify: &Verify) -> Result<ureq::Agent> {
         .proxy(None)
         .max_redirects(0)
         .timeout_global(Some(Duration::from_secs(120)))
+        .timeout_connect(Some(CONNECT_TIMEOUT))
         .build()
         .into())
 }
+
+/// How long a connection to the BMC may take to open, and how often the first
+/// one is tried.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+const FIRST_CONTACT_TRIES: u32 = 8;
 
 impl Client {
     /// Reads the service root and opens a session (sushy.Sushy()).
@@ -98,7 +104,21 @@ impl Client {
             base: base.trim_end_matches('/').to_string(),
             token: None,
         };
-        let root = c.get("/redfish/v1/")?;
+        // The first contact is tried again on a new connection, as
+        // baremetal-operator requeues a host whose BMC did not answer: an
+        // IPv6 BMC address on the lab bridge is tentative until the bootstrap
+        // VM brings the link up, and a connection the host opened before
+        // that keeps its route out of the bridge and never arrives.
+        let mut tries = FIRST_CONTACT_TRIES;
+        let root = loop {
+            tries -= 1;
+            match c.get("/redfish/v1/") {
+                Err(e) if tries > 0 && e.downcast_ref::<Refused>().is_none() => {
+                    std::thread::sleep(Duration::from_secs(2));
+                }
+                other => break other?,
+            }
+        };
         let sessions = root["Links"]["Sessions"]["@odata.id"]
             .as_str()
             .unwrap_or("/redfish/v1/SessionService/Sessions")
