@@ -107,8 +107,9 @@ impl Client {
         // The first contact is tried again on a new connection, as
         // baremetal-operator requeues a host whose BMC did not answer: an
         // IPv6 BMC address on the lab bridge is tentative until the bootstrap
-        // VM brings the link up, and a connection the host opened before
-        // that keeps its route out of the bridge and never arrives.
+        // VM brings the link up, and a first GET the host sent around then
+        // once waited out its whole 120 s (likely its route, taken while the
+        // address was tentative, led out of the bridge).
         let mut tries = FIRST_CONTACT_TRIES;
         let root = loop {
             tries -= 1;
