@@ -39,6 +39,11 @@ pub fn gateway(net: &Ipv4Net) -> Ipv4Addr {
     offset(net, GATEWAY_OFFSET)
 }
 
+/// The host's address in a lab's IPv6 subnet, at the IPv4 gateway's offset.
+pub fn gateway6(net: &Ipv6Net) -> Ipv6Addr {
+    offset6(net, GATEWAY_OFFSET)
+}
+
 pub fn first_host(net: &Ipv4Net) -> Ipv4Addr {
     offset(net, 1)
 }

@@ -13,8 +13,8 @@ use crate::redfish::source::ImageSources;
 use crate::state::ClusterDir;
 
 /// Where a cluster's lab BMC fetches images from: the machine network, both
-/// families of a dual-stack lab (where Ironic serves them), and `allow`; in a rehearsal also loopback over https,
-/// verified against the cluster's stand-in Ironic CA (the stand-in serves
+/// families of a dual-stack lab (where Ironic serves them), and `allow`; in a
+/// rehearsal also loopback over https, verified against the cluster's stand-in Ironic CA (the stand-in serves
 /// them on 127.0.0.1, from `<assets>/.ironic`). Pure.
 fn image_sources(plan: &Plan, files: &ClusterDir, allow: Vec<ipnet::IpNet>) -> ImageSources {
     let standin_ca = plan.rehearsal.then(|| {

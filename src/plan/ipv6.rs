@@ -70,7 +70,7 @@ impl Ipv6Network {
         Ipv6Network {
             host_addresses,
             cidr: v6.cidr,
-            gateway: addressing::offset6(&v6.cidr, addressing::GATEWAY_OFFSET),
+            gateway: addressing::gateway6(&v6.cidr),
             primary: v6.primary,
             dhcp: DhcpRange6 {
                 start: v6.dhcp_start,

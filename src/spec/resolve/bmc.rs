@@ -15,9 +15,7 @@ pub fn resolve(
     d: &mut Diagnostics,
 ) -> BmcSpec {
     let gateway = match ipv6 {
-        Some(v6) if v6.primary => {
-            IpAddr::V6(addressing::offset6(&v6.cidr, addressing::GATEWAY_OFFSET))
-        }
+        Some(v6) if v6.primary => IpAddr::V6(addressing::gateway6(&v6.cidr)),
         _ => IpAddr::V4(addressing::gateway(&network.cidr)),
     };
     let address = match &raw.bmc.address {

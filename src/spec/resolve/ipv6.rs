@@ -337,7 +337,7 @@ fn vips(
     };
     let api_ip = n.api_ip6.as_ref().map_or(def_api, |s| s.v);
     let ingress_ip = n.ingress_ip6.as_ref().map_or(def_ingress, |s| s.v);
-    let gateway = addressing::offset6(cidr, addressing::GATEWAY_OFFSET);
+    let gateway = addressing::gateway6(cidr);
     let mut ok = true;
     for (ip, src, which) in [
         (api_ip, &n.api_ip6, "api_ip"),
@@ -386,26 +386,17 @@ pub fn host_refusal(
     file: &str,
     renders_only: bool,
 ) -> Result<(), crate::spec::InvalidSpec> {
-    let refuse = |field: &str, message: String| {
-        Err(crate::spec::InvalidSpec {
-            file: file.to_string(),
-            errors: vec![crate::spec::Diagnostic {
-                field: field.into(),
-                message,
-            }],
-        })
-    };
-    if renders_only {
+    let Some(v6) = spec.ipv6.as_ref().filter(|v6| v6.primary && !renders_only) else {
         return Ok(());
-    }
-    if let Some(v6) = spec.ipv6.as_ref().filter(|v6| v6.primary) {
-        return refuse(
-            "network.cidr",
-            format!(
+    };
+    Err(crate::spec::InvalidSpec {
+        file: file.to_string(),
+        errors: vec![crate::spec::Diagnostic {
+            field: "network.cidr".into(),
+            message: format!(
                 "{}: an IPv6-primary dual-stack lab is planned and rendered (shiftlab plan, create install-config --dir) but cannot be created yet: serve's HTTP server and the load balancer's backends are IPv4, and an IPv6-primary install is not rehearsed (docs/ipv6.md); list the IPv4 CIDR first to create this lab",
                 v6.cidr
             ),
-        );
-    }
-    Ok(())
+        }],
+    })
 }
