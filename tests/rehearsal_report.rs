@@ -241,8 +241,9 @@ fn ipi() -> Observations {
 }
 
 /// The UPI 3+2 above as a dual-stack lab (IPv4 primary): each node also took
-/// its planned IPv6 by DHCPv6, the IPv6 records answer over IPv6, and every
-/// frontend answers on the IPv6 VIP too.
+/// its planned IPv6 by DHCPv6 and resolved the VIPs' names and its own address
+/// over IPv6, the IPv6 records answer the host over IPv6, and every frontend
+/// answers on the IPv6 VIP too.
 fn dual_stack() -> Observations {
     let mut o = upi();
     let v6 = |n: &NodeSeen| format!("fd00:150::{:x}", n.planned_ip.octets()[3]);
@@ -267,11 +268,17 @@ fn dual_stack() -> Observations {
     for n in &mut o.nodes {
         let ip6 = v6(n);
         n.planned_ip6 = Some(ip6.parse().unwrap());
+        let fqdn = format!("{}.{CD}", n.name);
         if let Ok(r) = &mut n.report {
             r.insert("ipv6".into(), ip6.clone());
             n.leased_ip6 = Some(ip6.clone());
+            // What it resolved itself, over IPv6, at the server DHCPv6 named.
+            r.insert("dns6".into(), "fd00:150::1".into());
+            for k in ["api6", "api_int6", "apps6"] {
+                r.insert(k.into(), "fd00:150::2".into());
+            }
+            r.insert("ptr6".into(), fqdn.clone());
         }
-        let fqdn = format!("{}.{CD}", n.name);
         let rev = ip6
             .parse::<std::net::Ipv6Addr>()
             .unwrap()
@@ -298,9 +305,9 @@ fn a_good_dual_stack_rehearsal_proves_each_family() {
     let r = judge(&dual_stack());
     assert!(r.ok, "{}", r.table());
     let v4 = judge(&upi());
-    // A dhcp6 row per node, the IPv6 records (3 names, a AAAA and a PTR per
-    // node), each frontend on its IPv6 VIP.
-    assert_eq!(r.rows.len(), v4.rows.len() + 6 + (3 + 12) + 4);
+    // A dhcp6 and a resolve6 row per node, the IPv6 records (3 names, a AAAA
+    // and a PTR per node), each frontend on its IPv6 VIP.
+    assert_eq!(r.rows.len(), v4.rows.len() + 6 + 6 + (3 + 12) + 4);
     let rows = |check: &str, text: &str| {
         r.rows
             .iter()
@@ -313,6 +320,13 @@ fn a_good_dual_stack_rehearsal_proves_each_family() {
         rows("dhcp6", "by DHCPv6 as planned, libvirt's lease agrees"),
         5
     );
+    assert_eq!(
+        rows(
+            "resolve6",
+            "asked [fd00:150::1]:53 over IPv6: api AAAA fd00:150::2, api-int AAAA fd00:150::2, *.apps AAAA fd00:150::2, its address PTR r1-"
+        ),
+        5
+    );
     assert_eq!(rows("dns", "[fd00:150::1]:53 answered AAAA"), 3 + 6);
     assert_eq!(rows("dns", "[fd00:150::1]:53 answered PTR"), 6);
     assert_eq!(rows("lb", "through [fd00:150::2]:"), 4);
@@ -322,17 +336,41 @@ fn a_good_dual_stack_rehearsal_proves_each_family() {
 /// Each IPv6 piece broken fails its own row, naming it.
 #[test]
 fn each_broken_ipv6_piece_fails_its_row() {
-    let cases: [(&str, Break, &str, &str, &str); 5] = [
+    let cases: [(&str, Break, &str, &str, &str); 7] = [
         (
-            "a node without an IPv6 address",
+            "a node without an IPv6 address (nor, then, its IPv6 answers)",
             |o| {
                 let n = &mut o.nodes[2];
-                n.report.as_mut().unwrap().insert("ipv6".into(), String::new());
+                let r = n.report.as_mut().unwrap();
+                r.insert("ipv6".into(), String::new());
                 n.leased_ip6 = None;
+                for k in ["dns6", "api6", "api_int6", "apps6", "ptr6"] {
+                    r.remove(k);
+                }
             },
             "dhcp6",
             "r1-ctlplane-1",
             "r1-ctlplane-1 took no IPv6 address by DHCPv6 (planned fd00:150::b)",
+        ),
+        (
+            "a node resolving api-int to another address and its own address to nothing",
+            |o| {
+                let r = o.nodes[5].report.as_mut().unwrap();
+                r.insert("api_int6".into(), "fd00:150::99".into());
+                r.insert("ptr6".into(), String::new());
+            },
+            "resolve6",
+            "r1-worker-1",
+            "r1-worker-1 asked [fd00:150::1]:53 over IPv6: api-int AAAA fd00:150::99 (expected fd00:150::2); no PTR answer for its address (expected r1-worker-1.r1.lab.test)",
+        ),
+        (
+            "DHCPv6 naming no DNS server",
+            |o| {
+                o.nodes[4].report.as_mut().unwrap().insert("dns6".into(), String::new());
+            },
+            "resolve6",
+            "r1-worker-0",
+            "DHCPv6 named no DNS server to r1-worker-0",
         ),
         (
             "libvirt leasing another address",

@@ -63,7 +63,7 @@ impl Outcome {
 /// One row: a check, what it is about, its outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Row {
-    /// `dhcp`, `dhcp6`, `dns`, `lb`, `lb-backends`, `bootstrap-removed`, `firewall`,
+    /// `dhcp`, `dhcp6`, `resolve6`, `dns`, `lb`, `lb-backends`, `bootstrap-removed`, `firewall`,
     /// `boot`, `bmc`, `vip-api`, `vip-ingress`, `csr-approval`.
     pub check: &'static str,
     /// The node, DNS name, frontend or host piece it is about.
@@ -241,6 +241,11 @@ pub fn judge(o: &Observations) -> Report {
         rows.push(dhcp_row(n, bootstrap_gone));
     }
     rows.extend(o.nodes.iter().filter_map(|n| dhcp6_row(n, bootstrap_gone)));
+    rows.extend(
+        o.nodes
+            .iter()
+            .filter_map(|n| resolve6_row(n, &o.dns, bootstrap_gone)),
+    );
     for d in &o.dns {
         rows.push(dns_row(d, bootstrap_gone));
     }
@@ -380,6 +385,105 @@ fn dhcp6_row(n: &NodeSeen, bootstrap_gone: bool) -> Option<Row> {
         subject: n.name.clone(),
         outcome,
     })
+}
+
+/// A dual-stack lab's node resolves over IPv6 itself: the AAAA answers it
+/// got for api, api-int and `*.apps`, and the `ip6.arpa` PTR of its own
+/// address, from the DNS server DHCPv6 named (its report's `api6`, `api_int6`,
+/// `apps6`, `ptr6`, `dns6`), are what the plan's records say. The host asks
+/// the same records itself (the `dns` rows); this is the node's view, as an
+/// IPv6 client of the lab's dnsmasq.
+fn resolve6_row(n: &NodeSeen, dns: &[DnsSeen], bootstrap_gone: bool) -> Option<Row> {
+    let planned = n.planned_ip6?;
+    let row = |outcome| Row {
+        check: "resolve6",
+        subject: n.name.clone(),
+        outcome,
+    };
+    if removed(n, bootstrap_gone) {
+        return Some(row(Outcome::NotApplicable(
+            "removed after bootstrap".into(),
+        )));
+    }
+    let report = match &n.report {
+        Ok(r) => r,
+        Err(e) => {
+            return Some(row(Outcome::Failed(format!(
+                "its report (which says what it resolved) could not be read: {e}"
+            ))))
+        }
+    };
+    let field = |k: &str| report.get(k).map(String::as_str).unwrap_or_default();
+    if field("ipv6").is_empty() {
+        // Its dhcp6 row fails for that; this one has nothing to judge.
+        return Some(row(Outcome::NotApplicable(
+            "it holds no IPv6 address to ask from (its dhcp6 row)".into(),
+        )));
+    }
+    let server = field("dns6");
+    if server.is_empty() {
+        return Some(row(Outcome::Failed(format!(
+            "DHCPv6 named no DNS server to {}",
+            n.name
+        ))));
+    }
+    // What the plan's records say; a record the plan lacks is not asked about.
+    let aaaa = |kind: RecordType, prefix: &str| {
+        dns.iter()
+            .find(|d| d.kind == kind && d.name.starts_with(prefix))
+            .map(|d| d.expected.clone())
+    };
+    let own = crate::addressing::reverse_name6(planned);
+    let expected = [
+        ("api6", "AAAA", aaaa(RecordType::AAAA, "api."), "api"),
+        (
+            "api_int6",
+            "AAAA",
+            aaaa(RecordType::AAAA, "api-int."),
+            "api-int",
+        ),
+        (
+            "apps6",
+            "AAAA",
+            aaaa(RecordType::Wildcard6, "*.apps."),
+            "*.apps",
+        ),
+        (
+            "ptr6",
+            "PTR",
+            dns.iter()
+                .find(|d| d.kind == RecordType::PTR && d.name == own)
+                .map(|d| d.expected.clone()),
+            "its address",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    let mut right = Vec::new();
+    for (key, kind, want, what) in &expected {
+        let Some(want) = want else { continue };
+        let got = field(key);
+        if got.eq_ignore_ascii_case(want) {
+            right.push(format!("{what} {kind} {want}"));
+        } else if got.is_empty() {
+            wrong.push(format!("no {kind} answer for {what} (expected {want})"));
+        } else {
+            wrong.push(format!("{what} {kind} {got} (expected {want})"));
+        }
+    }
+    let at = format!("[{server}]:53");
+    Some(row(if wrong.is_empty() {
+        Outcome::Proven(format!(
+            "{} asked {at} over IPv6: {}",
+            n.name,
+            right.join(", ")
+        ))
+    } else {
+        Outcome::Failed(format!(
+            "{} asked {at} over IPv6: {}",
+            n.name,
+            wrong.join("; ")
+        ))
+    }))
 }
 
 fn dns_row(d: &DnsSeen, bootstrap_gone: bool) -> Row {

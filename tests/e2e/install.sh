@@ -204,10 +204,10 @@ report_ok() { # the report of inst4 exits 0 and every applicable check is proven
 	local c n
 	# A compact dual-stack UPI: 3 control planes' leases (DHCP and DHCPv6), boots;
 	# api, api-int, *.apps and each node's A and PTR, and each AAAA and ip6.arpa
-	# PTR asked over IPv6 (the bootstrap's own rows not applicable once
-	# removed); 4 frontends on each family's VIP and their backends; the
-	# bootstrap removal.
-	for c in dhcp:3 dhcp6:3 dns:18 lb:8 lb-backends:4 boot:3 bootstrap-removed:1; do
+	# PTR asked over IPv6, by the host and by each control plane itself (the
+	# bootstrap's own rows not applicable once removed); 4 frontends on each
+	# family's VIP and their backends; the bootstrap removal.
+	for c in dhcp:3 dhcp6:3 resolve6:3 dns:18 lb:8 lb-backends:4 boot:3 bootstrap-removed:1; do
 		n=$(jq --arg c "${c%:*}" '[.rows[] | select(.check == $c and .result == "proven")] | length' "$work/report4.json")
 		[[ $n -ge ${c#*:} ]] || fail "report $1: $n ${c%:*} check(s) proven, expected at least ${c#*:}"
 	done

@@ -352,7 +352,8 @@ done
 contains 'redfish bmc serving the lab.s domains.*addr=\[fd00:192::1\]:8443' "$work/serve2.log" ||
 	fail "serve's BMC is not on [fd00:192::1]:8443: $(grep 'redfish bmc' "$work/serve2.log")"
 [[ $(grep -c '^dhcp6 .* proven ' "$work/report.out") == 5 ]] || { cat "$work/report.out"; fail "not every node took its planned IPv6 address"; }
-step "ok: the rehearsal installed 3+2 dual-stack by IPI: each host deployed by the stand-in Ironic over TLS through the BMC on IPv6, its ISO over HTTPS from the stand-in's CA, booted once then from disk; the 512 MiB bootstrap VM gone; no password in .ironic"
+[[ $(grep -c '^resolve6 .* proven ' "$work/report.out") == 5 ]] || { cat "$work/report.out"; fail "not every node resolved the VIPs and its own address over IPv6"; }
+step "ok: the rehearsal installed 3+2 dual-stack by IPI: each host deployed by the stand-in Ironic over TLS through the BMC on IPv6, each resolving over IPv6, its ISO over HTTPS from the stand-in's CA, booted once then from disk; the 512 MiB bootstrap VM gone; no password in .ironic"
 
 # A BMC that refuses the media, as a real host's does when it trusts a CA other
 # than the one that signed the image server's certificate: the cluster's

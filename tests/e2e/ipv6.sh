@@ -194,6 +194,9 @@ until [[ -n $(reported_ipv6) ]]; do
 done
 [[ $(reported_ipv6) == "$(ipv6_of "$n0")" ]] ||
 	fail "$n0 took $(reported_ipv6) by DHCPv6, planned $(ipv6_of "$n0"): $(grep 'standin: ' "$work/$n0.console" | tail -n 5)"
+# The DNS server DHCPv6 named, which a node asks over IPv6: the lab's dnsmasq.
+dns6=$(tr -d '\r' <"$work/$n0.console" | sed -n 's/.*SHIFTLAB-STANDIN-REPORT \({.*}\)$/\1/p' | tail -n 1 | jq -r '.dns6 // empty')
+[[ $dns6 == "$gw6" ]] || fail "DHCPv6 named $n0 the DNS server '$dns6', not the lab's dnsmasq at $gw6"
 # The node answers on it: its report port, over IPv6, from the lab's gateway.
 curl -fsS -m 10 "http://[$(ipv6_of "$n0")]:8000/report" | jq -e --arg a "$(ipv6_of "$n0")" '.ipv6 == $a' >/dev/null || {
 	ip -6 neigh show dev "$br"
