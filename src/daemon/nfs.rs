@@ -77,8 +77,7 @@ pub async fn ensure(
     let f = files.clone();
     tokio::task::spawn_blocking(move || nfs::stop_by_pid_file(&f)).await??;
     let server = start(files, &sf, config).await?;
-    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    let listening = nfs::listeners(&read("/proc/net/tcp"), &read("/proc/net/tcp6"), nfs::PORT);
+    let listening = crate::host::sockets::listening_on(nfs::PORT);
     if let Some(problem) = nfs::bind_problem(&listening, export.server) {
         server.stop(files).await;
         bail!("{problem}");

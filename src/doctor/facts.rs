@@ -2,7 +2,7 @@
 //! serde, so a recorded host (`tests/fixtures/doctor/*.json`) can stand in for a
 //! real one. Reading never changes anything.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -174,36 +174,6 @@ pub fn read_recorded(path: &Path) -> anyhow::Result<HostFacts> {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text)
         .with_context(|| format!("reading host facts from {}", path.display()))
-}
-
-/// `/proc/net/tcp` or `tcp6`: the listening sockets (state `0A`).
-pub fn parse_listening(text: &str, v6: bool) -> Vec<SocketAddr> {
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            if f.len() < 4 || f[3] != "0A" {
-                return None;
-            }
-            let (addr, port) = f[1].split_once(':')?;
-            let port = u16::from_str_radix(port, 16).ok()?;
-            // The kernel prints each 32-bit word of the address in host byte order.
-            let words: Vec<u32> = (0..addr.len() / 8)
-                .map(|i| u32::from_str_radix(&addr[i * 8..i * 8 + 8], 16))
-                .collect::<Result<_, _>>()
-                .ok()?;
-            let ip: IpAddr = if v6 {
-                let mut b = [0u8; 16];
-                for (i, w) in words.iter().enumerate().take(4) {
-                    b[i * 4..i * 4 + 4].copy_from_slice(&w.to_ne_bytes());
-                }
-                Ipv6Addr::from(b).into()
-            } else {
-                Ipv4Addr::from(words.first()?.to_ne_bytes()).into()
-            };
-            Some(SocketAddr::new(ip, port))
-        })
-        .collect()
 }
 
 /// `nmcli -t -f DEVICE,STATE device`: `name:state` lines (`\:` escapes a colon).
@@ -411,7 +381,8 @@ fn gather_host(
     f.ipv6 = Some(crate::host::ipv6::read());
     for (file, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
         if let Some(t) = read(file) {
-            f.listening.extend(parse_listening(&t, v6));
+            f.listening
+                .extend(crate::host::sockets::parse_listening(&t, v6));
         }
     }
     if process_running("NetworkManager") {
@@ -467,23 +438,6 @@ fn gather_host(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn listening_sockets_are_read_from_proc() {
-        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
-   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0\n\
-   1: 0100A8C0:01BB 0200A8C0:D431 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 30 10 -1\n";
-        assert_eq!(
-            parse_listening(tcp, false),
-            vec!["127.0.0.1:8080".parse().unwrap()]
-        );
-        let tcp6 = "  sl  local_address remote_address st\n\
-   0: 00000000000000000000000001000000:0016 00000000000000000000000000000000:0000 0A 0\n";
-        assert_eq!(
-            parse_listening(tcp6, true),
-            vec!["[::1]:22".parse().unwrap()]
-        );
-    }
 
     #[test]
     fn nmcli_and_meminfo_parse() {

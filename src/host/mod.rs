@@ -10,6 +10,7 @@ pub mod ipv6;
 pub mod kvm;
 pub mod nfs;
 pub mod security;
+pub mod sockets;
 pub mod veth;
 
 use std::net::{Ipv4Addr, Ipv6Addr};

@@ -401,14 +401,9 @@ fn ensure_bmc(ctx: &Ctx) -> Result<()> {
             return Ok(());
         }
         if let std::net::IpAddr::V6(ip) = bmc.address {
-            let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-            let listening = crate::host::nfs::listeners(
-                &read("/proc/net/tcp"),
-                &read("/proc/net/tcp6"),
-                bmc.port,
-            )
-            .contains(&bmc.address);
-            if listening && crate::host::ipv6::is_tentative(&read("/proc/net/if_inet6"), ip) {
+            let listening = crate::host::sockets::listening_on(bmc.port).contains(&bmc.address);
+            let if_inet6 = std::fs::read_to_string("/proc/net/if_inet6").unwrap_or_default();
+            if listening && crate::host::ipv6::is_tentative(&if_inet6, ip) {
                 return Ok(());
             }
         }
