@@ -65,10 +65,20 @@ fn short(v: &Value) -> String {
     }
 }
 
+/// The key of each item of a list of named things: its `name`, with its `type`
+/// when it has one, as DNS records do (a dual-stack node's A and AAAA records
+/// share a name). `None` when an item has no name.
 fn named(items: &[Value]) -> Option<Vec<(String, &Value)>> {
     items
         .iter()
-        .map(|v| Some((v.get("name")?.as_str()?.to_string(), v)))
+        .map(|v| {
+            let name = v.get("name")?.as_str()?;
+            let key = match v.get("type").and_then(Value::as_str) {
+                Some(t) => format!("{name} {t}"),
+                None => name.to_string(),
+            };
+            Some((key, v))
+        })
         .collect()
 }
 
@@ -213,6 +223,16 @@ mod tests {
         let d = beyond_workers(&one, &plan("workers: 3\nctlplane: {memory: 20000}\n"));
         assert!(d.iter().all(|l| l.contains("ctlplane")), "{d:#?}");
         assert!(!d.is_empty());
+        // A dual-stack lab: the workers' IPv6 reservations and records too;
+        // an A and a AAAA record of one name are two records.
+        let ds = |w: u32| {
+            plan(&format!(
+                "workers: {w}\nnetwork:\n  cidr: [192.168.126.0/24, 'fd00:1:2:3::/64']\n"
+            ))
+        };
+        assert!(diff(&ds(1), &ds(1)).is_empty());
+        assert_eq!(beyond_workers(&ds(1), &ds(3)), Vec::<String>::new());
+        assert_eq!(beyond_workers(&ds(3), &ds(1)), Vec::<String>::new());
         // From compact to workers: the routers leave the control planes.
         let d = beyond_workers(&plan("workers: 0\n"), &one);
         assert!(
