@@ -405,21 +405,9 @@ pub fn change<'a>(
             .collect::<Vec<_>>()
     };
     let (was, will) = (workers(old), workers(new));
-    // Seen in the sandbox (libvirt 9.0's dnsmasq): scaled up, a dual-stack
-    // lab's new workers get their DHCPv6 reservations and AAAA records and
-    // take their addresses; scaled down, every record and reservation of the
-    // removed workers goes from the network, yet dnsmasq keeps answering
-    // their names from the DHCP leases they held. Refused until that is
-    // understood, before anything drains.
-    if new.network.ipv6.is_some() && will.len() != was.len() {
-        bail!(
-            "scaling a dual-stack lab is not supported yet: the lab's dnsmasq kept answering a removed worker's name from its DHCP lease (docs/ipv6.md); destroy and create the lab with {} worker(s) instead",
-            will.len()
-        );
-    }
     for n in &will {
         if let Some(o) = was.iter().find(|o| o.name == n.name) {
-            if o.mac != n.mac || o.ip != n.ip {
+            if o.mac != n.mac || o.ip != n.ip || o.ipv6 != n.ipv6 {
                 bail!(
                     "{} would change (address or MAC) in the new plan; refusing",
                     n.name
@@ -551,21 +539,19 @@ mod tests {
     }
 
     #[test]
-    fn a_dual_stack_lab_is_not_scaled() {
+    fn a_dual_stack_lab_scales_its_workers_with_their_ipv6_addresses() {
         let plan6 = |workers: u32| {
             crate::plan::from_yaml(&format!("cluster: lab1\ndomain: example.com\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\nworkers: {workers}\nnetwork:\n  cidr: [192.168.126.0/24, 'fd00:1:2:3::/64']\n"))
         };
-        for (from, to) in [(1, 3), (3, 1)] {
-            let e = change(&plan6(from), &plan6(to), None)
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains("scaling a dual-stack lab is not supported yet")
-                    && e.contains(&format!("with {to} worker(s)")),
-                "{e}"
-            );
-        }
-        assert!(change(&plan6(2), &plan6(2), None).is_ok());
+        let (one, three) = (plan6(1), plan6(3));
+        let c = change(&one, &three, None).unwrap();
+        assert_eq!(c.add.len(), 2);
+        assert!(c.add.iter().all(|n| n.ipv6.is_some()), "{:?}", c.add);
+        // The existing worker keeps both its addresses.
+        assert_eq!(one.node("lab1-worker-0"), three.node("lab1-worker-0"));
+        let c = change(&three, &one, None).unwrap();
+        assert_eq!(c.remove.len(), 2);
+        assert!(change(&plan6(2), &plan6(2), None).unwrap().add.is_empty());
     }
 
     #[test]

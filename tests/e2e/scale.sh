@@ -3,12 +3,16 @@
 #
 #   scripts/sandbox run -- tests/e2e/scale.sh /path/to/standin.qcow2
 #
-# With `shiftlab serve` running (the real HAProxy): after each scale the workers'
-# domains and volumes are what the plan says, libvirt's dnsmasq answers (dig) for
-# exactly the plan's workers, and HAProxy's ingress backends (its configuration
-# and its stats through serve status) are exactly the plan's workers. The
-# existing worker never changes. A lab has no API: no drain, said so. Then the
-# same up and down by rerunning `create infra -f FILE` with another workers:.
+# The lab is dual-stack (IPv4 primary). With `shiftlab serve` running (the real
+# HAProxy): after each scale the workers' domains and volumes are what the plan
+# says, libvirt's dnsmasq answers A and AAAA (dig) for the plan's workers, each
+# worker added takes its planned IPv6 by DHCPv6, a removed worker has no record
+# or reservation left (its name may still be answered from the DHCP lease
+# dnsmasq holds, with the leased address alone: docs/scale.md), and HAProxy's
+# ingress backends (its configuration and its stats through serve status) are
+# exactly the plan's workers. The existing worker never changes. A lab has no
+# API: no drain, said so. Then the same up and down by rerunning `create infra
+# -f FILE` with another workers:.
 set -euo pipefail
 
 NAME=scale
@@ -26,9 +30,10 @@ fail() {
 	exit 1
 }
 
-f=$(cluster_file e2es 192.168.172.0/24 "method: upi" "image: $IMAGE" "ctlplanes: 3" "workers: 1" \
+f=$(cluster_file e2es "[192.168.172.0/24, 'fd00:172::/64']" "method: upi" "image: $IMAGE" "ctlplanes: 3" "workers: 1" \
 	"bootstrap: {memory: 256}" "ctlplane: {memory: 256}" "worker: {memory: 256}")
 GW=192.168.172.1
+GW6=fd00:172::1
 CD=e2es.lab.test
 
 SHIFTLAB_LOG=info "$bin" serve --scan-interval 1 >"$work/serve.log" 2>&1 &
@@ -42,8 +47,13 @@ ingress_backends() { # from serve status (HAProxy's stats socket)
 cfg_backends() { # from the HAProxy configuration in force
 	grep -o 'server e2es-worker-[0-9]*' "$SHIFTLAB_HOME/clusters/e2es/haproxy.cfg" | awk '{print $2}' | sort -u | tr '\n' ' ' | sed 's/ $//'
 }
+# The addresses libvirt's dnsmasq leased to NAME (both families, no prefix);
+# the columns: expiry date and time, MAC, protocol, address/prefix, hostname.
+leased() {
+	virsh -q net-dhcp-leases shiftlab-e2es | awk -v n="$1" '$6 == n {sub(/\/.*/, "", $5); print $5}'
+}
 check_workers() { # N: workers 0..N-1 exist and run, no other; DNS and LB agree
-	local n=$1 want="" i ip
+	local n=$1 want="" i ip ip6 t a
 	for ((i = 0; i < n; i++)); do want+="e2es-worker-$i "; done
 	want=${want% }
 	local have
@@ -55,12 +65,25 @@ check_workers() { # N: workers 0..N-1 exist and run, no other; DNS and LB agree
 		sed "s/^workers: .*/workers: $n/" "$work/e2es.yaml" >"$work/plan-$n.yaml"
 		"$bin" plan -f "$work/plan-$n.yaml" -o json >"$work/plan-$n.json"
 		ip=$(jq -r --arg n "e2es-worker-$i" '.nodes[] | select(.name == $n) | .ip' "$work/plan-$n.json")
+		ip6=$(jq -r --arg n "e2es-worker-$i" '.nodes[] | select(.name == $n) | .ipv6' "$work/plan-$n.json")
 		[[ $ip == 192.168.172.* ]] || fail "the plan of $n workers gives e2es-worker-$i '$ip'"
+		[[ $ip6 == fd00:172::* ]] || fail "the plan of $n workers gives e2es-worker-$i the IPv6 '$ip6'"
 		wait_for 30 "dig e2es-worker-$i" bash -c "[[ \$(dig +short @$GW e2es-worker-$i.$CD) == $ip ]]"
+		wait_for 30 "dig AAAA e2es-worker-$i over IPv6" bash -c "[[ \$(dig +short @$GW6 AAAA e2es-worker-$i.$CD) == $ip6 ]]"
+		# It holds its planned IPv6 address, taken by DHCPv6 (its report, over IPv4).
+		wait_for "$TIMEOUT" "e2es-worker-$i to take $ip6 by DHCPv6" \
+			bash -c "[[ \$(curl -fsS -m 5 http://$ip:8000/report | jq -r .ipv6) == $ip6 ]]"
 	done
 	for ((i = n; i < 5; i++)); do
-		[[ -z $(dig +short @$GW "e2es-worker-$i.$CD") ]] || fail "e2es-worker-$i.$CD still resolves"
-		[[ -z $(virsh net-dumpxml shiftlab-e2es | grep "name='e2es-worker-$i'" || true) ]] || fail "e2es-worker-$i's reservation remains"
+		# No record of shiftlab's answers; dnsmasq may still answer the name
+		# from the lease it holds, and then with the leased address alone.
+		for t in A AAAA; do
+			a=$(dig +short @$GW "$t" "e2es-worker-$i.$CD")
+			[[ -z $a ]] || leased "e2es-worker-$i" | grep -xF "$a" >/dev/null ||
+				fail "e2es-worker-$i.$CD still resolves ($t $a), and not from a lease: $(virsh -q net-dhcp-leases shiftlab-e2es)"
+		done
+		[[ -z $(virsh net-dumpxml shiftlab-e2es | grep "name='e2es-worker-$i'" || true) ]] || fail "e2es-worker-$i's reservation or record remains"
+		[[ -z $(virsh net-dumpxml shiftlab-e2es | grep -F "e2es-worker-$i." || true) ]] || fail "e2es-worker-$i's DNS record remains"
 		[[ -z $(virsh vol-list shiftlab | grep "e2es-worker-$i\b" || true) ]] || fail "e2es-worker-$i's volumes remain"
 	done
 	wait_for 60 "HAProxy's ingress backends to be '$want'" bash -c "[[ \"\$(cfg_backends)\" == '$want' && \"\$(ingress_backends)\" == '$want' ]]"
