@@ -161,6 +161,14 @@ fn ignition_configs_are_the_installer_files_with_its_modes() {
         merge_source(d.path(), "master"),
         "https://192.168.129.2:22623/config/master"
     );
+    // The first API VIP, an IPv6 one in brackets (net.JoinHostPort:
+    // pkg/asset/ignition/machine/node.go).
+    let d = assets("ipv6/ipi");
+    run(d.path(), &["create", "ignition-configs"]);
+    assert_eq!(
+        merge_source(d.path(), "worker"),
+        "https://[fd00:5:143::5]:22623/config/worker"
+    );
 }
 
 /// The real 4.18 installer's capability rules, as recorded: a set without Ingress
@@ -767,6 +775,67 @@ fn baremetal_create_cluster_refuses_a_bad_install_config_before_anything() {
     assert!(path.exists(), "the install-config was consumed");
     assert!(!d.path().join("metadata.json").exists());
     assert!(!d.path().join(".openshift_install_state.json").exists());
+}
+
+/// The VIP rules of the installer's validateAPIAndIngressVIPs for baremetal
+/// (pkg/types/validation/installconfig.go), on the golden IPv6-primary
+/// dual-stack IPI install-config: it passes them as shiftlab renders it; each
+/// broken rule is refused with the installer's field path and wording, before
+/// anything is written.
+#[test]
+fn dual_stack_vips_follow_the_installers_rules() {
+    let golden =
+        std::fs::read_to_string(common::repo().join("tests/golden/ipv6/ipi.install-config.yaml"))
+            .unwrap();
+    let create = |text: &str| {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("install-config.yaml"), text).unwrap();
+        let out = fails(d.path(), &["create", "cluster"]);
+        let log = String::from_utf8_lossy(&out.stderr).to_string();
+        (out.status.success(), log, d)
+    };
+    // As rendered: no VIP error (it goes on to the provisioning checks).
+    let (_, log, _) = create(&golden);
+    assert!(!log.contains("VIPs:"), "{log}");
+    let vips = "    apiVIPs:\n    - fd00:5:143::5\n    - 192.168.143.5\n    ingressVIPs:\n    - fd00:5:143::6\n    - 192.168.143.6\n";
+    assert!(golden.contains(vips));
+    for (what, with, want) in [
+        (
+            "two API VIPs of one family",
+            "    apiVIPs:\n    - fd00:5:143::5\n    - fd00:5:143::7\n    ingressVIPs:\n    - fd00:5:143::6\n    - 192.168.143.6\n",
+            "platform.baremetal.apiVIPs: Invalid value: []string{\\\"fd00:5:143::5\\\", \\\"fd00:5:143::7\\\"}: If two API VIPs are given, one must be an IPv4 address, the other an IPv6",
+        ),
+        (
+            "an ingress VIP in no machine network",
+            "    apiVIPs:\n    - fd00:5:143::5\n    - 192.168.143.5\n    ingressVIPs:\n    - fd00:5:143::6\n    - 10.0.0.6\n",
+            "platform.baremetal.ingressVIPs: Invalid value: \\\"10.0.0.6\\\": IP expected to be in one of the machine networks: fd00:5:143::/64,192.168.143.0/24",
+        ),
+        (
+            "one API VIP of the second family",
+            "    apiVIPs:\n    - 192.168.143.5\n    ingressVIPs:\n    - fd00:5:143::6\n    - 192.168.143.6\n",
+            "platform.baremetal.apiVIPs: Invalid value: \\\"192.168.143.5\\\": VIP for the API must be of the same IP family with machine network's primary IP Family for dual-stack IPv4/IPv6",
+        ),
+        (
+            "an API VIP that is an ingress VIP",
+            "    apiVIPs:\n    - fd00:5:143::5\n    - 192.168.143.5\n    ingressVIPs:\n    - fd00:5:143::5\n    - 192.168.143.6\n",
+            "platform.baremetal.apiVIPs: Invalid value: \\\"fd00:5:143::5\\\": VIP for API must not be one of the Ingress VIPs",
+        ),
+        (
+            "three API VIPs",
+            "    apiVIPs:\n    - fd00:5:143::5\n    - 192.168.143.5\n    - 192.168.143.7\n    ingressVIPs:\n    - fd00:5:143::6\n    - 192.168.143.6\n",
+            "platform.baremetal.apiVIPs: Too many: 3: must have at most 2 items",
+        ),
+        (
+            "no ingress VIP",
+            "    apiVIPs:\n    - fd00:5:143::5\n    - 192.168.143.5\n",
+            "platform.baremetal.ingressVIPs: Required value: must specify at least one VIP for the Ingress",
+        ),
+    ] {
+        let (ok, log, d) = create(&golden.replace(vips, with));
+        assert!(!ok, "{what}: {log}");
+        assert!(log.contains(want), "{what}: missing {want:?} in {log}");
+        assert!(!d.path().join("metadata.json").exists(), "{what}");
+    }
 }
 
 /// The real `create cluster` writes metadata.json (and its state) before its
