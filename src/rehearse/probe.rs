@@ -129,6 +129,7 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
         .collect::<Vec<NodeSeen>>();
     let keepalived = lb.is_none() && matches!(plan.method.to_string().as_str(), "ipi" | "agent");
     let nodes = await_vips(nodes, keepalived, &running);
+    let nodes = await_ipv6(nodes, &running);
     let load_balancer = lb.map(|lb| {
         lb.frontends
             .iter()
@@ -435,9 +436,91 @@ fn await_vips(
     nodes
 }
 
+/// Whether a dual-stack node's report shows its IPv6 half settled: the address
+/// it took by DHCPv6 and what it resolved over IPv6 (the `dhcp6` and
+/// `resolve6` rows judge the values). A node without an IPv6 plan has nothing
+/// to settle.
+fn ipv6_settled(n: &NodeSeen) -> bool {
+    n.planned_ip6.is_none()
+        || n.report.as_ref().is_ok_and(|r| {
+            ["ipv6", "api6", "ptr6"]
+                .iter()
+                .all(|k| r.get(*k).is_some_and(|v| !v.is_empty()))
+        })
+}
+
+/// A dual-stack node takes its IPv6 address by DHCPv6 after the router's
+/// advertisement, seconds after its IPv4 one; an IPI node that has just
+/// booted from its disk may not have yet when the install completes (seen in
+/// CI). While a running node's report shows its IPv6 half unsettled, read its
+/// report again, a bounded number of times (about a minute).
+fn await_ipv6(mut nodes: Vec<NodeSeen>, running: &dyn Fn(&str) -> bool) -> Vec<NodeSeen> {
+    for _ in 0..20 {
+        let waiting: Vec<usize> = (0..nodes.len())
+            .filter(|&i| running(&nodes[i].name) && !ipv6_settled(&nodes[i]))
+            .collect();
+        if waiting.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(3));
+        for i in waiting {
+            let n = &mut nodes[i];
+            let ip = n.planned_ip;
+            n.report = get(SocketAddr::from((ip, 8000)), "/report", &ip.to_string())
+                .map_err(|e| format!("{e:#}"))
+                .and_then(|(code, _, body)| match code {
+                    200 => serde_json::from_str::<StandinReport>(&body)
+                        .map_err(|e| format!("its report is not the stand-in's JSON: {e}")),
+                    c => Err(format!("GET /report answered {c}")),
+                });
+        }
+    }
+    nodes
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{bmc_failure, in_transition};
+    use super::{bmc_failure, in_transition, ipv6_settled};
+
+    #[test]
+    fn a_dual_stack_node_is_settled_once_its_report_has_its_ipv6_half() {
+        let report = |pairs: &[(&str, &str)]| {
+            Ok(pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect())
+        };
+        let mut n = super::NodeSeen {
+            name: "lab1-worker-0".into(),
+            role: "worker".into(),
+            mac: "52:54:00:00:00:14".into(),
+            planned_ip: "192.168.150.20".parse().unwrap(),
+            leased_ip: None,
+            planned_ip6: None,
+            leased_ip6: None,
+            exists: true,
+            boot: crate::plan::Boot::DiskFwCfg,
+            report: report(&[("ipv6", "")]),
+            ignition_sha256: None,
+            vips: Err(String::new()),
+            has_bmc: false,
+            bmc_failure: None,
+        };
+        // An IPv4 lab's node has nothing to settle.
+        assert!(ipv6_settled(&n));
+        n.planned_ip6 = Some("fd00:150::14".parse().unwrap());
+        assert!(!ipv6_settled(&n));
+        n.report = report(&[("ipv6", "fd00:150::14"), ("api6", ""), ("ptr6", "")]);
+        assert!(!ipv6_settled(&n));
+        n.report = report(&[
+            ("ipv6", "fd00:150::14"),
+            ("api6", "fd00:150::2"),
+            ("ptr6", "lab1-worker-0.lab1.lab.test"),
+        ]);
+        assert!(ipv6_settled(&n));
+        n.report = Err("connection refused".into());
+        assert!(!ipv6_settled(&n));
+    }
 
     #[test]
     fn the_kept_bmc_failure_is_read_redacted_and_bounded() {

@@ -305,6 +305,7 @@ on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME/clusters/'"$R"'/openshift-in
 # drives every host at redfish-virtualmedia+https://[fd00:192::1]:8443.
 f2=$(cluster_file "$R" "[192.168.192.0/24, 'fd00:192::/64']" 'version: "4.21"' "method: ipi" "ctlplanes: 3" "workers: 2" "bmc:" "  verify_certificate: true" "  address: 'fd00:192::1'")
 "${clean[@]}" "$bin" create cluster -f "$f2" >"$work/rehearsal.out" 2>&1 || {
+	grep -E '^[a-z0-9-]+ +[^ ].* failed +' "$work/rehearsal.out" || true # the report's failed rows
 	tail -8 "$work/rehearsal.out"
 	fail "the IPI rehearsal failed"
 }
