@@ -91,12 +91,7 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
                     }
                     Some(_) => {}
                 }
-                get(SocketAddr::from((n.ip, 8000)), path, &n.ip.to_string())
-                    .map_err(|e| format!("{e:#}"))
-                    .and_then(|(code, _, body)| match code {
-                        200 => Ok(body),
-                        c => Err(format!("GET {path} answered {c}")),
-                    })
+                ask_standin(n.ip, path)
             };
             NodeSeen {
                 name: n.name.clone(),
@@ -108,10 +103,7 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
                 leased_ip6: seen.and_then(|s| s.leased_ip6.clone()),
                 exists,
                 boot: n.boot,
-                report: ask("/report").and_then(|b| {
-                    serde_json::from_str::<StandinReport>(&b)
-                        .map_err(|e| format!("its report is not the stand-in's JSON: {e}"))
-                }),
+                report: ask("/report").and_then(|b| parse_report(&b)),
                 ignition_sha256: match (n.boot, &n.ignition_volume) {
                     (Boot::DiskFwCfg, Some(v)) => {
                         crate::release::sha256_file(&plan.libvirt.pool_path.join(v)).ok()
@@ -302,6 +294,22 @@ fn through_lb(bind: SocketAddr, cluster_domain: &str) -> Result<Answer> {
     })
 }
 
+/// A stand-in's answer to `GET path` on its port 8000 (docs/standin.md), or
+/// why there is none, as the report shows it.
+fn ask_standin(ip: Ipv4Addr, path: &str) -> Result<String, String> {
+    get(SocketAddr::from((ip, 8000)), path, &ip.to_string())
+        .map_err(|e| format!("{e:#}"))
+        .and_then(|(code, _, body)| match code {
+            200 => Ok(body),
+            c => Err(format!("GET {path} answered {c}")),
+        })
+}
+
+/// A stand-in's `GET /report` body as its report.
+fn parse_report(body: &str) -> Result<StandinReport, String> {
+    serde_json::from_str(body).map_err(|e| format!("its report is not the stand-in's JSON: {e}"))
+}
+
 /// A plain HTTP/1.0 GET (the stand-ins' 443 is plain HTTP too): status, the
 /// `X-Shiftlab-Standin` header, the body.
 fn get(addr: SocketAddr, path: &str, host: &str) -> Result<(u16, Option<String>, String)> {
@@ -421,16 +429,7 @@ fn await_vips(
         }
         std::thread::sleep(Duration::from_secs(3));
         for n in nodes.iter_mut().filter(|n| running(&n.name)) {
-            n.vips = get(
-                SocketAddr::from((n.planned_ip, 8000)),
-                "/vips",
-                &n.planned_ip.to_string(),
-            )
-            .map_err(|e| format!("{e:#}"))
-            .and_then(|(code, _, body)| match code {
-                200 => Ok(body.trim().to_string()),
-                c => Err(format!("GET /vips answered {c}")),
-            });
+            n.vips = ask_standin(n.planned_ip, "/vips").map(|b| b.trim().to_string());
         }
     }
     nodes
@@ -465,14 +464,7 @@ fn await_ipv6(mut nodes: Vec<NodeSeen>, running: &dyn Fn(&str) -> bool) -> Vec<N
         std::thread::sleep(Duration::from_secs(3));
         for i in waiting {
             let n = &mut nodes[i];
-            let ip = n.planned_ip;
-            n.report = get(SocketAddr::from((ip, 8000)), "/report", &ip.to_string())
-                .map_err(|e| format!("{e:#}"))
-                .and_then(|(code, _, body)| match code {
-                    200 => serde_json::from_str::<StandinReport>(&body)
-                        .map_err(|e| format!("its report is not the stand-in's JSON: {e}")),
-                    c => Err(format!("GET /report answered {c}")),
-                });
+            n.report = ask_standin(n.planned_ip, "/report").and_then(|b| parse_report(&b));
         }
     }
     nodes
