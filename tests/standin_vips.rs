@@ -60,6 +60,22 @@ fn b64(s: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(s)
 }
 
+/// A node whose own Ignition carries the Infrastructure `manifest` (as the
+/// bootstrap's does) learns its VIPs; then `after` runs.
+fn learn_from_infrastructure(manifest: &str, after: &str) -> String {
+    let ign = serde_json::json!({
+        "ignition": {"version": "3.2.0"},
+        "storage": {"files": [{
+            "path": "/opt/openshift/manifests/cluster-infrastructure-02-config.yml",
+            "contents": {"source": format!("data:;base64,{}", b64(manifest))}
+        }]}
+    });
+    run(&format!(
+        "printf '%s' '{ign}' >$S/ignition.json\nflatten_ignition $S/ignition.json >$S/ign.flat\n\
+         learn_vips\n{after}"
+    ))
+}
+
 #[test]
 fn the_bootstrap_learns_the_vips_from_the_infrastructure_manifest() {
     // As openshift/installer pkg/asset/manifests/infrastructure.go writes it (lists,
@@ -68,21 +84,16 @@ fn the_bootstrap_learns_the_vips_from_the_infrastructure_manifest() {
         "apiVersion: config.openshift.io/v1\nkind: Infrastructure\nstatus:\n  platformStatus:\n    baremetal:\n      apiServerInternalIPs:\n      - 192.168.129.2\n      ingressIPs:\n      - \"192.168.129.3\"\n    type: BareMetal\n",
         "status:\n  platformStatus:\n    baremetal:\n      apiServerInternalIP: 192.168.129.2\n      ingressIP: 192.168.129.3\n",
     ] {
-        let ign = serde_json::json!({
-            "ignition": {"version": "3.2.0"},
-            "storage": {"files": [{
-                "path": "/opt/openshift/manifests/cluster-infrastructure-02-config.yml",
-                "contents": {"source": format!("data:;base64,{}", b64(manifest))}
-            }]}
-        });
-        let out = run(&format!(
-            "printf '%s' '{ign}' >$S/ignition.json\nflatten_ignition $S/ignition.json >$S/ign.flat\n\
-             learn_vips\ncat $S/vip-api $S/vip-ingress\n\
+        let out = learn_from_infrastructure(
+            manifest,
+            &format!(
+                "cat $S/vip-api $S/vip-ingress\n\
              echo \"{{\\\"ignition\\\":{{\\\"version\\\":\\\"3.2.0\\\"}},\\\"storage\\\":{{\\\"files\\\":[{{\\\"path\\\":\\\"/etc/shiftlab/served-by\\\",\\\"contents\\\":{{\\\"source\\\":\\\"data:,n\\\"}}}}$(first_line $S/mcs-files)]}}}}\" >$S/served.json\n\
              cat $S/served.json\n\
              flatten_ignition $S/served.json >$S/pointer.flat\n\
              ign_file_all /etc/kubernetes/manifests/keepalived.yaml $S/pointer.flat | keepalived_vips"
-        ));
+            ),
+        );
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[..2], ["192.168.129.2", "192.168.129.3"], "{out}");
         // What its machine config server serves is valid JSON carrying the pod...
@@ -107,14 +118,64 @@ fn nodes_read_keepalived_s_arguments_in_every_spelling() {
     );
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
-        ["10.1.1.2 10.1.1.3", "10.2.0.2 10.2.0.3", " "]
+        ["10.1.1.2 10.1.1.3", "10.2.0.2,fd00::2 10.2.0.3", " "]
+    );
+}
+
+#[test]
+fn a_dual_stack_node_learns_every_vip_in_the_installer_s_order() {
+    // pkg/asset/manifests/infrastructure.go: the single fields hold the first VIP,
+    // the lists every one (APIVIPs, IngressVIPs), IPv6 first in an IPv6-primary lab.
+    let manifest = "status:\n  platformStatus:\n    baremetal:\n      apiServerInternalIP: fd00:1::2\n      apiServerInternalIPs:\n      - fd00:1::2\n      - 192.168.129.2\n      ingressIP: fd00:1::3\n      ingressIPs:\n      - fd00:1::3\n      - 192.168.129.3\n    type: BareMetal\n";
+    let out = learn_from_infrastructure(
+        manifest,
+        &format!(
+            "echo api; cat $S/vip-api; echo ingress; cat $S/vip-ingress\n\
+         echo \"{{\\\"ignition\\\":{{\\\"version\\\":\\\"3.2.0\\\"}},\\\"storage\\\":{{\\\"files\\\":[$(first_line $S/mcs-files | cut -c2-)]}}}}\" >$S/served.json\n\
+         flatten_ignition $S/served.json >$S/pointer.flat\n\
+         ign_file_all /etc/kubernetes/manifests/keepalived.yaml $S/pointer.flat | keepalived_vips"
+        ),
+    );
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "api",
+            "fd00:1::2",
+            "192.168.129.2",
+            "ingress",
+            "fd00:1::3",
+            "192.168.129.3",
+            // The served static pod carries both, comma-joined, as the real one.
+            "fd00:1::2,192.168.129.2 fd00:1::3,192.168.129.3",
+        ],
+        "{out}"
+    );
+}
+
+#[test]
+fn a_pointer_url_s_host_may_be_an_ipv6_literal() {
+    // The installer joins the API VIP and 22623 with net.JoinHostPort.
+    let out = run(
+        "for hp in '[fd00:1::2]:22623' '192.168.1.2:22623' 'api-int.c.test:22623' '[fd00::5]' host; do\n\
+         url_host_port \"$hp\"; echo \"$_host|$_port\"; done",
+    );
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "fd00:1::2|:22623",
+            "192.168.1.2|:22623",
+            "api-int.c.test|:22623",
+            "fd00::5|",
+            "host|"
+        ]
     );
 }
 
 #[test]
 fn only_addresses_become_vips() {
     let out = run(
-        "for v in 192.168.1.2 ../etc 1.2.3 '' '1.2.3.4;reboot'; do valid_ip \"$v\" && echo \"yes $v\" || echo \"no $v\"; done",
+        "for v in 192.168.1.2 ../etc 1.2.3 '' '1.2.3.4;reboot' fd00:1::2 ::1 'fd00::2;reboot' fd00 '1:2:3:4:5:6:7:8:9:a:b:c:d:e'; do valid_vip \"$v\" && echo \"yes $v\" || echo \"no $v\"; done\n\
+         echo \"[$(vip_list '192.168.1.2,fd00::2,10.0.0.2')]\" \"[$(vip_list 'x,fd00::2')]\" \"[$(vip_list '')]\"",
     );
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
@@ -123,7 +184,14 @@ fn only_addresses_become_vips() {
             "no ../etc",
             "no 1.2.3",
             "no ",
-            "no 1.2.3.4;reboot"
+            "no 1.2.3.4;reboot",
+            "yes fd00:1::2",
+            "yes ::1",
+            "no fd00::2;reboot",
+            "no fd00",
+            "no 1:2:3:4:5:6:7:8:9:a:b:c:d:e",
+            // At most two (one per family), addresses only.
+            "[192.168.1.2 fd00::2] [fd00::2] []",
         ]
     );
 }

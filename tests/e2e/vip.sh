@@ -182,7 +182,7 @@ virsh -q start vip-worker-0 >/dev/null
 wait_body "$TIMEOUT" "http://$INGRESS_VIP/" "ok vip-worker-0" "ingress VIP on the router node"
 # The control plane is one by its pointer config, and learnt the VIPs from the
 # keepalived pod in the machine config the bootstrap served.
-learnt() { tr -d '\r' <"$(console vip-master-0)" | contains -a "keepalived: API VIP $API_VIP, ingress VIP $INGRESS_VIP"; }
+learnt() { tr -d '\r' <"$(console vip-master-0)" | contains -a "keepalived: API VIPs $API_VIP, ingress VIPs $INGRESS_VIP"; }
 wait_for "$TIMEOUT" "the control plane to learn the VIPs from its machine config" learnt
 get http://192.168.198.11:8000/report | contains '"role":"master"' || fail "vip-master-0 is no control plane"
 # It is a backup while the bootstrap answers: give its election time to run.
