@@ -838,6 +838,49 @@ fn dual_stack_vips_follow_the_installers_rules() {
     }
 }
 
+/// pkg/asset/manifests/infrastructure.go: the Infrastructure manifest's
+/// baremetal status has the first VIP of each list in the single fields and
+/// every VIP, in the install-config's order, in the lists; from it the
+/// bootstrap's keepalived holds the API VIPs (docs/standin.md, "VIPs").
+#[test]
+fn the_infrastructure_manifest_carries_every_vip() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        common::repo().join("tests/golden/ipv6/ipi.install-config.yaml"),
+        d.path().join("install-config.yaml"),
+    )
+    .unwrap();
+    run(d.path(), &["create", "manifests"]);
+    let infra = read(d.path(), "manifests/cluster-infrastructure-02-config.yml");
+    let v: yaml_serde::Value = yaml_serde::from_str(&infra).expect(&infra);
+    let bm = &v["status"]["platformStatus"]["baremetal"];
+    let list = |k: &str| -> Vec<String> {
+        bm[k]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("no {k} in {infra}"))
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        bm["apiServerInternalIP"].as_str(),
+        Some("fd00:5:143::5"),
+        "{infra}"
+    );
+    assert_eq!(
+        list("apiServerInternalIPs"),
+        ["fd00:5:143::5", "192.168.143.5"]
+    );
+    assert_eq!(bm["ingressIP"].as_str(), Some("fd00:5:143::6"), "{infra}");
+    assert_eq!(list("ingressIPs"), ["fd00:5:143::6", "192.168.143.6"]);
+    // The pointer configs name the primary API VIP as net.JoinHostPort writes it.
+    run(d.path(), &["create", "ignition-configs"]);
+    assert_eq!(
+        merge_source(d.path(), "master"),
+        "https://[fd00:5:143::5]:22623/config/master"
+    );
+}
+
 /// The real `create cluster` writes metadata.json (and its state) before its
 /// provisioning checks (libvirtURI reachable, externalBridge up), and no
 /// terraform.tfvars.json; its `destroy bootstrap` then fails on that directory,
