@@ -620,6 +620,74 @@ fn vips_on_the_wrong_node_or_on_none_fail() {
     golden("ipi-broken", &r);
 }
 
+/// A dual-stack IPI lab: keepalived holds a VIP of each family per list, each
+/// its own instance; each is judged on its own.
+#[test]
+fn a_dual_stack_ipi_holds_a_vip_of_each_family() {
+    let vip_rows = |o: &Observations| -> Vec<(String, String)> {
+        judge(o)
+            .rows
+            .into_iter()
+            .filter(|r| r.check.starts_with("vip-"))
+            .map(|r| {
+                let j = serde_json::to_value(&r).unwrap();
+                (
+                    r.check.to_string(),
+                    j["result"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let mut o = ipi();
+    for n in &mut o.nodes {
+        n.planned_ip6 = Some(
+            format!("fd00:150::{:x}", n.planned_ip.octets()[3])
+                .parse()
+                .unwrap(),
+        );
+    }
+    o.nodes[1].vips = Ok("vips api api6 r1-ctlplane-1".into());
+    o.nodes[4].vips = Ok("vips ingress ingress6 r1-worker-1".into());
+    let want = |api6: &str, ingress6: &str| {
+        [
+            ("vip-api", "proven"),
+            ("vip-ingress", "proven"),
+            ("vip-api6", api6),
+            ("vip-ingress6", ingress6),
+        ]
+        .map(|(c, w)| (c.to_string(), w.to_string()))
+        .to_vec()
+    };
+    assert_eq!(vip_rows(&o), want("proven", "proven"));
+    // The IPv6 API VIP on a worker, the IPv6 ingress VIP nowhere: the IPv4
+    // instances still proven.
+    o.nodes[1].vips = Ok("vips api r1-ctlplane-1".into());
+    o.nodes[3].vips = Ok("vips api6 r1-worker-0".into());
+    o.nodes[4].vips = Ok("vips ingress r1-worker-1".into());
+    assert_eq!(vip_rows(&o), want("failed", "failed"));
+    let r = judge(&o);
+    let evidence = |check: &str| {
+        let row = r.rows.iter().find(|r| r.check == check).unwrap();
+        serde_json::to_value(row).unwrap()["evidence"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        evidence("vip-api6"),
+        "held by r1-worker-0, which is not a control plane (the bootstrap let go)"
+    );
+    assert_eq!(evidence("vip-ingress6"), "held by no node");
+    // An IPv4 lab has no IPv6 VIP rows.
+    assert_eq!(
+        vip_rows(&ipi())
+            .iter()
+            .map(|(c, _)| c.as_str())
+            .collect::<Vec<_>>(),
+        ["vip-api", "vip-ingress"]
+    );
+}
+
 /// What the lab BMC answered the stand-in Ironic's InsertMedia when the CA
 /// it trusts did not sign the image server's certificate, as the stand-in
 /// kept it (recorded from tests/e2e/ipi.sh's ipi3, the paths shortened).

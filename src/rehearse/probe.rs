@@ -423,8 +423,14 @@ fn await_vips(
             })
         })
     };
+    // A dual-stack lab's IPv6 VIPs are instances of their own.
+    let vips: &[&str] = if nodes.iter().any(|n| n.planned_ip6.is_some()) {
+        &["api", "ingress", "api6", "ingress6"]
+    } else {
+        &["api", "ingress"]
+    };
     for _ in 0..10 {
-        if !vips_apply || (held(&nodes, "api") && held(&nodes, "ingress")) {
+        if !vips_apply || vips.iter().all(|v| held(&nodes, v)) {
             break;
         }
         std::thread::sleep(Duration::from_secs(3));

@@ -64,7 +64,8 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Row {
     /// `dhcp`, `dhcp6`, `resolve6`, `dns`, `lb`, `lb-backends`, `bootstrap-removed`, `firewall`,
-    /// `boot`, `bmc`, `vip-api`, `vip-ingress`, `csr-approval`.
+    /// `boot`, `bmc`, `vip-api`, `vip-ingress` (`vip-api6`, `vip-ingress6` in a
+    /// dual-stack lab), `csr-approval`.
     pub check: &'static str,
     /// The node, DNS name, frontend or host piece it is about.
     pub subject: String,
@@ -110,7 +111,8 @@ pub struct NodeSeen {
     pub report: Result<StandinReport, String>,
     /// sha256 of the Ignition shiftlab gave it through fw_cfg, when readable.
     pub ignition_sha256: Option<String>,
-    /// Its `GET :8000/vips` answer (`vips[ api][ ingress] <hostname>`), or why not.
+    /// Its `GET :8000/vips` answer (`vips[ api][ ingress][ api6][ ingress6]
+    /// <hostname>`), or why not.
     pub vips: Result<String, String>,
     /// Whether the plan gives it a BMC (IPI).
     pub has_bmc: bool,
@@ -846,22 +848,42 @@ fn vip_rows(o: &Observations, routers: &[&str]) -> Vec<Row> {
             .map(|n| n.role.as_str())
             .unwrap_or("")
     };
-    vec![
-        Row {
-            check: "vip-api",
-            subject: "keepalived".into(),
-            outcome: judge(
-                "api",
-                &|n| role(n) == "ctlplane",
-                "a control plane (the bootstrap let go)",
-            ),
-        },
-        Row {
-            check: "vip-ingress",
-            subject: "keepalived".into(),
-            outcome: judge("ingress", &|n| routers.contains(&n), "a router node"),
-        },
-    ]
+    // A dual-stack lab has a VIP of each family per list, each its own
+    // keepalived instance (the stand-ins name the IPv6 ones api6, ingress6).
+    let families: &[(&str, &str, &str, &str)] = if dual_stack(o) {
+        &[
+            ("vip-api", "api", "vip-ingress", "ingress"),
+            ("vip-api6", "api6", "vip-ingress6", "ingress6"),
+        ]
+    } else {
+        &[("vip-api", "api", "vip-ingress", "ingress")]
+    };
+    families
+        .iter()
+        .flat_map(|&(api_check, api, ingress_check, ingress)| {
+            [
+                Row {
+                    check: api_check,
+                    subject: "keepalived".into(),
+                    outcome: judge(
+                        api,
+                        &|n| role(n) == "ctlplane",
+                        "a control plane (the bootstrap let go)",
+                    ),
+                },
+                Row {
+                    check: ingress_check,
+                    subject: "keepalived".into(),
+                    outcome: judge(ingress, &|n| routers.contains(&n), "a router node"),
+                },
+            ]
+        })
+        .collect()
+}
+
+/// Whether the plan gives its nodes IPv6 addresses too.
+fn dual_stack(o: &Observations) -> bool {
+    o.nodes.iter().any(|n| n.planned_ip6.is_some())
 }
 
 impl Report {
