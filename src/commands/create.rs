@@ -34,9 +34,6 @@ pub fn run(cmd: &CreateCommand, state: &StateDir) -> Result<()> {
         cmd.force(),
         state,
     )?;
-    // Dual-stack is planned and rendered, not yet created (docs/ipv6.md).
-    let renders = matches!(cmd, CreateCommand::InstallConfig(a) if a.dir.is_some());
-    crate::spec::ipv6_host_refusal(&loaded.spec, &loaded.source.file, renders)?;
     let plan = crate::plan::derive(&loaded.spec);
     let aim = cmd.aim();
     let ctx = Ctx::new(&loaded.spec, &plan, state, options)

@@ -13,8 +13,8 @@ use std::path::Path;
 
 pub use diag::{Diagnostic, Diagnostics, InvalidSpec};
 pub use resolve::{
-    capability_enabled, documented_minimum, ipv6_host_refusal, is_cluster_name, is_dns_label,
-    is_dns_subdomain, parse_version, version_minor, Env, CLUSTER_NAME_RULE,
+    capability_enabled, documented_minimum, is_cluster_name, is_dns_label, is_dns_subdomain,
+    parse_version, version_minor, Env, CLUSTER_NAME_RULE,
 };
 pub use resolve::{
     check_user_name, is_user_name, read_password_file, MAX_PASSWORD_BYTES, USER_NAME_RULE,

@@ -301,9 +301,11 @@ destroy_on_exit "$R"
 on_exit 'p=$(cat "$SHIFTLAB_HOME/clusters/'"$R"'/assets/.ironic/pid" 2>/dev/null) && [[ -n $p ]] && kill "$p" 2>/dev/null'
 on_exit '[[ $rc == 0 ]] || for l in "$SHIFTLAB_HOME/clusters/'"$R"'/openshift-install.log" "$SHIFTLAB_HOME/clusters/'"$R"'/assets/.ironic/ironic.log" "$work/serve2.log"; do [[ -f $l ]] && echo "--- $l" && tail -40 "$l"; done'
 # version: bmc.verify_certificate needs 4.21's bmcVerifyCA (spec/resolve/versions.rs).
-# Dual-stack (IPv4 primary) with the BMC on the host's IPv6 address: Ironic
-# drives every host at redfish-virtualmedia+https://[fd00:192::1]:8443.
-f2=$(cluster_file "$R" "[192.168.192.0/24, 'fd00:192::/64']" 'version: "4.21"' "method: ipi" "ctlplanes: 3" "workers: 2" "bmc:" "  verify_certificate: true" "  address: 'fd00:192::1'")
+# Dual-stack, IPv6 primary: the BMC defaults to the host's IPv6 address, so
+# Ironic drives every host at redfish-virtualmedia+https://[fd00:192::1]:8443;
+# the pointer configs name the IPv6 API VIP (https://[VIP]:22623), which the
+# nodes fetch over IPv6; keepalived holds a VIP of each family per list.
+f2=$(cluster_file "$R" "['fd00:192::/64', 192.168.192.0/24]" 'version: "4.21"' "method: ipi" "ctlplanes: 3" "workers: 2" "bmc:" "  verify_certificate: true")
 "${clean[@]}" "$bin" create cluster -f "$f2" >"$work/rehearsal.out" 2>&1 || {
 	grep -E '^[a-z0-9-]+ +[^ ].* failed +' "$work/rehearsal.out" || true # the report's failed rows
 	tail -8 "$work/rehearsal.out"
@@ -354,7 +356,18 @@ contains 'redfish bmc serving the lab.s domains.*addr=\[fd00:192::1\]:8443' "$wo
 	fail "serve's BMC is not on [fd00:192::1]:8443: $(grep 'redfish bmc' "$work/serve2.log")"
 [[ $(grep -c '^dhcp6 .* proven ' "$work/report.out") == 5 ]] || { cat "$work/report.out"; fail "not every node took its planned IPv6 address"; }
 [[ $(grep -c '^resolve6 .* proven ' "$work/report.out") == 5 ]] || { cat "$work/report.out"; fail "not every node resolved the VIPs and its own address over IPv6"; }
-step "ok: the rehearsal installed 3+2 dual-stack by IPI: each host deployed by the stand-in Ironic over TLS through the BMC on IPv6, each resolving over IPv6, its ISO over HTTPS from the stand-in's CA, booted once then from disk; the 512 MiB bootstrap VM gone; no password in .ironic"
+for row in vip-api vip-ingress vip-api6 vip-ingress6; do
+	contains -E "^$row +keepalived +proven " "$work/report.out" || { cat "$work/report.out"; fail "$row is not proven"; }
+done
+api6=$("$bin" plan -f "$f2" -o json | jq -r .vips.api6)
+[[ $api6 == fd00:192::* ]] || fail "the plan's IPv6 API VIP: $api6"
+for n in "${n2[@]}"; do
+	console "$n" | grep 'SHIFTLAB-STANDIN-REPORT' | tail -n 1 | contains '"pointer":"ok"' ||
+		fail "$n did not fetch its pointer config"
+	tr -d '\r' <"/var/log/libvirt/qemu/$n-console.log" | contains -a "keepalived: API VIPs $api6 " ||
+		fail "$n did not learn the IPv6 API VIP first: $(grep -a 'keepalived: API VIPs' "/var/log/libvirt/qemu/$n-console.log" | tail -1)"
+done
+step "ok: the rehearsal installed 3+2 dual-stack, IPv6 primary, by IPI: each host deployed by the stand-in Ironic over TLS through the BMC on IPv6, its pointer config fetched from the IPv6 API VIP, a VIP of each family held by keepalived, each node resolving over IPv6, its ISO over HTTPS from the stand-in's CA, booted once then from disk; the 512 MiB bootstrap VM gone; no password in .ironic"
 
 # A BMC that refuses the media, as a real host's does when it trusts a CA other
 # than the one that signed the image server's certificate: the cluster's

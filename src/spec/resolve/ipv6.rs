@@ -5,8 +5,7 @@
 //! refuses of IPv6 (openshift/installer pkg/types/validation/installconfig.go,
 //! `validateNetworkingIPVersion` and `validateClusterNetwork`).
 //!
-//! IPv6 single-stack is refused here: the plan's host parts are IPv4 (see
-//! [`host_refusal`] for what `create` refuses of dual-stack).
+//! IPv6 single-stack is refused here: the plan's host parts are IPv4.
 
 use std::net::Ipv6Addr;
 
@@ -374,29 +373,4 @@ fn vips(
         ok = false;
     }
     ok.then_some((api_ip, ingress_ip))
-}
-
-/// What `create` refuses of a file `plan` takes: an IPv6-primary dual-stack lab
-/// is planned and rendered (`renders_only`: `create install-config --dir`,
-/// allowed), but serve's HTTP server and the load balancer's backends are
-/// IPv4 and such an install is not rehearsed. An IPv4-primary lab is created,
-/// its BMC on either family (`bmc.address`).
-pub fn host_refusal(
-    spec: &ClusterSpec,
-    file: &str,
-    renders_only: bool,
-) -> Result<(), crate::spec::InvalidSpec> {
-    let Some(v6) = spec.ipv6.as_ref().filter(|v6| v6.primary && !renders_only) else {
-        return Ok(());
-    };
-    Err(crate::spec::InvalidSpec {
-        file: file.to_string(),
-        errors: vec![crate::spec::Diagnostic {
-            field: "network.cidr".into(),
-            message: format!(
-                "{}: an IPv6-primary dual-stack lab is planned and rendered (shiftlab plan, create install-config --dir) but cannot be created yet: serve's HTTP server and the load balancer's backends are IPv4, and an IPv6-primary install is not rehearsed (docs/ipv6.md); list the IPv4 CIDR first to create this lab",
-                v6.cidr
-            ),
-        }],
-    })
 }

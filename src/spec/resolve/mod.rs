@@ -27,7 +27,6 @@ mod storage;
 mod time;
 mod users;
 pub use capabilities::enabled as capability_enabled;
-pub use ipv6::host_refusal as ipv6_host_refusal;
 pub use sizes::documented_minimum;
 pub use versions::minor as version_minor;
 mod topology;
