@@ -86,13 +86,11 @@ fn the_bootstrap_learns_the_vips_from_the_infrastructure_manifest() {
     ] {
         let out = learn_from_infrastructure(
             manifest,
-            &format!(
-                "cat $S/vip-api $S/vip-ingress\n\
-             echo \"{{\\\"ignition\\\":{{\\\"version\\\":\\\"3.2.0\\\"}},\\\"storage\\\":{{\\\"files\\\":[{{\\\"path\\\":\\\"/etc/shiftlab/served-by\\\",\\\"contents\\\":{{\\\"source\\\":\\\"data:,n\\\"}}}}$(first_line $S/mcs-files)]}}}}\" >$S/served.json\n\
+            "cat $S/vip-api $S/vip-ingress\n\
+             echo \"{\\\"ignition\\\":{\\\"version\\\":\\\"3.2.0\\\"},\\\"storage\\\":{\\\"files\\\":[{\\\"path\\\":\\\"/etc/shiftlab/served-by\\\",\\\"contents\\\":{\\\"source\\\":\\\"data:,n\\\"}}$(first_line $S/mcs-files)]}}\" >$S/served.json\n\
              cat $S/served.json\n\
              flatten_ignition $S/served.json >$S/pointer.flat\n\
-             ign_file_all /etc/kubernetes/manifests/keepalived.yaml $S/pointer.flat | keepalived_vips"
-            ),
+             ign_file_all /etc/kubernetes/manifests/keepalived.yaml $S/pointer.flat | keepalived_vips",
         );
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[..2], ["192.168.129.2", "192.168.129.3"], "{out}");
@@ -129,12 +127,10 @@ fn a_dual_stack_node_learns_every_vip_in_the_installer_s_order() {
     let manifest = "status:\n  platformStatus:\n    baremetal:\n      apiServerInternalIP: fd00:1::2\n      apiServerInternalIPs:\n      - fd00:1::2\n      - 192.168.129.2\n      ingressIP: fd00:1::3\n      ingressIPs:\n      - fd00:1::3\n      - 192.168.129.3\n    type: BareMetal\n";
     let out = learn_from_infrastructure(
         manifest,
-        &format!(
-            "echo api; cat $S/vip-api; echo ingress; cat $S/vip-ingress\n\
-         echo \"{{\\\"ignition\\\":{{\\\"version\\\":\\\"3.2.0\\\"}},\\\"storage\\\":{{\\\"files\\\":[$(first_line $S/mcs-files | cut -c2-)]}}}}\" >$S/served.json\n\
+        "echo api; cat $S/vip-api; echo ingress; cat $S/vip-ingress\n\
+         echo \"{\\\"ignition\\\":{\\\"version\\\":\\\"3.2.0\\\"},\\\"storage\\\":{\\\"files\\\":[$(first_line $S/mcs-files | cut -c2-)]}}\" >$S/served.json\n\
          flatten_ignition $S/served.json >$S/pointer.flat\n\
-         ign_file_all /etc/kubernetes/manifests/keepalived.yaml $S/pointer.flat | keepalived_vips"
-        ),
+         ign_file_all /etc/kubernetes/manifests/keepalived.yaml $S/pointer.flat | keepalived_vips",
     );
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
