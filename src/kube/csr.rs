@@ -48,7 +48,7 @@
 //! raised them.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde::Serialize;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
@@ -171,6 +171,9 @@ pub struct NodeIdentity {
     pub name: String,
     pub fqdn: String,
     pub ip: Ipv4Addr,
+    /// A dual-stack lab's planned IPv6 address: its kubelet serves on both
+    /// families, so its serving CSR carries both InternalIPs.
+    pub ipv6: Option<Ipv6Addr>,
     pub role: Role,
 }
 
@@ -182,9 +185,15 @@ impl NodeIdentity {
                 name: n.name.clone(),
                 fqdn: n.fqdn.clone(),
                 ip: n.ip,
+                ipv6: n.ipv6,
                 role: n.role,
             })
             .collect()
+    }
+
+    /// One of the node's planned addresses (either family).
+    fn planned(&self, ip: &IpAddr) -> bool {
+        *ip == IpAddr::V4(self.ip) || self.ipv6.is_some_and(|v6| *ip == IpAddr::V6(v6))
     }
 
     fn answers_to(&self, name: &str) -> bool {
@@ -506,13 +515,14 @@ fn check<'n>(
                     format!("DNS SAN {d:?} is not {} or {}", node.name, node.fqdn),
                 ));
             }
-            if let Some(ip) = request.ips.iter().find(|ip| **ip != IpAddr::V4(node.ip)) {
+            if let Some(ip) = request.ips.iter().find(|ip| !node.planned(ip)) {
+                let planned = match node.ipv6 {
+                    Some(v6) => format!("addresses {} and {v6}", node.ip),
+                    None => format!("address {}", node.ip),
+                };
                 return Err((
                     named,
-                    format!(
-                        "IP SAN {ip} is not {}'s planned address {}",
-                        node.name, node.ip
-                    ),
+                    format!("IP SAN {ip} is not {}'s planned {planned}", node.name),
                 ));
             }
         }

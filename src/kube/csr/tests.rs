@@ -24,6 +24,7 @@ fn nodes() -> Vec<NodeIdentity> {
         name: name.into(),
         fqdn: format!("{name}.lab1.example.com"),
         ip: Ipv4Addr::from(ip),
+        ipv6: None,
         role,
     };
     vec![
@@ -245,6 +246,32 @@ fn client_csr_refusals() {
     let mut f = client("system:node:lab1-worker-0");
     f.request = Err("request is not PEM".into());
     refused(&decide(&f, &n), "unreadable request");
+}
+
+/// A dual-stack node's kubelet asks for a serving certificate naming both its
+/// InternalIPs: the plan's IPv6 address is its own too; any other is not.
+#[test]
+fn a_dual_stack_node_s_serving_csr_names_both_families() {
+    let mut n = nodes();
+    n[2].ipv6 = Some("fd00:126::14".parse().unwrap());
+    let sans = ["lab1-worker-0", "192.168.126.20", "fd00:126::14"];
+    approved(
+        &decide_by_plan(&serving("lab1-worker-0", &sans), &n),
+        "lab1-worker-0",
+        CsrKind::Serving,
+    );
+    refused(
+        &decide_by_plan(&serving("lab1-worker-0", &["lab1-worker-0", "fd00:126::15"]), &n),
+        "IP SAN fd00:126::15 is not lab1-worker-0's planned addresses 192.168.126.20 and fd00:126::14",
+    );
+    // A node without an IPv6 plan has no IPv6 address to name.
+    refused(
+        &decide_by_plan(
+            &serving("lab1-worker-1", &["lab1-worker-1", "fd00:126::15"]),
+            &n,
+        ),
+        "IP SAN fd00:126::15 is not lab1-worker-1's planned address 192.168.126.21",
+    );
 }
 
 #[test]
