@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use ipnet::Ipv4Net;
+use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use virt::storage_pool::StoragePool;
@@ -109,12 +109,13 @@ impl Restored {
 }
 
 /// Why the bundled cluster cannot be restored next to what exists, if it
-/// cannot: `existing` is every cluster or libvirt network there is, by name,
-/// with its subnets. Pure.
+/// cannot: `subnets` are the bundle's (both families in a dual-stack lab),
+/// `existing` is every cluster or libvirt network there is, by name, with its
+/// subnets. Pure.
 pub fn conflict(
     cluster: &str,
-    cidr: Ipv4Net,
-    existing: &[(String, Vec<Ipv4Net>)],
+    subnets: &[IpNet],
+    existing: &[(String, Vec<IpNet>)],
 ) -> Option<String> {
     for (name, nets) in existing {
         if name == cluster {
@@ -123,10 +124,12 @@ pub fn conflict(
 a bundle's copies share its identity, so one of them lives on a host at a time"
             ));
         }
-        if let Some(n) = nets
-            .iter()
-            .find(|n| n.contains(&cidr.network()) || cidr.contains(&n.network()))
-        {
+        let overlap = subnets.iter().find_map(|cidr| {
+            nets.iter()
+                .find(|n| n.contains(&cidr.network()) || cidr.contains(&n.network()))
+                .map(|n| (n, cidr))
+        });
+        if let Some((n, cidr)) = overlap {
             return Some(format!(
                 "{name} uses {n}, which overlaps the bundle's subnet {cidr}: destroy {name} first \
 (the restored nodes keep their bundled addresses)"
@@ -158,7 +161,7 @@ pub fn restore(
     let resuming =
         origin(&dir)?.is_some_and(|o| o.manifest_sha256 == manifest_sha256 && !o.complete);
     let existing = existing(state, &host, if resuming { Some(&plan) } else { None })?;
-    if let Some(why) = conflict(&m.cluster, plan.network.cidr, &existing) {
+    if let Some(why) = conflict(&m.cluster, &plan.network.subnets(), &existing) {
         bail!("not restoring {}: {why}", m.cluster);
     }
     let lock = dir.lock()?;
@@ -376,7 +379,7 @@ fn existing(
     state: &StateDir,
     host: &Host,
     own: Option<&Plan>,
-) -> Result<Vec<(String, Vec<Ipv4Net>)>> {
+) -> Result<Vec<(String, Vec<IpNet>)>> {
     let mut out = Vec::new();
     for d in state.cluster_dirs()? {
         if own.is_some_and(|p| p.cluster == d.name()) {
@@ -384,21 +387,15 @@ fn existing(
         }
         let nets = d
             .read_plan()
-            .map(|p| vec![p.network.cidr])
+            .map(|p| p.network.subnets())
             .unwrap_or_default();
         out.push((d.name().to_string(), nets));
     }
-    for n in host
-        .conn
-        .list_all_networks(0)
-        .context("listing libvirt networks")?
-    {
-        let name = n.name()?;
-        if own.is_some_and(|p| p.network.name == name) {
+    for n in crate::doctor::facts::libvirt_networks(host).context("listing libvirt networks")? {
+        if own.is_some_and(|p| p.network.name == n.name) {
             continue;
         }
-        let nets = crate::libvirt::xml::parse::network_subnets(&n.xml_desc(0)?);
-        out.push((format!("libvirt network {name}"), nets));
+        out.push((format!("libvirt network {}", n.name), n.subnets));
     }
     Ok(out)
 }
@@ -510,17 +507,44 @@ mod tests {
 
     #[test]
     fn a_restore_next_to_its_name_or_subnet_is_refused_with_what_to_do() {
-        let cidr: Ipv4Net = "192.168.171.0/24".parse().unwrap();
-        let e = conflict("lab", cidr, &[("lab".into(), vec![])]).unwrap();
+        let cidr: Vec<IpNet> = vec!["192.168.171.0/24".parse().unwrap()];
+        let e = conflict("lab", &cidr, &[("lab".into(), vec![])]).unwrap();
         assert!(e.contains("shiftlab destroy cluster lab"), "{e}");
         let other = vec![("other".to_string(), vec!["192.168.0.0/16".parse().unwrap()])];
-        let e = conflict("lab", cidr, &other).unwrap();
+        let e = conflict("lab", &cidr, &other).unwrap();
         assert!(e.contains("other uses 192.168.0.0/16"), "{e}");
         let apart = vec![(
             "other".to_string(),
             vec!["192.168.172.0/24".parse().unwrap()],
         )];
-        assert_eq!(conflict("lab", cidr, &apart), None);
+        assert_eq!(conflict("lab", &cidr, &apart), None);
+    }
+
+    /// A dual-stack bundle's IPv6 subnet is checked as its IPv4 one is; the
+    /// families never overlap each other.
+    #[test]
+    fn a_dual_stack_restore_checks_its_ipv6_subnet_too() {
+        let lab: Vec<IpNet> = vec![
+            "192.168.171.0/24".parse().unwrap(),
+            "fd00:171::/64".parse().unwrap(),
+        ];
+        let other = vec![(
+            "libvirt network other".to_string(),
+            vec![
+                "192.168.172.0/24".parse().unwrap(),
+                "fd00:171::/48".parse().unwrap(),
+            ],
+        )];
+        let e = conflict("lab", &lab, &other).unwrap();
+        assert!(
+            e.contains("libvirt network other uses fd00:171::/48, which overlaps the bundle's subnet fd00:171::/64"),
+            "{e}"
+        );
+        let v4_only = vec![(
+            "other".to_string(),
+            vec!["192.168.172.0/24".parse().unwrap()],
+        )];
+        assert_eq!(conflict("lab", &lab, &v4_only), None);
     }
 
     #[test]

@@ -21,14 +21,7 @@ fn image_sources(plan: &Plan, files: &ClusterDir, allow: Vec<ipnet::IpNet>) -> I
         let state = crate::rehearse::ironic::state_dir(files.assets().path());
         crate::rehearse::ironic::ca_path(&state)
     });
-    let mut lab: Vec<ipnet::IpNet> = vec![plan.network.cidr.into()];
-    lab.extend(
-        plan.network
-            .ipv6
-            .as_ref()
-            .map(|v6| ipnet::IpNet::from(v6.cidr)),
-    );
-    ImageSources::within(lab, allow).with_standin_ca(standin_ca)
+    ImageSources::within(plan.network.subnets(), allow).with_standin_ca(standin_ca)
 }
 
 impl Daemon {

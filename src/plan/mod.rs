@@ -89,6 +89,13 @@ impl NetworkPlan {
     pub fn external_bridge(&self) -> &str {
         self.veth.as_ref().map_or(&self.bridge, |v| &v.bridge)
     }
+
+    /// Every subnet of the network: the IPv4 one, and a dual-stack lab's IPv6 one.
+    pub fn subnets(&self) -> Vec<ipnet::IpNet> {
+        let mut out = vec![ipnet::IpNet::V4(self.cidr)];
+        out.extend(self.ipv6.as_ref().map(|v6| ipnet::IpNet::V6(v6.cidr)));
+        out
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
