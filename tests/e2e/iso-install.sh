@@ -144,6 +144,21 @@ check_rehearsal() { # cluster create-output nodes...
 		fail "$c did not run the shipped installer: $(jq -c .facts "$SHIFTLAB_HOME/clusters/$c/install-state.json")"
 }
 
+# A dual-stack rehearsal's IPv6 half (after check_rehearsal): each node took its
+# planned IPv6 by DHCPv6 and resolved the cluster's names and its own address
+# over IPv6 (the report's dhcp6 and resolve6 rows proven).
+dual_stack_proven() { # cluster nodes...
+	local c=$1 n row
+	shift
+	for n; do
+		for row in dhcp6 resolve6; do
+			jq -e --arg n "$n" --arg r "$row" '[.rows[] | select(.check == $r and .subject == $n and .result == "proven")] | length == 1' \
+				"$work/report-$c.json" >/dev/null ||
+				fail "$n: its $row row is not proven: $(jq -c --arg n "$n" --arg r "$row" '.rows[] | select(.check == $r and .subject == $n)' "$work/report-$c.json")"
+		done
+	done
+}
+
 # create cluster to the end, its output in OUT; on failure, what explains it: the
 # report's failed rows, the installer's last lines, each node's last console lines.
 create_to_end() { # cluster-file cluster out
@@ -191,8 +206,8 @@ done
 unset SHIFTLAB_FAKE_STREAM_JSON
 mirror_asked=$(grep -c 'GET /' "$work/mirror.log" || true)
 
-step "sno: kill -9 during the ISO build, rerun, kill -9 during the wait, rerun to install complete"
-f=$(cluster_file sno1 192.168.185.0/24 "method: sno" "${lab_settings[@]}")
+step "sno, dual-stack: kill -9 during the ISO build, rerun, kill -9 during the wait, rerun to install complete"
+f=$(cluster_file sno1 "[192.168.185.0/24, 'fd00:185::/64']" "method: sno" "${lab_settings[@]}")
 "$bin" plan -f "$f" | tee "$work/sno-plan.txt" | contains 'sno1-ctlplane-0 .* iso, then disk' ||
 	fail "plan does not show the boot path: $(cat "$work/sno-plan.txt")"
 SHIM_DELAY=4 kill_during "$f" sno1 iso "$work/shim/coreos-installer iso ignition embed"
@@ -204,6 +219,7 @@ if grep -q '^==> infra' "$work/sno.out"; then fail "the rerun repeated infra"; f
 grep -q 'console: *https://console-openshift-console.apps.sno1.lab.test' "$work/sno.out" || fail "no console URL"
 check_finished sno1 "$sno_targets" sno1-ctlplane-0
 check_rehearsal sno1 "$work/sno.out" sno1-ctlplane-0
+dual_stack_proven sno1 sno1-ctlplane-0
 jq -e --arg i "$SHIFTLAB_CACHE/rehearsal/standin-live.x86_64.iso" '.facts.coreos_iso == $i' "$SHIFTLAB_HOME/clusters/sno1/install-state.json" >/dev/null ||
 	fail "the node's ISO was not made from the stand-in live ISO shiftlab built: $(jq -c .facts.coreos_iso "$SHIFTLAB_HOME/clusters/sno1/install-state.json")"
 console sno1-ctlplane-0 | contains "role 'sno' from the installer's config" ||
@@ -229,8 +245,6 @@ if grep -q '^==> infra' "$work/agent.out"; then fail "the rerun repeated infra";
 nodes=(ag1-ctlplane-0 ag1-ctlplane-1 ag1-ctlplane-2 ag1-worker-0)
 check_finished ag1 "$agent_targets" "${nodes[@]}"
 check_rehearsal ag1 "$work/agent.out" "${nodes[@]}"
-grep -q 'Cluster status: installing' "$SHIFTLAB_HOME/clusters/ag1/openshift-install.log" ||
-	fail "the wait never saw the rendezvous host's assisted-service report the cluster installing"
 console ag1-ctlplane-0 | contains 'agent: node zero' || fail "ag1-ctlplane-0 did not act as the rendezvous host"
 # Node zero installed last: after every other host reported "Rebooting" to it.
 console ag1-ctlplane-0 | contains 'agent: every host registered, waiting for them to reboot' ||
@@ -280,13 +294,26 @@ mv "$work/ag1-plan.json" "$plan"
 # Agent 3+2 as a user rehearses it: straight to install complete (the kills are
 # ag1's). Two workers: the control planes are not schedulable
 # (assisted-service's rule), the routers run on the workers alone.
-step "agent 3+2: rehearsal: true alone to install complete, routers on the workers only, the report holding"
+step "agent 3+2, dual-stack: rehearsal: true alone to install complete, routers on the workers only, the report holding"
 "$bin" destroy cluster ag1 >/dev/null
-f=$(cluster_file ag2 192.168.190.0/24 "method: agent" "ctlplanes: 3" "workers: 2" "${lab_settings[@]}")
+f=$(cluster_file ag2 "[192.168.190.0/24, 'fd00:190::/64']" "method: agent" "ctlplanes: 3" "workers: 2" "${lab_settings[@]}")
 create_to_end "$f" ag2 "$work/agent2.out"
 nodes=(ag2-ctlplane-0 ag2-ctlplane-1 ag2-ctlplane-2 ag2-worker-0 ag2-worker-1)
 check_finished ag2 "$agent_targets" "${nodes[@]}"
 check_rehearsal ag2 "$work/agent2.out" "${nodes[@]}"
+dual_stack_proven ag2 "${nodes[@]}"
+# Straight through, the wait follows the rendezvous host's assisted-service from
+# the start (ag1's reruns may begin after node zero installed, when the service
+# is gone: the wait then goes by the API alone, as the real one does).
+grep -q 'Cluster status: installing' "$SHIFTLAB_HOME/clusters/ag2/openshift-install.log" || {
+	grep -A12 'agent wait-for bootstrap-complete' "$SHIFTLAB_HOME/clusters/ag2/openshift-install.log"
+	console ag2-ctlplane-0 | grep -a 'standin: ' | tail -n 12
+	fail "the wait never saw the rendezvous host's assisted-service report the cluster installing"
+}
+# The load balancer answers on its IPv6 VIP too: every frontend's row proven
+# through it.
+[[ $(jq '[.rows[] | select(.check == "lb" and .result == "proven" and (.evidence | contains("[fd00:190::")))] | length' "$work/report-ag2.json") == 4 ]] ||
+	fail "ag2: not every frontend proven on its IPv6 VIP: $(jq -c '[.rows[] | select(.check == "lb")]' "$work/report-ag2.json")"
 for n in "${nodes[@]}"; do
 	want=no
 	[[ $n != *-worker-* ]] || want=yes
