@@ -415,16 +415,9 @@ fn await_vips(
     if !nodes.iter().any(|n| running(&n.name)) {
         return nodes;
     }
-    let held = |nodes: &[NodeSeen], vip: &str| {
-        nodes.iter().any(|n| {
-            n.vips.as_ref().is_ok_and(|l| {
-                let w: Vec<&str> = l.split_whitespace().collect();
-                w.len() > 2 && w[1..w.len() - 1].contains(&vip)
-            })
-        })
-    };
+    let held = |nodes: &[NodeSeen], vip: &str| nodes.iter().any(|n| n.holds(vip));
     // A dual-stack lab's IPv6 VIPs are instances of their own.
-    let vips: &[&str] = if nodes.iter().any(|n| n.planned_ip6.is_some()) {
+    let vips: &[&str] = if crate::rehearse::report::dual_stack(&nodes) {
         &["api", "ingress", "api6", "ingress6"]
     } else {
         &["api", "ingress"]

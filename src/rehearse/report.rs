@@ -130,7 +130,8 @@ impl NodeSeen {
         matches!(&self.report, Ok(r) if r.get("router").map(String::as_str) == Some("yes"))
     }
 
-    fn holds(&self, vip: &str) -> bool {
+    /// Whether its `/vips` answer names the keepalived instance `vip`.
+    pub(crate) fn holds(&self, vip: &str) -> bool {
         match &self.vips {
             // `vips api ingress host`: the words between the first and the last.
             Ok(line) => {
@@ -850,7 +851,7 @@ fn vip_rows(o: &Observations, routers: &[&str]) -> Vec<Row> {
     };
     // A dual-stack lab has a VIP of each family per list, each its own
     // keepalived instance (the stand-ins name the IPv6 ones api6, ingress6).
-    let families: &[(&str, &str, &str, &str)] = if dual_stack(o) {
+    let families: &[(&str, &str, &str, &str)] = if dual_stack(&o.nodes) {
         &[
             ("vip-api", "api", "vip-ingress", "ingress"),
             ("vip-api6", "api6", "vip-ingress6", "ingress6"),
@@ -882,8 +883,8 @@ fn vip_rows(o: &Observations, routers: &[&str]) -> Vec<Row> {
 }
 
 /// Whether the plan gives its nodes IPv6 addresses too.
-fn dual_stack(o: &Observations) -> bool {
-    o.nodes.iter().any(|n| n.planned_ip6.is_some())
+pub(crate) fn dual_stack(nodes: &[NodeSeen]) -> bool {
+    nodes.iter().any(|n| n.planned_ip6.is_some())
 }
 
 impl Report {
