@@ -844,12 +844,7 @@ fn dual_stack_vips_follow_the_installers_rules() {
 /// bootstrap's keepalived holds the API VIPs (docs/standin.md, "VIPs").
 #[test]
 fn the_infrastructure_manifest_carries_every_vip() {
-    let d = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        common::repo().join("tests/golden/ipv6/ipi.install-config.yaml"),
-        d.path().join("install-config.yaml"),
-    )
-    .unwrap();
+    let d = assets("ipv6/ipi");
     run(d.path(), &["create", "manifests"]);
     let infra = read(d.path(), "manifests/cluster-infrastructure-02-config.yml");
     let v: yaml_serde::Value = yaml_serde::from_str(&infra).expect(&infra);
