@@ -58,7 +58,7 @@ fn check_nodes(plan: &Plan) {
         assert!(v6.cidr.contains(&ip6), "{ip6}");
         assert_eq!(
             u128::from(ip6) & 0xff,
-            u128::from(n.ip.octets()[3]),
+            u128::from(n.ipv4().expect("a node's IPv4 address").octets()[3]),
             "{}",
             n.name
         );
@@ -154,11 +154,12 @@ fn check_haproxy(method: &str, plan: &Plan) {
     };
     let api6 = plan.vips.api6.unwrap();
     let ingress6 = plan.vips.ingress6.unwrap();
+    let (api4, ingress4) = (plan.vips.api.unwrap(), plan.vips.ingress.unwrap());
     for (port, addr4, addr6) in [
-        (6443, plan.vips.api, api6),
-        (22623, plan.vips.api, api6),
-        (443, plan.vips.ingress, ingress6),
-        (80, plan.vips.ingress, ingress6),
+        (6443, api4, api6),
+        (22623, api4, api6),
+        (443, ingress4, ingress6),
+        (80, ingress4, ingress6),
     ] {
         assert!(
             cfg.contains(&format!(

@@ -28,7 +28,7 @@ use shiftlab::spec::{self, Env};
 fn setup() -> (FakeKube, KubevirtMachine, plan::Plan, tempfile::TempDir) {
     let (fake, cfg, plan, home) = setup_cfg();
     // as serve builds it: images from the cluster's machine network
-    let sources = ImageSources::within(vec![plan.network.cidr.into()], vec![]);
+    let sources = ImageSources::within(vec![plan.network.host_cidr()], vec![]);
     let m = KubevirtMachine::open(&cfg, sources).unwrap();
     (fake, m, plan, home)
 }
@@ -273,7 +273,7 @@ fn redfish_over_http_drives_the_kubevirt_vm() {
         tls: None,
         session_timeout: bmc::DEFAULT_SESSION_TIMEOUT,
         identity: "bmc/kv3".into(),
-        image_sources: bmc::ImageSources::within(vec![plan.network.cidr.into()], vec![]),
+        image_sources: bmc::ImageSources::within(vec![plan.network.host_cidr()], vec![]),
         media_ca: None,
     })
     .unwrap();

@@ -40,8 +40,10 @@ fn macs_ips_and_uuids_are_unique_and_stable_per_name() {
     assert_eq!(uuids.len(), p.nodes.len());
     for n in &p.nodes {
         assert!(n.mac.starts_with("52:54:00:"), "{}", n.mac);
-        assert!(p.network.cidr.contains(&n.ip));
-        assert!(n.ip < p.network.dhcp.start, "{} inside DHCP range", n.ip);
+        let ip = n.ipv4().expect("an IPv4 lab's node has an IPv4 address");
+        assert!(p.network.cidr.unwrap().contains(&ip));
+        let dhcp = p.network.dhcp.as_ref().unwrap();
+        assert!(ip < dhcp.start, "{ip} inside DHCP range");
     }
     // Another cluster with the same node layout gets other MACs and UUIDs.
     let q = plan::derive(&spec_of(
@@ -88,7 +90,7 @@ fn load_balancer_backends_follow_the_topology() {
     assert_eq!(api.backends.iter().filter(|b| b.bootstrap).count(), 1);
     let https = lb.frontends.iter().find(|f| f.port == 443).unwrap();
     assert!(https.backends.iter().all(|b| b.node.contains("worker")));
-    assert_eq!(upi.network.host_addresses, vec![upi.vips.api]);
+    assert_eq!(upi.network.host_addresses, vec![upi.vips.api.unwrap()]);
 
     let compact = plan::derive(&spec_of("cluster: c\nworkers: 0\n"));
     let https = compact
@@ -104,7 +106,7 @@ fn load_balancer_backends_follow_the_topology() {
 
     let sno = plan::derive(&spec_of("cluster: s\nmethod: sno\n"));
     assert!(sno.load_balancer.is_none());
-    assert_eq!(sno.vips.api, sno.nodes[0].ip);
+    assert_eq!(sno.vips.api_ip(), sno.nodes[0].ip);
     assert!(sno.network.host_addresses.is_empty());
 
     let ipi = plan::derive(&spec_of("cluster: i\nmethod: ipi\n"));

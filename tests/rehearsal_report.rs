@@ -90,7 +90,7 @@ fn dns_of(nodes: &[NodeSeen], api: &str, ingress: &str) -> Vec<DnsSeen> {
     ];
     for n in nodes {
         let fqdn = format!("{}.{CD}", n.name);
-        let o = n.planned_ip.octets();
+        let o = v4(n.planned_ip).octets();
         let rev = format!("{}.{}.{}.{}.in-addr.arpa", o[3], o[2], o[1], o[0]);
         let b = n.role == "bootstrap";
         v.push(rec(
@@ -246,7 +246,7 @@ fn ipi() -> Observations {
 /// answers on the IPv6 VIP too.
 fn dual_stack() -> Observations {
     let mut o = upi();
-    let v6 = |n: &NodeSeen| format!("fd00:150::{:x}", n.planned_ip.octets()[3]);
+    let v6 = |n: &NodeSeen| format!("fd00:150::{:x}", v4(n.planned_ip).octets()[3]);
     let mut dns = Vec::new();
     let rec = |kind, name: String, asked: String, expected: String| DnsSeen {
         kind,
@@ -641,7 +641,7 @@ fn a_dual_stack_ipi_holds_a_vip_of_each_family() {
     let mut o = ipi();
     for n in &mut o.nodes {
         n.planned_ip6 = Some(
-            format!("fd00:150::{:x}", n.planned_ip.octets()[3])
+            format!("fd00:150::{:x}", v4(n.planned_ip).octets()[3])
                 .parse()
                 .unwrap(),
         );
@@ -797,4 +797,12 @@ fn a_single_nodes_address_reverse_resolves_to_its_name() {
         "{entry}"
     );
     assert!(entry.contains(&format!("<hostname>api.{}</hostname>", plan.cluster_domain)));
+}
+
+/// A fixture node's IPv4 address.
+fn v4(ip: std::net::IpAddr) -> std::net::Ipv4Addr {
+    match ip {
+        std::net::IpAddr::V4(a) => a,
+        std::net::IpAddr::V6(a) => panic!("{a}: the fixtures are IPv4"),
+    }
 }

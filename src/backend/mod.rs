@@ -22,7 +22,7 @@ pub mod kubevirt;
 pub mod libvirt;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -52,7 +52,7 @@ pub struct Inputs<'a> {
     pub ignition: &'a BTreeMap<String, Vec<u8>>,
     /// Where shiftlab's HTTP server listens for the nodes, when the host has
     /// an address of its own on the cluster network.
-    pub http: Option<SocketAddrV4>,
+    pub http: Option<SocketAddr>,
     /// Also start the nodes planned to start after bootstrap (workers in UPI).
     pub start_all: bool,
     /// Publishes a node's config behind the cluster's HTTP token:

@@ -2,7 +2,7 @@
 //! `bundle create`, so a directory without it is no bundle; read first by every
 //! other bundle command. Pure: the model, its checks, the restore's plan.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
@@ -43,7 +43,7 @@ pub struct NodeIdentity {
     pub name: String,
     pub role: Role,
     pub mac: String,
-    pub ip: Ipv4Addr,
+    pub ip: IpAddr,
     /// Its disk in the bundle (relative).
     pub disk: String,
 }

@@ -226,7 +226,7 @@ pub fn restore(
     }
     let http = plan
         .http_address()
-        .map(|a| std::net::SocketAddrV4::new(a, crate::plan::DEFAULT_HTTP_PORT));
+        .map(|a| std::net::SocketAddr::new(a, crate::plan::DEFAULT_HTTP_PORT));
     let publish = |f: &str, bytes: &[u8]| crate::serve::http::publish_private(&dir, f, bytes);
     let say = |line: &str| progress.say(line);
     // The backend's preflight wants the image fw_cfg nodes sit on: a bundled
@@ -304,7 +304,10 @@ pub fn differences(file: &Plan, bundled: &Plan) -> Vec<String> {
         bundled.cluster.clone(),
     );
     same("domain".into(), file.domain.clone(), bundled.domain.clone());
-    let cidr = |p: &Plan| p.network.cidr.to_string();
+    let cidr = |p: &Plan| {
+        let nets: Vec<String> = p.network.subnets().iter().map(|n| n.to_string()).collect();
+        nets.join(", ")
+    };
     same("network.cidr".into(), cidr(file), cidr(bundled));
     for b in &bundled.nodes {
         let Some(f) = file.node(&b.name) else {
@@ -602,7 +605,7 @@ mod tests {
             "domain: the file's other.test, the bundle's example.com".to_string(),
             format!(
                 "network.cidr: the file's 192.168.177.0/24, the bundle's {}",
-                bundled.network.cidr
+                bundled.network.host_cidr()
             ),
             format!(
                 "lab1-worker-0.mac: the file's 52:54:00:aa:bb:cc, the bundle's {}",

@@ -4,12 +4,12 @@
 //! and the space on it, and for LVM Storage the `oc apply` still to run.
 //! Gathering does I/O; the views and their text are pure.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use ipnet::Ipv4Net;
+use ipnet::IpNet;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -48,10 +48,10 @@ pub struct StorageClassView {
 /// The host's NFS export of the cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ExportStatus {
-    pub server: Ipv4Addr,
+    pub server: IpAddr,
     /// The NFSv4 path the nodes mount.
     pub path: String,
-    pub clients: Ipv4Net,
+    pub clients: IpNet,
     /// The host directory it serves.
     pub directory: PathBuf,
     /// Does its NFS server (serve's `ganesha.nfsd`) run?

@@ -136,7 +136,7 @@ mod tests {
             image_sources(&plan(true), &lab1, vec![]).standin_ca_for(lo),
             Some(ca.as_path())
         );
-        let machine = std::net::IpAddr::from(plan(true).network.gateway);
+        let machine = plan(true).network.host_ip();
         assert_eq!(
             image_sources(&plan(true), &lab1, vec![]).standin_ca_for(machine),
             None
@@ -147,7 +147,7 @@ mod tests {
         );
         assert_eq!(
             image_sources(&plan(false), &lab1, vec![]),
-            ImageSources::within(vec![plan(false).network.cidr.into()], vec![])
+            ImageSources::within(plan(false).network.subnets(), vec![])
         );
     }
 }

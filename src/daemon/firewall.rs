@@ -3,7 +3,7 @@
 //! follow the plan, are checked again now and then, and go with the cluster;
 //! what a rule is and how each firewall takes it is `crate::host::firewall`.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
@@ -36,10 +36,7 @@ impl Daemon {
             return;
         }
         served.firewall_checked = Some(Instant::now());
-        let http = served
-            .plan
-            .http_address()
-            .map(|a| SocketAddrV4::new(a, port));
+        let http = served.plan.http_address().map(|a| SocketAddr::new(a, port));
         let want = Openings::from_plan(&served.plan, http);
         let old = served.firewall.clone().or_else(|| {
             crate::files::read_json::<firewall::Record>(&files.host_firewall())

@@ -11,7 +11,7 @@ use crate::plan::Plan;
 /// Make the host's chrony serve the cluster's subnet, or not, as the plan says.
 pub(super) async fn ensure(name: &str, plan: &Plan, result: &mut Result<()>) {
     let cluster = name.to_string();
-    let (want, subnet) = (plan.network.host_ntp, plan.network.cidr);
+    let (want, subnet) = (plan.network.host_ntp, plan.network.host_cidr());
     let done = tokio::task::spawn_blocking(move || {
         let chrony = crate::host::chrony::system();
         if want {

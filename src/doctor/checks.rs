@@ -709,7 +709,8 @@ fn host_ntp(f: &HostFacts, p: &Plan) -> Option<Check> {
             Severity::Ok,
             format!(
                 "chronyd runs: serve lets it answer {} at {} (UDP 123)",
-                p.network.cidr, p.network.gateway
+                p.network.host_cidr(),
+                p.network.host_ip()
             ),
         )
     } else {
@@ -768,10 +769,8 @@ pub fn network_problems(
 ) -> Vec<String> {
     let net = &p.network;
     let nat = net.mode == NetworkMode::Nat;
-    // The lab's subnets: IPv4's, and a dual-stack lab's IPv6 one.
-    let cidrs: Vec<ipnet::IpNet> = std::iter::once(net.cidr.into())
-        .chain(net.ipv6.as_ref().map(|v6| v6.cidr.into()))
-        .collect();
+    // The lab's subnets: IPv4's, and IPv6's.
+    let cidrs = net.subnets();
     let mut problems = Vec::new();
     let mut ours = false;
     for n in networks {
@@ -840,13 +839,23 @@ fn network(f: &HostFacts, p: &Plan) -> Option<Check> {
         return Some(check(
             "network",
             Severity::Ok,
-            format!("network {} ({}) {whose}", p.network.name, p.network.cidr),
+            format!(
+                "network {} ({}) {whose}",
+                p.network.name,
+                join(&p.network.subnets())
+            ),
         ));
     }
     Some(
         check("network", Severity::Fail, problems.join("; "))
             .fix("choose another network.cidr (or network.name) in the cluster file, or remove what is in the way"),
     )
+}
+
+/// Subnets as the messages list them.
+fn join(nets: &[ipnet::IpNet]) -> String {
+    let v: Vec<String> = nets.iter().map(ToString::to_string).collect();
+    v.join(", ")
 }
 
 /// The host ports a cluster's services bind: the load balancer's frontends,
@@ -857,15 +866,16 @@ fn wanted_ports(p: &Plan) -> Vec<SocketAddr> {
         .iter()
         .flat_map(|lb| &lb.frontends)
         .flat_map(|fe| {
-            let v6 = fe.address6.map(|a| SocketAddr::new(a.into(), fe.port));
-            std::iter::once(SocketAddr::new(fe.address.into(), fe.port)).chain(v6)
+            fe.addresses()
+                .into_iter()
+                .map(|a| SocketAddr::new(a, fe.port))
         })
         .collect();
     if let Some(b) = &p.bmc {
         v.push(SocketAddr::new(b.address, b.port));
     }
     if let Some(nfs) = p.storage.as_ref().and_then(|s| s.nfs.as_ref()) {
-        v.push(SocketAddr::new(nfs.server.into(), crate::host::nfs::PORT));
+        v.push(SocketAddr::new(nfs.server, crate::host::nfs::PORT));
     }
     v
 }
@@ -928,9 +938,9 @@ fn host_dns(f: &HostFacts, p: &Plan) -> Check {
     }
     let expect = |name: &str| -> IpAddr {
         if name.starts_with("api.") {
-            p.vips.api.into()
+            p.vips.api_ip()
         } else {
-            p.vips.ingress.into()
+            p.vips.ingress_ip()
         }
     };
     let mut bad = Vec::new();

@@ -233,7 +233,7 @@ fn fwcfg_nodes(plan: &Plan) -> usize {
 /// what the host services will change on the host (firewall rules) and what may
 /// stop a node reading its fw_cfg Ignition (libvirt's labelling, SELinux on the
 /// pool directory). `http` is where serve will bind the artifact server.
-pub fn host_notes(host: &Host, plan: &Plan, http: Option<std::net::SocketAddrV4>) -> Vec<String> {
+pub fn host_notes(host: &Host, plan: &Plan, http: Option<std::net::SocketAddr>) -> Vec<String> {
     use crate::host::{firewall, security};
     let mut notes = Vec::new();
     let fwcfg = fwcfg_nodes(plan);

@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use ipnet::Ipv4Net;
+use ipnet::IpNet;
 
 use super::firewall::Runner;
 
@@ -29,7 +29,7 @@ fn header(cluster: &str) -> String {
 }
 
 /// The drop-in's text for `cluster` on `subnet`.
-pub fn dropin_text(cluster: &str, subnet: Ipv4Net) -> String {
+pub fn dropin_text(cluster: &str, subnet: IpNet) -> String {
     format!("{}\nallow {subnet}\n", header(cluster))
 }
 
@@ -53,7 +53,7 @@ impl HostChrony<'_> {
 
     /// Write the cluster's drop-in and restart chrony, unless it is there as
     /// wanted. `Ok(true)` when something changed.
-    pub fn apply(&self, cluster: &str, subnet: Ipv4Net) -> Result<bool> {
+    pub fn apply(&self, cluster: &str, subnet: IpNet) -> Result<bool> {
         if !self.dir.is_dir() {
             bail!(
                 "host_ntp: {} does not exist: chrony is not installed (sudo apt-get install chrony)",
@@ -153,7 +153,7 @@ mod tests {
         }
     }
 
-    fn subnet() -> Ipv4Net {
+    fn subnet() -> IpNet {
         "192.168.126.0/24".parse().unwrap()
     }
 

@@ -41,7 +41,7 @@
 
 use std::fs;
 use std::io::Write as _;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -98,11 +98,11 @@ pub struct ClusterDns {
     /// `<cluster>.<domain>`
     pub cluster_domain: String,
     /// The cluster network's dnsmasq (the bridge's gateway address).
-    pub server: Ipv4Addr,
+    pub server: IpAddr,
     /// The cluster bridge, for per-link DNS.
     pub link: String,
-    pub api: Ipv4Addr,
-    pub ingress: Ipv4Addr,
+    pub api: IpAddr,
+    pub ingress: IpAddr,
     /// Whether `link` is a bridge shiftlab's libvirt network created (NAT mode),
     /// with the cluster's dnsmasq at `server`. A user's bridge is never touched.
     #[serde(default)]
@@ -114,16 +114,16 @@ impl ClusterDns {
         ClusterDns {
             cluster: plan.cluster.clone(),
             cluster_domain: plan.cluster_domain.clone(),
-            server: plan.network.gateway,
+            server: plan.network.host_ip(),
             link: plan.network.bridge.clone(),
-            api: plan.vips.api,
-            ingress: plan.vips.ingress,
+            api: plan.vips.api_ip(),
+            ingress: plan.vips.ingress_ip(),
             link_owned: plan.network.mode == crate::spec::NetworkMode::Nat,
         }
     }
 
     /// Names the hosts-file fallback maps: api and the usual routes.
-    pub fn names(&self) -> Vec<(Ipv4Addr, String)> {
+    pub fn names(&self) -> Vec<(IpAddr, String)> {
         let mut v = vec![(self.api, format!("api.{}", self.cluster_domain))];
         v.extend(
             USUAL_ROUTES
@@ -681,10 +681,10 @@ mod tests {
         ClusterDns {
             cluster: name.into(),
             cluster_domain: format!("{name}.lab.test"),
-            server: Ipv4Addr::new(192, 168, third, 1),
+            server: Ipv4Addr::new(192, 168, third, 1).into(),
             link: format!("sl-{name}"),
-            api: Ipv4Addr::new(192, 168, third, 2),
-            ingress: Ipv4Addr::new(192, 168, third, 3),
+            api: Ipv4Addr::new(192, 168, third, 2).into(),
+            ingress: Ipv4Addr::new(192, 168, third, 3).into(),
             link_owned: true,
         }
     }

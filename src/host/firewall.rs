@@ -55,7 +55,7 @@
 //! rules are for) and re-applies it after a restart or a firewalld reload.
 
 use std::collections::BTreeSet;
-use std::net::{IpAddr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -115,8 +115,10 @@ pub struct Openings {
     pub cluster: String,
     /// The cluster's bridge: where the traffic comes in.
     pub bridge: String,
-    /// The cluster's subnet: where the traffic comes from.
-    pub source: Ipv4Net,
+    /// The cluster's IPv4 subnet: where its IPv4 traffic comes from (none in
+    /// an IPv6 single-stack lab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Ipv4Net>,
     /// A dual-stack lab's IPv6 subnet: where its IPv6 traffic comes from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source6: Option<Ipv6Net>,
@@ -126,7 +128,7 @@ pub struct Openings {
 impl Openings {
     /// The load balancer's frontends, the HTTP artifact server (`http`, where
     /// serve binds it), the lab BMC and the NFS export (`storage: nfs`), each once.
-    pub fn from_plan(plan: &Plan, http: Option<SocketAddrV4>) -> Self {
+    pub fn from_plan(plan: &Plan, http: Option<SocketAddr>) -> Self {
         let mut seen = BTreeSet::new();
         let mut ports = Vec::new();
         let mut add = |address: IpAddr, port: u16, service: &str| {
@@ -141,7 +143,9 @@ impl Openings {
         };
         let lb = plan.load_balancer.iter().flat_map(|lb| &lb.frontends);
         for f in lb.clone() {
-            add(f.address.into(), f.port, &f.name);
+            if let Some(a) = f.address {
+                add(a.into(), f.port, &f.name);
+            }
         }
         // The IPv6 binds after every IPv4 one: an IPv4 lab's list is unchanged.
         let source6 = plan.network.ipv6.as_ref().map(|n| n.cidr);
@@ -151,18 +155,18 @@ impl Openings {
             }
         }
         if let Some(h) = http {
-            add((*h.ip()).into(), h.port(), "http artifacts");
+            add(h.ip(), h.port(), "http artifacts");
         }
         if let Some(b) = &plan.bmc {
             add(b.address, b.port, "redfish bmc");
         }
         if let Some(n) = plan.storage.as_ref().and_then(|s| s.nfs.as_ref()) {
-            add(n.server.into(), crate::host::nfs::PORT, "nfs");
+            add(n.server, crate::host::nfs::PORT, "nfs");
         }
         if plan.network.host_ntp {
             // The host's chrony answers NTP at the gateway (host::chrony).
             ports.push(Opening {
-                address: plan.network.gateway.into(),
+                address: plan.network.host_ip(),
                 port: NTP_PORT,
                 service: "ntp (host chrony)".into(),
                 protocol: Protocol::Udp,
@@ -190,7 +194,7 @@ impl Openings {
     /// scoped to its own address, which no node has: closed, not widened.
     fn source_of(&self, p: &Opening) -> String {
         match p.address {
-            IpAddr::V4(_) => self.source.to_string(),
+            IpAddr::V4(a) => self.source.unwrap_or_else(|| Ipv4Net::from(a)).to_string(),
             IpAddr::V6(a) => self.source6.unwrap_or_else(|| Ipv6Net::from(a)).to_string(),
         }
     }
@@ -1059,7 +1063,7 @@ mod tests {
     fn openings_are_the_lb_frontends_http_and_bmc_once_each() {
         let o = upi();
         assert_eq!(o.bridge, "sl-lab1");
-        assert_eq!(o.source.to_string(), "192.168.126.0/24");
+        assert_eq!(o.source.unwrap().to_string(), "192.168.126.0/24");
         let got: Vec<String> = o
             .ports
             .iter()
@@ -1100,10 +1104,10 @@ mod tests {
             crate::spec::Storage::Nfs,
             &p.cluster,
             "192.168.126.1".parse().unwrap(),
-            p.network.cidr,
+            p.network.host_cidr(),
         );
         let o = Openings::from_plan(&p, None);
-        assert_eq!(o.source.to_string(), "192.168.126.0/24");
+        assert_eq!(o.source.unwrap().to_string(), "192.168.126.0/24");
         let nfs: Vec<String> = o
             .ports
             .iter()
@@ -1117,7 +1121,7 @@ mod tests {
             crate::spec::Storage::Lvms,
             &p.cluster,
             "192.168.126.1".parse().unwrap(),
-            p.network.cidr,
+            p.network.host_cidr(),
         );
         assert!(!Openings::from_plan(&p, None)
             .ports

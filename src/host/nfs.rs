@@ -239,10 +239,10 @@ pub fn installed() -> Option<PathBuf> {
 /// IPv6 address but loopback's it binds every address instead (seen with
 /// 4.3), which would serve the export beyond the lab network and take 2049
 /// from every other cluster.
-pub fn bind_problem(listening: &[std::net::IpAddr], gateway: std::net::Ipv4Addr) -> Option<String> {
+pub fn bind_problem(listening: &[std::net::IpAddr], gateway: std::net::IpAddr) -> Option<String> {
     let others: Vec<String> = listening
         .iter()
-        .filter(|a| **a != std::net::IpAddr::V4(gateway))
+        .filter(|a| **a != gateway)
         .map(|a| match a {
             a if a.is_unspecified() => "every address".to_string(),
             a => a.to_string(),
@@ -382,8 +382,8 @@ mod tests {
         // As host::sockets reads them: ganesha.nfsd with Bind_addr 10.77.0.1
         // on a host with an IPv6 link-local address (the gateway alone), then
         // on one without (bound to ::).
-        let gw: std::net::Ipv4Addr = "10.77.0.1".parse().unwrap();
-        assert_eq!(bind_problem(&[std::net::IpAddr::V4(gw)], gw), None);
+        let gw: std::net::IpAddr = "10.77.0.1".parse().unwrap();
+        assert_eq!(bind_problem(&[gw], gw), None);
         let p = bind_problem(&["::".parse().unwrap()], gw).unwrap();
         assert!(
             p.contains("listens on every address besides the gateway 10.77.0.1"),

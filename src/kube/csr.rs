@@ -48,7 +48,7 @@
 //! raised them.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr};
 
 use serde::Serialize;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
@@ -170,7 +170,8 @@ impl ClusterFacts {
 pub struct NodeIdentity {
     pub name: String,
     pub fqdn: String,
-    pub ip: Ipv4Addr,
+    /// [`crate::plan::Node::ip`]: IPv4, or IPv6 in an IPv6 single-stack lab.
+    pub ip: IpAddr,
     /// A dual-stack lab's planned IPv6 address: its kubelet serves on both
     /// families, so its serving CSR carries both InternalIPs.
     pub ipv6: Option<Ipv6Addr>,
@@ -193,7 +194,7 @@ impl NodeIdentity {
 
     /// One of the node's planned addresses (either family).
     fn planned(&self, ip: &IpAddr) -> bool {
-        *ip == IpAddr::V4(self.ip) || self.ipv6.is_some_and(|v6| *ip == IpAddr::V6(v6))
+        *ip == self.ip || self.ipv6.is_some_and(|v6| *ip == IpAddr::V6(v6))
     }
 
     fn answers_to(&self, name: &str) -> bool {

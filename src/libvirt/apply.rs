@@ -15,7 +15,7 @@ use virt::storage_vol::StorageVol;
 
 use super::ledger::{self, Ledger};
 use super::xml::esc;
-use super::xml::parse::network_subnets;
+use super::xml::parse::{network_subnets, network_subnets6};
 use super::xml::write::{self as xml, Accel, NodePaths};
 use super::{owner_of_domain, parallel, Host};
 use crate::plan::{Node, Plan, Start};
@@ -419,11 +419,17 @@ fn reconcile_network(plan: &Plan, net: &Network, report: &mut Report) -> Result<
     }
     let current = net.xml_desc(0)?;
     let doc = roxmltree::Document::parse(&current).context("parsing network XML")?;
-    let subnets = network_subnets(&current);
-    if !subnets.contains(&plan.network.cidr) {
+    // The subnet the plan names first (IPv4's, else IPv6's) must be there.
+    let subnets: Vec<ipnet::IpNet> = network_subnets(&current)
+        .into_iter()
+        .map(ipnet::IpNet::V4)
+        .chain(network_subnets6(&current).into_iter().map(ipnet::IpNet::V6))
+        .collect();
+    let want = plan.network.host_cidr();
+    if !subnets.contains(&want) {
         report.drift.push(format!(
-            "network {name}: its subnet is {:?}, the plan says {}; destroy and recreate the cluster to change it",
-            subnets, plan.network.cidr
+            "network {name}: its subnets are {:?}, the plan says {want}; destroy and recreate the cluster to change it",
+            subnets.iter().map(ToString::to_string).collect::<Vec<_>>()
         ));
         return Ok(());
     }

@@ -64,8 +64,8 @@ pub fn derive(spec: &ClusterSpec) -> Plan {
         rehearsal: spec.rehearsal,
         network: network(spec, &cd, &nodes, has_lb),
         vips: Vips {
-            api: net.api_ip,
-            ingress: net.ingress_ip,
+            api: Some(net.api_ip),
+            ingress: Some(net.ingress_ip),
             api6: None,
             ingress6: None,
         },
@@ -93,8 +93,8 @@ pub fn derive(spec: &ClusterSpec) -> Plan {
     plan.storage = storage::StoragePlan::derive(
         spec.storage,
         &spec.cluster,
-        plan.network.gateway,
-        plan.network.cidr,
+        plan.network.host_ip(),
+        plan.network.host_cidr(),
     );
     plan.kubevirt = spec
         .kubevirt
@@ -171,7 +171,7 @@ fn nodes(spec: &ClusterSpec, cd: &str, bmc: Option<&BmcPlan>) -> Vec<Node> {
         let uuid = uuid_for(&spec.cluster, &name);
         nodes.push(Node {
             fqdn: format!("{name}.{cd}"),
-            ip: addressing::node_ip(&net.cidr, first_offset(role), index),
+            ip: addressing::node_ip(&net.cidr, first_offset(role), index).into(),
             ipv6: spec
                 .ipv6
                 .as_ref()
@@ -234,7 +234,7 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
         frontends: vec![
             Frontend {
                 name: "api".into(),
-                address: net.api_ip,
+                address: Some(net.api_ip),
                 address6: v6.map(|v| v.api_ip),
                 port: 6443,
                 check: HealthCheck::HttpsReadyz,
@@ -242,7 +242,7 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
             },
             Frontend {
                 name: "machine-config".into(),
-                address: net.api_ip,
+                address: Some(net.api_ip),
                 address6: v6.map(|v| v.api_ip),
                 port: 22623,
                 check: HealthCheck::Tcp,
@@ -250,7 +250,7 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
             },
             Frontend {
                 name: "ingress-https".into(),
-                address: net.ingress_ip,
+                address: Some(net.ingress_ip),
                 address6: v6.map(|v| v.ingress_ip),
                 port: 443,
                 check: HealthCheck::Tcp,
@@ -258,7 +258,7 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
             },
             Frontend {
                 name: "ingress-http".into(),
-                address: net.ingress_ip,
+                address: Some(net.ingress_ip),
                 address6: v6.map(|v| v.ingress_ip),
                 port: 80,
                 check: HealthCheck::Tcp,
@@ -307,7 +307,7 @@ fn dns_records(cd: &str, net: &NetworkSpec, nodes: &[Node]) -> Vec<DnsRecord> {
             value: net.ingress_ip.to_string(),
         },
     ];
-    if !nodes.iter().any(|n| n.ip == net.api_ip) {
+    if !nodes.iter().any(|n| n.ipv4() == Some(net.api_ip)) {
         dns.push(DnsRecord {
             name: addressing::reverse_name(net.api_ip),
             kind: RecordType::PTR,
@@ -315,13 +315,14 @@ fn dns_records(cd: &str, net: &NetworkSpec, nodes: &[Node]) -> Vec<DnsRecord> {
         });
     }
     for n in nodes {
+        let Some(ip) = n.ipv4() else { continue };
         dns.push(DnsRecord {
             name: n.fqdn.clone(),
             kind: RecordType::A,
-            value: n.ip.to_string(),
+            value: ip.to_string(),
         });
         dns.push(DnsRecord {
-            name: addressing::reverse_name(n.ip),
+            name: addressing::reverse_name(ip),
             kind: RecordType::PTR,
             value: n.fqdn.clone(),
         });
@@ -345,21 +346,23 @@ fn network(spec: &ClusterSpec, cd: &str, nodes: &[Node], has_lb: bool) -> Networ
         name: net.name.clone(),
         mode: net.mode,
         bridge: net.bridge.clone(),
-        cidr,
-        netmask: cidr.netmask(),
-        gateway: addressing::gateway(&cidr),
+        cidr: Some(cidr),
+        netmask: Some(cidr.netmask()),
+        gateway: Some(addressing::gateway(&cidr)),
         host_addresses,
         domain: cd.to_string(),
-        dhcp: DhcpRange {
+        dhcp: Some(DhcpRange {
             start: net.dhcp_start,
             end: net.dhcp_end,
-        },
+        }),
         reservations: nodes
             .iter()
-            .map(|n| Reservation {
-                mac: n.mac.clone(),
-                ip: n.ip,
-                hostname: n.name.clone(),
+            .filter_map(|n| {
+                Some(Reservation {
+                    mac: n.mac.clone(),
+                    ip: n.ipv4()?,
+                    hostname: n.name.clone(),
+                })
             })
             .collect(),
         veth: net

@@ -35,7 +35,7 @@ impl KubevirtPlan {
             (k.network == PodNetwork::Multus)
                 .then(|| plan.http_address())
                 .flatten()
-                .map(|a| format!("http://{a}:{DEFAULT_HTTP_PORT}"))
+                .map(|a| format!("http://{}", std::net::SocketAddr::new(a, DEFAULT_HTTP_PORT)))
         });
         let mut kp = KubevirtPlan {
             spec: KubevirtSpec {

@@ -10,7 +10,7 @@ pub mod network;
 pub mod storage;
 mod table;
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 
 use ipnet::Ipv4Net;
@@ -60,14 +60,21 @@ pub struct NetworkPlan {
     pub name: String,
     pub mode: NetworkMode,
     pub bridge: String,
-    pub cidr: Ipv4Net,
-    pub netmask: Ipv4Addr,
-    pub gateway: Ipv4Addr,
-    /// Host addresses on the bridge besides the gateway (the load balancer's).
+    /// The IPv4 subnet, its netmask and the host's address on it; `None` in an
+    /// IPv6 single-stack lab, whose network is [`NetworkPlan::ipv6`] alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cidr: Option<Ipv4Net>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netmask: Option<Ipv4Addr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<Ipv4Addr>,
+    /// IPv4 host addresses on the bridge besides the gateway (the load balancer's).
     pub host_addresses: Vec<Ipv4Addr>,
     /// DNS domain the network is authoritative for: the cluster domain.
     pub domain: String,
-    pub dhcp: DhcpRange,
+    /// The DHCPv4 pool and reservations (none in an IPv6 single-stack lab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dhcp: Option<DhcpRange>,
     pub reservations: Vec<Reservation>,
     /// Bare-metal IPI with `external_bridge: veth`: the bridge the installer's
     /// bootstrap VM joins, veth-linked to this network's bridge, made and removed
@@ -78,7 +85,8 @@ pub struct NetworkPlan {
     /// gateway (host::chrony).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub host_ntp: bool,
-    /// Dual-stack: the network's IPv6 subnet, DHCPv6 range and reservations.
+    /// Dual-stack and IPv6 single-stack: the network's IPv6 subnet, DHCPv6
+    /// range and reservations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipv6: Option<ipv6::Ipv6Network>,
 }
@@ -90,11 +98,40 @@ impl NetworkPlan {
         self.veth.as_ref().map_or(&self.bridge, |v| &v.bridge)
     }
 
-    /// Every subnet of the network: the IPv4 one, and a dual-stack lab's IPv6 one.
+    /// Every subnet of the network: the IPv4 one, then the IPv6 one.
     pub fn subnets(&self) -> Vec<ipnet::IpNet> {
-        let mut out = vec![ipnet::IpNet::V4(self.cidr)];
+        let mut out: Vec<ipnet::IpNet> = self.cidr.map(ipnet::IpNet::V4).into_iter().collect();
         out.extend(self.ipv6.as_ref().map(|v6| ipnet::IpNet::V6(v6.cidr)));
         out
+    }
+
+    /// The host's address on the network: the IPv4 gateway, else (IPv6
+    /// single-stack) the IPv6 one.
+    pub fn host_ip(&self) -> IpAddr {
+        match (self.gateway, &self.ipv6) {
+            (Some(g), _) => g.into(),
+            (None, Some(v6)) => v6.gateway.into(),
+            (None, None) => Ipv4Addr::UNSPECIFIED.into(),
+        }
+    }
+
+    /// The subnet of [`NetworkPlan::host_ip`]: the IPv4 one, else the IPv6 one.
+    pub fn host_cidr(&self) -> ipnet::IpNet {
+        match (self.cidr, &self.ipv6) {
+            (Some(v4), _) => v4.into(),
+            (None, Some(v6)) => v6.cidr.into(),
+            (None, None) => ipnet::IpNet::V4(Ipv4Net::default()),
+        }
+    }
+
+    /// The primary subnet: the one listed first in the install-config.
+    pub fn primary_cidr(&self) -> ipnet::IpNet {
+        match (self.cidr, &self.ipv6) {
+            (Some(v4), Some(v6)) if !v6.primary => v4.into(),
+            (_, Some(v6)) => v6.cidr.into(),
+            (Some(v4), None) => v4.into(),
+            (None, None) => ipnet::IpNet::V4(Ipv4Net::default()),
+        }
     }
 }
 
@@ -113,13 +150,34 @@ pub struct Reservation {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Vips {
-    pub api: Ipv4Addr,
-    pub ingress: Ipv4Addr,
-    /// Dual-stack: the IPv6 VIPs.
+    /// The IPv4 VIPs; `None` in an IPv6 single-stack lab.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<Ipv4Addr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingress: Option<Ipv4Addr>,
+    /// Dual-stack and IPv6 single-stack: the IPv6 VIPs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api6: Option<std::net::Ipv6Addr>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ingress6: Option<std::net::Ipv6Addr>,
+}
+
+impl Vips {
+    /// The API VIP the host uses: IPv4's, else (IPv6 single-stack) IPv6's.
+    pub fn api_ip(&self) -> IpAddr {
+        self.api
+            .map(IpAddr::V4)
+            .or(self.api6.map(IpAddr::V6))
+            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+    }
+
+    /// The ingress VIP the host uses, as [`Vips::api_ip`].
+    pub fn ingress_ip(&self) -> IpAddr {
+        self.ingress
+            .map(IpAddr::V4)
+            .or(self.ingress6.map(IpAddr::V6))
+            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+    }
 }
 
 /// How a node gets its first boot.
@@ -178,8 +236,11 @@ pub struct Node {
     pub index: u32,
     pub fqdn: String,
     pub mac: String,
-    pub ip: Ipv4Addr,
-    /// Dual-stack: the node's IPv6 address (a DHCPv6 reservation).
+    /// The address the host reaches the node at: its IPv4 address, or in an
+    /// IPv6 single-stack lab its IPv6 one.
+    pub ip: IpAddr,
+    /// Dual-stack and IPv6 single-stack: the node's IPv6 address (a DHCPv6
+    /// reservation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipv6: Option<std::net::Ipv6Addr>,
     /// Libvirt domain UUID, stable per cluster and node; the BMC's system id.
@@ -195,6 +256,14 @@ pub struct Node {
 }
 
 impl Node {
+    /// The node's IPv4 address, if the lab has IPv4.
+    pub fn ipv4(&self) -> Option<Ipv4Addr> {
+        match self.ip {
+            IpAddr::V4(a) => Some(a),
+            IpAddr::V6(_) => None,
+        }
+    }
+
     /// The pool volumes shiftlab makes for the node: its disks, then its
     /// Ignition volume (fw_cfg delivery).
     pub fn volumes(&self) -> impl Iterator<Item = &String> {
@@ -238,7 +307,8 @@ pub enum HealthCheck {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Backend {
     pub node: String,
-    pub ip: Ipv4Addr,
+    /// The node's [`Node::ip`].
+    pub ip: IpAddr,
     pub port: u16,
     /// Removed once bootstrap is complete.
     pub bootstrap: bool,
@@ -247,13 +317,33 @@ pub struct Backend {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Frontend {
     pub name: String,
-    pub address: Ipv4Addr,
-    /// A dual-stack lab's IPv6 VIP for the same frontend (docs/ipv6.md).
+    /// The IPv4 VIP; `None` in an IPv6 single-stack lab.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<Ipv4Addr>,
+    /// The IPv6 VIP for the same frontend (docs/ipv6.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address6: Option<std::net::Ipv6Addr>,
     pub port: u16,
     pub check: HealthCheck,
     pub backends: Vec<Backend>,
+}
+
+impl Frontend {
+    /// Every address the frontend binds: the IPv4 VIP, then the IPv6 one.
+    pub fn addresses(&self) -> Vec<IpAddr> {
+        let v4 = self.address.map(IpAddr::V4);
+        v4.into_iter()
+            .chain(self.address6.map(IpAddr::V6))
+            .collect()
+    }
+
+    /// The address a client on the host tries first.
+    pub fn first_address(&self) -> IpAddr {
+        self.addresses()
+            .first()
+            .copied()
+            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -306,10 +396,10 @@ impl Plan {
     /// The cluster address the artifact server binds: the host's address on a
     /// libvirt network (its gateway), or the load balancer's address on an
     /// existing bridge. `None` when the host has no address of its own there.
-    pub fn http_address(&self) -> Option<Ipv4Addr> {
+    pub fn http_address(&self) -> Option<IpAddr> {
         match self.network.mode {
-            NetworkMode::Nat => Some(self.network.gateway),
-            NetworkMode::Bridge => self.network.host_addresses.first().copied(),
+            NetworkMode::Nat => Some(self.network.host_ip()),
+            NetworkMode::Bridge => self.network.host_addresses.first().map(|&a| a.into()),
         }
     }
 

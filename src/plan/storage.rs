@@ -2,9 +2,9 @@
 //! NFS export (src/host/nfs.rs) and the cluster's provisioner and StorageClass
 //! (src/render/storage.rs) must name the same server and path.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
-use ipnet::Ipv4Net;
+use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
 use crate::spec::Storage;
@@ -22,11 +22,11 @@ pub struct StoragePlan {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NfsExport {
     /// The address the nodes mount from: the host on the lab network.
-    pub server: Ipv4Addr,
+    pub server: IpAddr,
     /// The NFSv4 path the nodes mount.
     pub path: String,
     /// Who may mount it: the cluster's machine network, nothing else.
-    pub clients: Ipv4Net,
+    pub clients: IpNet,
 }
 
 /// The NFSv4 path of a cluster's export. The cluster name is already a DNS label
@@ -36,7 +36,7 @@ pub fn export_path(cluster: &str) -> String {
 }
 
 impl StoragePlan {
-    pub fn derive(kind: Storage, cluster: &str, gateway: Ipv4Addr, cidr: Ipv4Net) -> Option<Self> {
+    pub fn derive(kind: Storage, cluster: &str, gateway: IpAddr, cidr: IpNet) -> Option<Self> {
         match kind {
             Storage::None => None,
             Storage::Lvms => Some(StoragePlan { kind, nfs: None }),
@@ -58,8 +58,8 @@ mod tests {
 
     #[test]
     fn nfs_export_is_the_gateway_to_the_subnet() {
-        let cidr: Ipv4Net = "192.168.126.0/24".parse().unwrap();
-        let gw: Ipv4Addr = "192.168.126.1".parse().unwrap();
+        let cidr: IpNet = "192.168.126.0/24".parse().unwrap();
+        let gw: IpAddr = "192.168.126.1".parse().unwrap();
         let p = StoragePlan::derive(Storage::Nfs, "lab", gw, cidr).unwrap();
         let nfs = p.nfs.unwrap();
         assert_eq!(nfs.server, gw);

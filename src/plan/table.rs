@@ -1,6 +1,7 @@
 //! The human view of a plan (`shiftlab plan`, default output).
 
 use std::fmt::Write;
+use std::net::SocketAddr;
 
 use super::{Boot, Plan, Start};
 
@@ -64,10 +65,10 @@ pub fn render_table(plan: &Plan) -> String {
             crate::spec::NetworkMode::Bridge => "bridge",
         },
         n.bridge,
-        n.cidr,
-        n.gateway,
-        n.dhcp.start,
-        n.dhcp.end
+        opt(n.cidr),
+        opt(n.gateway),
+        opt(n.dhcp.as_ref().map(|d| d.start)),
+        opt(n.dhcp.as_ref().map(|d| d.end))
     );
     if let Some(v6) = &n.ipv6 {
         let _ = writeln!(
@@ -95,7 +96,10 @@ pub fn render_table(plan: &Plan) -> String {
     let _ = writeln!(
         out,
         "api {}  ingress {}  libvirt {} pool {}\n",
-        plan.vips.api, plan.vips.ingress, plan.libvirt.uri, plan.libvirt.pool
+        plan.vips.api_ip(),
+        plan.vips.ingress_ip(),
+        plan.libvirt.uri,
+        plan.libvirt.pool
     );
     let rows: Vec<Vec<String>> = plan
         .nodes
@@ -179,10 +183,11 @@ pub fn render_table(plan: &Plan) -> String {
                     .collect();
                 vec![
                     f.name.clone(),
-                    match f.address6 {
-                        Some(a6) => format!("{}:{} [{a6}]:{}", f.address, f.port, f.port),
-                        None => format!("{}:{}", f.address, f.port),
-                    },
+                    f.addresses()
+                        .into_iter()
+                        .map(|a| SocketAddr::new(a, f.port).to_string())
+                        .collect::<Vec<_>>()
+                        .join(" "),
                     match f.check {
                         super::HealthCheck::HttpsReadyz => "https /readyz",
                         super::HealthCheck::Tcp => "tcp",
@@ -243,4 +248,9 @@ pub fn render_table(plan: &Plan) -> String {
         table(&mut out, &["KIND", "NAME"], &rows);
     }
     out
+}
+
+/// An optional value as the table shows it: `-` where the lab has none.
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
 }

@@ -6,7 +6,7 @@
 //! the host firewall's rules. Changes nothing.
 
 use std::io::{Read as _, Write as _};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -188,7 +188,8 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
 /// dual-stack lab's IPv6 records (AAAA, `ip6.arpa`) over IPv6, at the host's
 /// IPv6 address on the bridge, as an IPv6 client would.
 fn dns(plan: &Plan) -> Vec<DnsSeen> {
-    let server4 = SocketAddr::from((plan.network.gateway, 53));
+    // An IPv6 single-stack lab's dnsmasq answers everything over IPv6.
+    let server4 = SocketAddr::new(plan.network.host_ip(), 53);
     let server6 = plan
         .network
         .ipv6
@@ -296,8 +297,14 @@ fn through_lb(bind: SocketAddr, cluster_domain: &str) -> Result<Answer> {
 
 /// A stand-in's answer to `GET path` on its port 8000 (docs/standin.md), or
 /// why there is none, as the report shows it.
-fn ask_standin(ip: Ipv4Addr, path: &str) -> Result<String, String> {
-    get(SocketAddr::from((ip, 8000)), path, &ip.to_string())
+fn ask_standin(ip: IpAddr, path: &str) -> Result<String, String> {
+    let at = SocketAddr::new(ip, 8000);
+    // The Host header: an IPv6 literal in brackets (RFC 9110 section 7.2).
+    let host = match ip {
+        IpAddr::V4(a) => a.to_string(),
+        IpAddr::V6(a) => format!("[{a}]"),
+    };
+    get(at, path, &host)
         .map_err(|e| format!("{e:#}"))
         .and_then(|(code, _, body)| match code {
             200 => Ok(body),

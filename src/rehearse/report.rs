@@ -5,7 +5,7 @@
 //! host (tests/rehearsal_report.rs, golden files).
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
 use serde::Serialize;
 
@@ -96,7 +96,9 @@ pub struct NodeSeen {
     /// `bootstrap`, `ctlplane` or `worker`.
     pub role: String,
     pub mac: String,
-    pub planned_ip: Ipv4Addr,
+    /// The planned address the host reaches it at (IPv6 in an IPv6
+    /// single-stack lab).
+    pub planned_ip: IpAddr,
     /// The address libvirt's DHCP leased to its MAC, if any.
     pub leased_ip: Option<String>,
     /// A dual-stack lab's planned IPv6 address.
@@ -240,9 +242,7 @@ pub fn judge(o: &Observations) -> Report {
     // Its domain gone, the bootstrap's own rows no longer apply; whether all of
     // it went is the bootstrap-removed row's.
     let bootstrap_gone = o.bootstrap.as_ref().is_some_and(|b| !b.domain_left);
-    for n in &o.nodes {
-        rows.push(dhcp_row(n, bootstrap_gone));
-    }
+    rows.extend(o.nodes.iter().filter_map(|n| dhcp_row(n, bootstrap_gone)));
     rows.extend(o.nodes.iter().filter_map(|n| dhcp6_row(n, bootstrap_gone)));
     rows.extend(
         o.nodes
@@ -320,7 +320,11 @@ fn removed(n: &NodeSeen, bootstrap_gone: bool) -> bool {
     n.is_bootstrap() && bootstrap_gone
 }
 
-fn dhcp_row(n: &NodeSeen, bootstrap_gone: bool) -> Row {
+/// A node's DHCPv4 lease; none in an IPv6 single-stack lab (its `dhcp6` row).
+fn dhcp_row(n: &NodeSeen, bootstrap_gone: bool) -> Option<Row> {
+    if n.planned_ip.is_ipv6() {
+        return None;
+    }
     let outcome = if removed(n, bootstrap_gone) {
         Outcome::NotApplicable("removed after bootstrap".into())
     } else {
@@ -338,11 +342,11 @@ fn dhcp_row(n: &NodeSeen, bootstrap_gone: bool) -> Row {
             )),
         }
     };
-    Row {
+    Some(Row {
         check: "dhcp",
         subject: n.name.clone(),
         outcome,
-    }
+    })
 }
 
 /// A dual-stack lab's node holds its planned IPv6 address: the node's own

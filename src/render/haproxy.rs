@@ -110,14 +110,16 @@ pub fn render(plan: &Plan, opts: &Options) -> Option<String> {
         let _ = write!(
             out,
             "\nfrontend {name}\n\
-             \x20   bind {addr}:{port}\n\
+             {bind4}\
              {bind6}\
              \x20   default_backend {name}\n\
              \nbackend {name}\n\
              \x20   balance roundrobin\n",
             name = f.name,
-            addr = f.address,
-            port = f.port,
+            bind4 = f
+                .address
+                .map(|a| format!("    bind {a}:{}\n", f.port))
+                .unwrap_or_default(),
             // A dual-stack lab's IPv6 VIP: the same frontend, the backends
             // reached over the primary family (IPv4: docs/ipv6.md). Bound
             // `transparent` (IPV6_TRANSPARENT: a non-local bind; HAProxy 2.6
@@ -142,11 +144,10 @@ pub fn render(plan: &Plan, opts: &Options) -> Option<String> {
             HealthCheck::Tcp => "check",
         };
         for b in active_backends(f, opts) {
-            let _ = writeln!(
-                out,
-                "    server {} {}:{} {server_opts}",
-                b.node, b.ip, b.port
-            );
+            // An IPv6 backend (IPv6 single-stack) in brackets: HAProxy's
+            // address syntax, `[ipv6]:port`.
+            let at = std::net::SocketAddr::new(b.ip, b.port);
+            let _ = writeln!(out, "    server {} {at} {server_opts}", b.node);
         }
     }
     Some(out)
@@ -213,7 +214,7 @@ mod tests {
         plan.load_balancer = Some(LoadBalancer {
             frontends: vec![Frontend {
                 name: "api".into(),
-                address: "10.0.0.2".parse().unwrap(),
+                address: Some("10.0.0.2".parse().unwrap()),
                 address6: None,
                 port: 6443,
                 check: HealthCheck::Tcp,

@@ -1,5 +1,7 @@
 //! `install-config.yaml` and `agent-config.yaml`, rendered from the spec and the plan.
 
+use std::net::IpAddr;
+
 use serde::Serialize;
 
 use crate::plan::Plan;
@@ -298,16 +300,14 @@ pub fn install_config(
     yaml_serde::to_string(&cfg).expect("install-config serialises")
 }
 
-/// One entry per family, IPv4's alone or both with the primary family first:
-/// OpenShift wants every dual-stack list in the same order (installer,
+/// One entry per family the lab has, the primary family first: OpenShift
+/// wants every dual-stack list in the same order (installer,
 /// `validateNetworkingIPVersion`).
-fn per_family<A: ToString, B: ToString>(v4: A, v6: Option<B>, plan: &Plan) -> Vec<String> {
+fn per_family<A: ToString, B: ToString>(v4: Option<A>, v6: Option<B>, plan: &Plan) -> Vec<String> {
     let primary6 = plan.network.ipv6.as_ref().is_some_and(|n| n.primary);
-    match v6 {
-        None => vec![v4.to_string()],
-        Some(v6) if primary6 => vec![v6.to_string(), v4.to_string()],
-        Some(v6) => vec![v4.to_string(), v6.to_string()],
-    }
+    let (v4, v6) = (v4.map(|a| a.to_string()), v6.map(|b| b.to_string()));
+    let both = if primary6 { [v6, v4] } else { [v4, v6] };
+    both.into_iter().flatten().collect()
 }
 
 /// `networking`: the pod, service and machine networks, both families in a
@@ -320,14 +320,22 @@ fn networking(spec: &ClusterSpec, plan: &Plan) -> Networking {
     };
     Networking {
         network_type: spec.network_type.clone(),
-        cluster_network: per_family(spec.cluster_network, v6.map(|v| v.cluster_network), plan)
-            .into_iter()
-            .map(|cidr| ClusterNet {
-                host_prefix: host_prefix(&cidr),
-                cidr,
-            })
-            .collect(),
-        service_network: per_family(spec.service_network, v6.map(|v| v.service_network), plan),
+        cluster_network: per_family(
+            Some(spec.cluster_network),
+            v6.map(|v| v.cluster_network),
+            plan,
+        )
+        .into_iter()
+        .map(|cidr| ClusterNet {
+            host_prefix: host_prefix(&cidr),
+            cidr,
+        })
+        .collect(),
+        service_network: per_family(
+            Some(spec.service_network),
+            v6.map(|v| v.service_network),
+            plan,
+        ),
         machine_network: per_family(plan.network.cidr, v6.map(|v| v.cidr), plan)
             .into_iter()
             .map(|cidr| MachineNet { cidr })
@@ -369,30 +377,40 @@ pub const AGENT_INTERFACE: &str = "enp1s0";
 /// must be a host address of the machine network outside the DHCP range (the
 /// installer requires it to be a node's: pkg/asset/agent/agentconfig validation
 /// of `rendezvousIP`; a DHCP lease could move it).
-pub fn rendezvous_ip(plan: &Plan) -> anyhow::Result<std::net::Ipv4Addr> {
+pub fn rendezvous_ip(plan: &Plan) -> anyhow::Result<std::net::IpAddr> {
     let node = plan
         .nodes_with_role(Role::Ctlplane)
         .next()
         .ok_or_else(|| anyhow::anyhow!("agent: no control plane to be the rendezvous host"))?;
+    // The primary family's: IPv4's (an agent lab is never IPv6-primary
+    // dual-stack: spec::resolve::ipv6), or IPv6's in an IPv6 single-stack lab.
     let (ip, net) = (node.ip, &plan.network);
-    let dhcp = u32::from(net.dhcp.start)..=u32::from(net.dhcp.end);
-    if !net.cidr.contains(&ip)
-        || ip == net.cidr.network()
-        || ip == net.cidr.broadcast()
-        || ip == net.gateway
+    let (subnet, gateway, range) = match (ip, net.ipv6.as_ref()) {
+        (IpAddr::V6(_), Some(v6)) => (
+            ipnet::IpNet::V6(v6.cidr),
+            IpAddr::V6(v6.gateway),
+            Some((IpAddr::V6(v6.dhcp.start), IpAddr::V6(v6.dhcp.end))),
+        ),
+        _ => (
+            net.host_cidr(),
+            net.host_ip(),
+            net.dhcp.as_ref().map(|d| (d.start.into(), d.end.into())),
+        ),
+    };
+    if !subnet.contains(&ip)
+        || ip == subnet.network()
+        || (ip.is_ipv4() && ip == subnet.broadcast())
+        || ip == gateway
     {
         anyhow::bail!(
-            "agent: the rendezvous IP {ip} ({}) is not a host address of the machine network {}; use a network whose node addresses fit it",
+            "agent: the rendezvous IP {ip} ({}) is not a host address of the machine network {subnet}; use a network whose node addresses fit it",
             node.name,
-            net.cidr
         );
     }
-    if dhcp.contains(&u32::from(ip)) {
+    if let Some((start, end)) = range.filter(|(s, e)| (*s..=*e).contains(&ip)) {
         anyhow::bail!(
-            "agent: the rendezvous IP {ip} ({}) is inside the DHCP range {}-{}; move the range away from the node addresses",
+            "agent: the rendezvous IP {ip} ({}) is inside the DHCP range {start}-{end}; move the range away from the node addresses",
             node.name,
-            net.dhcp.start,
-            net.dhcp.end
         );
     }
     Ok(ip)
@@ -452,12 +470,12 @@ mod rendezvous_tests {
         let yaml = agent_config(&spec_of(&p), &p);
         assert!(yaml.contains(&format!("rendezvousIP: {first}")), "{yaml}");
         // A DHCP range over it: a lease could take it.
-        p.network.dhcp.start = first;
+        p.network.dhcp.as_mut().unwrap().start = p.nodes[0].ipv4().unwrap();
         let e = rendezvous_ip(&p).unwrap_err().to_string();
         assert!(e.contains("inside the DHCP range"), "{e}");
         // Outside the machine network.
         let mut p = plan();
-        p.network.cidr = "192.0.2.0/28".parse().unwrap();
+        p.network.cidr = Some("192.0.2.0/28".parse().unwrap());
         let e = rendezvous_ip(&p).unwrap_err().to_string();
         assert!(
             e.contains("not a host address of the machine network"),

@@ -103,7 +103,7 @@ pub fn services_status(state: &StateDir, cluster: &str) -> Result<ServicesStatus
             .iter()
             .map(|f| FrontendStatus {
                 name: f.name.clone(),
-                bind: SocketAddr::from((f.address, f.port)),
+                bind: SocketAddr::new(f.first_address(), f.port),
                 backends: f
                     .backends
                     .iter()

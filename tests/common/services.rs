@@ -35,20 +35,24 @@ pub fn loopback_plan(name: &str, net: u8, base: u16, rehearsal: bool) -> Plan {
     plan.network.domain = plan.cluster_domain.clone();
     plan.rehearsal = rehearsal;
     let lb = Ipv4Addr::new(127, 77, net, 2);
-    plan.network.gateway = Ipv4Addr::new(127, 77, net, 1);
+    plan.network.gateway = Some(Ipv4Addr::new(127, 77, net, 1));
     plan.network.host_addresses = vec![lb];
-    plan.vips.api = lb;
-    plan.vips.ingress = lb;
+    plan.vips.api = Some(lb);
+    plan.vips.ingress = Some(lb);
+    let last = |ip: std::net::IpAddr| match ip {
+        std::net::IpAddr::V4(a) => a.octets()[3],
+        std::net::IpAddr::V6(a) => panic!("{a}: the golden UPI plan is IPv4"),
+    };
     for n in &mut plan.nodes {
-        n.ip = Ipv4Addr::new(127, 77, net + 1, n.ip.octets()[3]);
+        n.ip = Ipv4Addr::new(127, 77, net + 1, last(n.ip)).into();
     }
     let lbp = plan.load_balancer.as_mut().unwrap();
     for f in &mut lbp.frontends {
-        f.address = lb;
+        f.address = Some(lb);
         let p = f.port;
         f.port = front_port(p, base);
         for b in &mut f.backends {
-            b.ip = Ipv4Addr::new(127, 77, net + 1, b.ip.octets()[3]);
+            b.ip = Ipv4Addr::new(127, 77, net + 1, last(b.ip)).into();
             b.port = front_port(p, base) + 10;
         }
     }

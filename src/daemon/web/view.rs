@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read as _, Seek as _, SeekFrom};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -91,8 +91,8 @@ pub struct Lab {
     pub version: String,
     pub cluster_domain: String,
     pub network: NetworkView,
-    pub api_vip: Ipv4Addr,
-    pub ingress_vip: Ipv4Addr,
+    pub api_vip: IpAddr,
+    pub ingress_vip: IpAddr,
     pub dns: Vec<DnsRecord>,
     /// The lab BMC's endpoint and user (method ipi), never its password.
     pub bmc: Option<BmcView>,
@@ -118,7 +118,7 @@ pub struct NetworkView {
     pub mode: String,
     pub bridge: String,
     pub cidr: String,
-    pub gateway: Ipv4Addr,
+    pub gateway: IpAddr,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -166,11 +166,17 @@ impl Lab {
                 name: plan.network.name.clone(),
                 mode: format!("{:?}", plan.network.mode).to_lowercase(),
                 bridge: plan.network.bridge.clone(),
-                cidr: plan.network.cidr.to_string(),
-                gateway: plan.network.gateway,
+                cidr: plan
+                    .network
+                    .subnets()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                gateway: plan.network.host_ip(),
             },
-            api_vip: plan.vips.api,
-            ingress_vip: plan.vips.ingress,
+            api_vip: plan.vips.api_ip(),
+            ingress_vip: plan.vips.ingress_ip(),
             dns: plan.dns.clone(),
             bmc: plan.bmc.as_ref().map(|b| BmcView {
                 endpoint: b.endpoint.clone(),

@@ -128,7 +128,7 @@ pub fn run(ctx: &Ctx, locked: &mut Locked) -> Result<Note> {
     }
     let http = plan
         .http_address()
-        .map(|a| std::net::SocketAddrV4::new(a, crate::plan::DEFAULT_HTTP_PORT));
+        .map(|a| std::net::SocketAddr::new(a, crate::plan::DEFAULT_HTTP_PORT));
     // KubeVirt's VMs fetch their full config behind the cluster's HTTP token.
     let publish = |name: &str, bytes: &[u8]| -> Result<String> {
         crate::serve::http::publish_private(&ctx.cluster, name, bytes)

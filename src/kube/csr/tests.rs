@@ -23,7 +23,7 @@ fn nodes() -> Vec<NodeIdentity> {
     let n = |name: &str, ip: [u8; 4], role| NodeIdentity {
         name: name.into(),
         fqdn: format!("{name}.lab1.example.com"),
-        ip: Ipv4Addr::from(ip),
+        ip: std::net::Ipv4Addr::from(ip).into(),
         ipv6: None,
         role,
     };

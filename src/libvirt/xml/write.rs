@@ -71,24 +71,28 @@ pub fn network_xml(plan: &Plan) -> String {
         let _ = writeln!(x, "    </host>");
     }
     let _ = writeln!(x, "  </dns>");
-    let _ = writeln!(x, "  <ip address='{}' netmask='{}'>", n.gateway, n.netmask);
-    let _ = writeln!(x, "    <dhcp>");
-    let _ = writeln!(
-        x,
-        "      <range start='{}' end='{}'/>",
-        n.dhcp.start, n.dhcp.end
-    );
-    for r in &n.reservations {
-        let _ = writeln!(
-            x,
-            "      <host mac='{}' name='{}' ip='{}'/>",
-            esc(&r.mac),
-            esc(&r.hostname),
-            r.ip
-        );
+    if let (Some(gateway), Some(netmask)) = (n.gateway, n.netmask) {
+        let _ = writeln!(x, "  <ip address='{gateway}' netmask='{netmask}'>");
+        let _ = writeln!(x, "    <dhcp>");
+        if let Some(dhcp) = &n.dhcp {
+            let _ = writeln!(
+                x,
+                "      <range start='{}' end='{}'/>",
+                dhcp.start, dhcp.end
+            );
+        }
+        for r in &n.reservations {
+            let _ = writeln!(
+                x,
+                "      <host mac='{}' name='{}' ip='{}'/>",
+                esc(&r.mac),
+                esc(&r.hostname),
+                r.ip
+            );
+        }
+        let _ = writeln!(x, "    </dhcp>");
+        let _ = writeln!(x, "  </ip>");
     }
-    let _ = writeln!(x, "    </dhcp>");
-    let _ = writeln!(x, "  </ip>");
     if let Some(v6) = &n.ipv6 {
         ipv6_element(&mut x, v6);
     }
