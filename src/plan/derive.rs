@@ -2,7 +2,7 @@
 //! the nodes (names, addresses, MACs, disks, how each boots), the load balancer,
 //! the DNS records, the network. Pure: reads nothing, writes nothing.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use super::*;
 use crate::addressing::{self, stable_hash};
@@ -64,8 +64,8 @@ pub fn derive(spec: &ClusterSpec) -> Plan {
         rehearsal: spec.rehearsal,
         network: network(spec, &cd, &nodes, has_lb),
         vips: Vips {
-            api: Some(net.api_ip),
-            ingress: Some(net.ingress_ip),
+            api: net.api_ip,
+            ingress: net.ingress_ip,
             api6: None,
             ingress6: None,
         },
@@ -169,13 +169,22 @@ fn nodes(spec: &ClusterSpec, cd: &str, bmc: Option<&BmcPlan>) -> Vec<Node> {
             (Method::Ipi, _) => (Boot::VirtualMedia, Start::Bmc),
         };
         let uuid = uuid_for(&spec.cluster, &name);
+        // The same offset in each family's subnet; `ip` is IPv4's where the
+        // lab has IPv4.
+        let at = first_offset(role).saturating_add(index);
+        let ip4 = net.cidr.map(|c| addressing::offset(&c, at));
+        let ip6 = spec
+            .ipv6
+            .as_ref()
+            .map(|v6| addressing::offset6(&v6.cidr, at));
         nodes.push(Node {
             fqdn: format!("{name}.{cd}"),
-            ip: addressing::node_ip(&net.cidr, first_offset(role), index).into(),
-            ipv6: spec
-                .ipv6
-                .as_ref()
-                .map(|v6| addressing::offset6(&v6.cidr, first_offset(role).saturating_add(index))),
+            ip: match (ip4, ip6) {
+                (Some(a), _) => IpAddr::V4(a),
+                (None, Some(a)) => IpAddr::V6(a),
+                (None, None) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            },
+            ipv6: ip6,
             mac,
             vcpus: size.numcpus,
             memory_mib: size.memory,
@@ -234,7 +243,7 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
         frontends: vec![
             Frontend {
                 name: "api".into(),
-                address: Some(net.api_ip),
+                address: net.api_ip,
                 address6: v6.map(|v| v.api_ip),
                 port: 6443,
                 check: HealthCheck::HttpsReadyz,
@@ -242,7 +251,7 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
             },
             Frontend {
                 name: "machine-config".into(),
-                address: Some(net.api_ip),
+                address: net.api_ip,
                 address6: v6.map(|v| v.api_ip),
                 port: 22623,
                 check: HealthCheck::Tcp,
@@ -250,7 +259,7 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
             },
             Frontend {
                 name: "ingress-https".into(),
-                address: Some(net.ingress_ip),
+                address: net.ingress_ip,
                 address6: v6.map(|v| v.ingress_ip),
                 port: 443,
                 check: HealthCheck::Tcp,
@@ -258,7 +267,7 @@ fn load_balancer(spec: &ClusterSpec, nodes: &[Node]) -> LoadBalancer {
             },
             Frontend {
                 name: "ingress-http".into(),
-                address: Some(net.ingress_ip),
+                address: net.ingress_ip,
                 address6: v6.map(|v| v.ingress_ip),
                 port: 80,
                 check: HealthCheck::Tcp,
@@ -288,28 +297,32 @@ pub fn router_roles(method: Method, workers: u32) -> Vec<Role> {
 }
 
 /// api, api-int, `*.apps`, the API's PTR where no node holds its address, and
-/// every node's A and PTR record.
+/// every node's A and PTR record; none in an IPv6 single-stack lab (its
+/// records are all [`ipv6::add_records`]').
 fn dns_records(cd: &str, net: &NetworkSpec, nodes: &[Node]) -> Vec<DnsRecord> {
+    let (Some(api_ip), Some(ingress_ip)) = (net.api_ip, net.ingress_ip) else {
+        return Vec::new();
+    };
     let mut dns = vec![
         DnsRecord {
             name: format!("api.{cd}"),
             kind: RecordType::A,
-            value: net.api_ip.to_string(),
+            value: api_ip.to_string(),
         },
         DnsRecord {
             name: format!("api-int.{cd}"),
             kind: RecordType::A,
-            value: net.api_ip.to_string(),
+            value: api_ip.to_string(),
         },
         DnsRecord {
             name: format!("*.apps.{cd}"),
             kind: RecordType::Wildcard,
-            value: net.ingress_ip.to_string(),
+            value: ingress_ip.to_string(),
         },
     ];
-    if !nodes.iter().any(|n| n.ipv4() == Some(net.api_ip)) {
+    if !nodes.iter().any(|n| n.ipv4() == Some(api_ip)) {
         dns.push(DnsRecord {
-            name: addressing::reverse_name(net.api_ip),
+            name: addressing::reverse_name(api_ip),
             kind: RecordType::PTR,
             value: format!("api.{cd}"),
         });
@@ -336,25 +349,25 @@ fn network(spec: &ClusterSpec, cd: &str, nodes: &[Node], has_lb: bool) -> Networ
     let net = &spec.network;
     let cidr = net.cidr;
     let mut host_addresses: Vec<Ipv4Addr> = Vec::new();
-    if has_lb {
-        host_addresses.push(net.api_ip);
-        if net.ingress_ip != net.api_ip {
-            host_addresses.push(net.ingress_ip);
+    if let (true, Some(api), Some(ingress)) = (has_lb, net.api_ip, net.ingress_ip) {
+        host_addresses.push(api);
+        if ingress != api {
+            host_addresses.push(ingress);
         }
     }
     NetworkPlan {
         name: net.name.clone(),
         mode: net.mode,
         bridge: net.bridge.clone(),
-        cidr: Some(cidr),
-        netmask: Some(cidr.netmask()),
-        gateway: Some(addressing::gateway(&cidr)),
+        cidr,
+        netmask: cidr.map(|c| c.netmask()),
+        gateway: cidr.map(|c| addressing::gateway(&c)),
         host_addresses,
         domain: cd.to_string(),
-        dhcp: Some(DhcpRange {
-            start: net.dhcp_start,
-            end: net.dhcp_end,
-        }),
+        dhcp: net
+            .dhcp_start
+            .zip(net.dhcp_end)
+            .map(|(start, end)| DhcpRange { start, end }),
         reservations: nodes
             .iter()
             .filter_map(|n| {

@@ -56,20 +56,26 @@ pub fn render_table(plan: &Plan) -> String {
         plan.platform,
         if plan.rehearsal { ", rehearsal" } else { "" }
     );
-    let _ = writeln!(
-        out,
-        "network {} ({}, bridge {}): {} gateway {}, DHCP {}-{}",
-        n.name,
-        match n.mode {
-            crate::spec::NetworkMode::Nat => "nat",
-            crate::spec::NetworkMode::Bridge => "bridge",
-        },
-        n.bridge,
-        opt(n.cidr),
-        opt(n.gateway),
-        opt(n.dhcp.as_ref().map(|d| d.start)),
-        opt(n.dhcp.as_ref().map(|d| d.end))
-    );
+    let mode = match n.mode {
+        crate::spec::NetworkMode::Nat => "nat",
+        crate::spec::NetworkMode::Bridge => "bridge",
+    };
+    match (n.cidr, n.gateway, &n.dhcp) {
+        (Some(cidr), Some(gateway), Some(dhcp)) => {
+            let _ = writeln!(
+                out,
+                "network {} ({mode}, bridge {}): {cidr} gateway {gateway}, DHCP {}-{}",
+                n.name, n.bridge, dhcp.start, dhcp.end
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                out,
+                "network {} ({mode}, bridge {}): IPv6 single-stack",
+                n.name, n.bridge
+            );
+        }
+    }
     if let Some(v6) = &n.ipv6 {
         let _ = writeln!(
             out,
@@ -114,8 +120,8 @@ pub fn render_table(plan: &Plan) -> String {
                 node.name.clone(),
                 node.role.to_string(),
                 match node.ipv6 {
-                    Some(v6) => format!("{} {v6}", node.ip),
-                    None => node.ip.to_string(),
+                    Some(v6) if node.ipv4().is_some() => format!("{} {v6}", node.ip),
+                    _ => node.ip.to_string(),
                 },
                 node.mac.clone(),
                 node.vcpus.to_string(),
@@ -248,9 +254,4 @@ pub fn render_table(plan: &Plan) -> String {
         table(&mut out, &["KIND", "NAME"], &rows);
     }
     out
-}
-
-/// An optional value as the table shows it: `-` where the lab has none.
-fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map_or_else(|| "-".into(), |v| v.to_string())
 }

@@ -70,7 +70,12 @@ fn try_machine_config(role: &str, conf: &str) -> Result<String> {
 /// gateway (the host, whose chrony serves the subnet: host::chrony).
 pub fn servers(spec: &ClusterSpec) -> Vec<String> {
     if spec.host_ntp {
-        return vec![crate::addressing::gateway(&spec.network.cidr).to_string()];
+        let gateway = match (&spec.network.cidr, &spec.ipv6) {
+            (Some(v4), _) => crate::addressing::gateway(v4).to_string(),
+            (None, Some(v6)) => crate::addressing::gateway6(&v6.cidr).to_string(),
+            (None, None) => return Vec::new(),
+        };
+        return vec![gateway];
     }
     spec.ntp_servers.clone()
 }

@@ -320,22 +320,14 @@ fn networking(spec: &ClusterSpec, plan: &Plan) -> Networking {
     };
     Networking {
         network_type: spec.network_type.clone(),
-        cluster_network: per_family(
-            Some(spec.cluster_network),
-            v6.map(|v| v.cluster_network),
-            plan,
-        )
-        .into_iter()
-        .map(|cidr| ClusterNet {
-            host_prefix: host_prefix(&cidr),
-            cidr,
-        })
-        .collect(),
-        service_network: per_family(
-            Some(spec.service_network),
-            v6.map(|v| v.service_network),
-            plan,
-        ),
+        cluster_network: per_family(spec.cluster_network, v6.map(|v| v.cluster_network), plan)
+            .into_iter()
+            .map(|cidr| ClusterNet {
+                host_prefix: host_prefix(&cidr),
+                cidr,
+            })
+            .collect(),
+        service_network: per_family(spec.service_network, v6.map(|v| v.service_network), plan),
         machine_network: per_family(plan.network.cidr, v6.map(|v| v.cidr), plan)
             .into_iter()
             .map(|cidr| MachineNet { cidr })

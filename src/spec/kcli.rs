@@ -712,7 +712,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(l.spec.method, crate::spec::Method::Sno);
         assert_eq!(l.spec.installation_disk, "/dev/sda");
-        assert_eq!(l.spec.network.cidr.to_string(), "10.40.0.0/24");
+        assert_eq!(l.spec.network.cidr.unwrap().to_string(), "10.40.0.0/24");
         let e = load("ca: |\n  -----BEGIN CERTIFICATE-----\nadditional_trust_bundle: x.pem\n")
             .unwrap_err();
         assert!(

@@ -165,11 +165,18 @@ pub struct NetworkSpec {
     pub name: String,
     pub mode: NetworkMode,
     pub bridge: String,
-    pub cidr: Ipv4Net,
-    pub api_ip: Ipv4Addr,
-    pub ingress_ip: Ipv4Addr,
-    pub dhcp_start: Ipv4Addr,
-    pub dhcp_end: Ipv4Addr,
+    /// The IPv4 half: all five present, or (IPv6 single-stack, docs/ipv6.md)
+    /// all absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cidr: Option<Ipv4Net>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_ip: Option<Ipv4Addr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingress_ip: Option<Ipv4Addr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dhcp_start: Option<Ipv4Addr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dhcp_end: Option<Ipv4Addr>,
     #[serde(serialize_with = "mac_prefix_text")]
     pub mac_prefix: [u8; 3],
     /// Bare-metal IPI, `external_bridge: veth`: the veth-linked bridge the
@@ -179,10 +186,10 @@ pub struct NetworkSpec {
     pub veth_bridge: Option<String>,
 }
 
-/// The IPv6 half of a dual-stack lab (docs/ipv6.md, spec::resolve::ipv6): the
-/// machine network's IPv6 subnet, VIPs and DHCPv6 range, and the pod and service
-/// networks' IPv6 ranges. The IPv4 half is [`NetworkSpec`] and the top-level
-/// `cluster_network`/`service_network`.
+/// The IPv6 half of a dual-stack or IPv6 single-stack lab (docs/ipv6.md,
+/// spec::resolve::ipv6): the machine network's IPv6 subnet, VIPs and DHCPv6
+/// range, and the pod and service networks' IPv6 ranges. The IPv4 half is
+/// [`NetworkSpec`] and the top-level `cluster_network`/`service_network`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Ipv6Spec {
     pub cidr: Ipv6Net,
@@ -463,10 +470,13 @@ pub struct ClusterSpec {
     pub rehearsal: bool,
     pub installation_disk: String,
     pub network_type: String,
-    pub cluster_network: Ipv4Net,
+    /// The IPv4 pod and service networks; `None` in an IPv6 single-stack lab.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_network: Option<Ipv4Net>,
     pub cluster_network_host_prefix: u8,
-    pub service_network: Ipv4Net,
-    /// Dual-stack: the IPv6 networks beside the IPv4 ones (docs/ipv6.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_network: Option<Ipv4Net>,
+    /// Dual-stack and IPv6 single-stack: the IPv6 networks (docs/ipv6.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv6: Option<Ipv6Spec>,
     pub fips: bool,

@@ -14,9 +14,11 @@ pub fn resolve(
     ipv6: Option<&Ipv6Spec>,
     d: &mut Diagnostics,
 ) -> BmcSpec {
-    let gateway = match ipv6 {
-        Some(v6) if v6.primary => IpAddr::V6(addressing::gateway6(&v6.cidr)),
-        _ => IpAddr::V4(addressing::gateway(&network.cidr)),
+    let gateway = match (ipv6, &network.cidr) {
+        (Some(v6), _) if v6.primary => IpAddr::V6(addressing::gateway6(&v6.cidr)),
+        (_, Some(v4)) => IpAddr::V4(addressing::gateway(v4)),
+        // An error already said why there is no network: any address will do.
+        (_, None) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
     };
     let address = match &raw.bmc.address {
         None => gateway,
@@ -26,6 +28,16 @@ pub fn resolve(
                 &s.field,
                 format!(
                     "{}: an IPv6 BMC address needs a dual-stack network.cidr ([<IPv4 CIDR>, <IPv6 CIDR>]); use an IPv4 address such as {gateway}",
+                    s.v
+                ),
+            );
+            gateway
+        }
+        Some(s) if s.v.is_ipv4() && network.cidr.is_none() && raw.network.cidr6.is_some() => {
+            d.error(
+                &s.field,
+                format!(
+                    "{}: an IPv4 BMC address in an IPv6 single-stack lab, whose nodes have no IPv4; use an IPv6 address such as {gateway}",
                     s.v
                 ),
             );

@@ -5,7 +5,9 @@
 //! refuses of IPv6 (openshift/installer pkg/types/validation/installconfig.go,
 //! `validateNetworkingIPVersion` and `validateClusterNetwork`).
 //!
-//! IPv6 single-stack is refused here: the plan's host parts are IPv4.
+//! IPv6 single-stack (`network.cidr` IPv6 alone) is this half without the
+//! IPv4 one (spec::resolve::network refuses its IPv4 values); IPv6 is then
+//! the primary family.
 
 use std::net::Ipv6Addr;
 
@@ -96,16 +98,6 @@ pub fn resolve(
         }
         return None;
     };
-    if n.cidr.is_none() {
-        d.error(
-            &cidr.field,
-            format!(
-                "{}: IPv6 single-stack is not supported yet (shiftlab's plan and host services need an IPv4 network); add an IPv4 CIDR for dual-stack, e.g. cidr: [192.168.126.0/24, {}]",
-                cidr.v, cidr.v
-            ),
-        );
-        return None;
-    }
     let mut ok = subnet(cidr, topo.rehearsal, d);
     let cluster = cluster_network(raw, d);
     let service = service_network(raw, d);
@@ -267,8 +259,10 @@ fn family_rules(
         ok = false;
     }
     // The installer takes an IPv6-primary dual-stack only on platform baremetal
-    // (`allowV6Primary`); upi, sno and agent are platform none.
-    if let Some(c) = raw.network.cidr6.as_ref().filter(|_| ipv6_first) {
+    // (`allowV6Primary`); upi, sno and agent are platform none. IPv6
+    // single-stack it takes on both.
+    let dual = raw.network.cidr.is_some();
+    if let Some(c) = raw.network.cidr6.as_ref().filter(|_| ipv6_first && dual) {
         if topo.method != Method::Ipi {
             d.error(
                 &c.field,
@@ -283,7 +277,7 @@ fn family_rules(
     if let Some(b) = raw.backend.as_ref().filter(|b| b.v == "kubevirt") {
         d.error(
             &b.field,
-            "dual-stack is planned for the libvirt backend only; remove the IPv6 CIDR from network.cidr",
+            "IPv6 (dual-stack or single-stack) is planned for the libvirt backend only; give network.cidr an IPv4 CIDR alone",
         );
         ok = false;
     }

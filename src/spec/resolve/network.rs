@@ -20,14 +20,63 @@ pub const OVN_RANGES: [(&str, &str); 3] = [
 pub const DEFAULT_CIDR: &str = "192.168.126.0/24";
 
 /// The networks inside the cluster, which the machine network must not overlap.
+/// No IPv4 pod and service networks in an IPv6 single-stack lab.
 pub struct ClusterNetworks {
     pub network_type: String,
-    pub cluster_network: Ipv4Net,
+    pub cluster_network: Option<Ipv4Net>,
     pub host_prefix: u8,
-    pub service_network: Ipv4Net,
+    pub service_network: Option<Ipv4Net>,
+}
+
+/// `network.cidr` is one IPv6 CIDR alone: the lab has no IPv4 (docs/ipv6.md).
+pub fn ipv6_only(raw: &RawSpec) -> bool {
+    raw.network.cidr.is_none() && raw.network.cidr6.is_some()
+}
+
+/// An IPv6 single-stack file's IPv4 values: each refused, naming the field.
+fn refuse_ipv4_values(raw: &RawSpec, d: &mut Diagnostics) {
+    let n = &raw.network;
+    let given = [
+        n.api_ip
+            .as_ref()
+            .map(|s| (s.field.clone(), s.v.to_string())),
+        n.ingress_ip
+            .as_ref()
+            .map(|s| (s.field.clone(), s.v.to_string())),
+        n.dhcp_start
+            .as_ref()
+            .map(|s| (s.field.clone(), s.v.to_string())),
+        n.dhcp_end
+            .as_ref()
+            .map(|s| (s.field.clone(), s.v.to_string())),
+        raw.cluster_network
+            .as_ref()
+            .map(|s| (s.field.clone(), s.v.to_string())),
+        raw.service_network
+            .as_ref()
+            .map(|s| (s.field.clone(), s.v.to_string())),
+        raw.cluster_network_host_prefix
+            .as_ref()
+            .map(|s| (s.field.clone(), format!("/{}", s.v))),
+    ];
+    for (field, value) in given.into_iter().flatten() {
+        d.error(
+            field,
+            format!("{value}: an IPv4 value in an IPv6 single-stack lab (network.cidr is IPv6 alone); remove it, or add an IPv4 CIDR to network.cidr for dual-stack"),
+        );
+    }
 }
 
 pub fn cluster_networks(raw: &RawSpec, version: &Version, d: &mut Diagnostics) -> ClusterNetworks {
+    if ipv6_only(raw) {
+        refuse_ipv4_values(raw, d);
+        return ClusterNetworks {
+            network_type: network_type(raw, version, d),
+            cluster_network: None,
+            host_prefix: 23,
+            service_network: None,
+        };
+    }
     let cluster_network = raw
         .cluster_network
         .as_ref()
@@ -71,7 +120,17 @@ pub fn cluster_networks(raw: &RawSpec, version: &Version, d: &mut Diagnostics) -
             }
         }
     }
-    let network_type = match &raw.network_type {
+    ClusterNetworks {
+        network_type: network_type(raw, version, d),
+        cluster_network: Some(cluster_network),
+        host_prefix: host_prefix.min(32) as u8,
+        service_network: Some(service_network),
+    }
+}
+
+/// `network_type`: OVN-Kubernetes, or OpenShiftSDN before 4.15.
+fn network_type(raw: &RawSpec, version: &Version, d: &mut Diagnostics) -> String {
+    match &raw.network_type {
         Some(s) => {
             match s.v.as_str() {
                 "OVNKubernetes" => {}
@@ -93,12 +152,6 @@ pub fn cluster_networks(raw: &RawSpec, version: &Version, d: &mut Diagnostics) -
             s.v.clone()
         }
         None => "OVNKubernetes".into(),
-    };
-    ClusterNetworks {
-        network_type,
-        cluster_network,
-        host_prefix: host_prefix.min(32) as u8,
-        service_network,
     }
 }
 
@@ -113,7 +166,9 @@ pub fn machine_network(
     d: &mut Diagnostics,
 ) -> NetworkSpec {
     let n = &raw.network;
-    let cidr = subnet(n, nets, d);
+    // An IPv6 single-stack lab has no IPv4 half (its IPv4 values were refused
+    // with the cluster networks); its IPv6 one is spec::resolve::ipv6's.
+    let cidr = (!ipv6_only(raw)).then(|| subnet(n, nets, d));
     let mode = pick(
         &[("nat", NetworkMode::Nat), ("bridge", NetworkMode::Bridge)],
         &n.mode,
@@ -121,8 +176,11 @@ pub fn machine_network(
         d,
     );
     let (name, bridge) = names(n, cluster, mode, d);
-    let layout = layout(n, &cidr, topo, d);
-    let (api_ip, ingress_ip) = vips(n, &cidr, topo, &layout, d);
+    let v4 = cidr.map(|cidr| {
+        let layout = layout(n, &cidr, topo, d);
+        let vips = vips(n, &cidr, topo, &layout, d);
+        (cidr, layout, vips)
+    });
     let mac_prefix = mac_prefix(n, d);
     let veth_bridge = external_bridge(topo.method, mode, &bridge, n, d);
     NetworkSpec {
@@ -131,10 +189,10 @@ pub fn machine_network(
         bridge,
         veth_bridge,
         cidr,
-        api_ip,
-        ingress_ip,
-        dhcp_start: layout.dhcp_start,
-        dhcp_end: layout.dhcp_end,
+        api_ip: v4.as_ref().map(|(_, _, (api, _))| *api),
+        ingress_ip: v4.as_ref().map(|(_, _, (_, ingress))| *ingress),
+        dhcp_start: v4.as_ref().map(|(_, l, _)| l.dhcp_start),
+        dhcp_end: v4.as_ref().map(|(_, l, _)| l.dhcp_end),
         mac_prefix,
     }
 }
@@ -186,9 +244,10 @@ fn subnet(n: &RawNetwork, nets: &ClusterNetworks, d: &mut Diagnostics) -> Ipv4Ne
         }
     }
     for (other, name) in [
-        (&nets.cluster_network, "cluster_network"),
-        (&nets.service_network, "service_network"),
+        (nets.cluster_network, "cluster_network"),
+        (nets.service_network, "service_network"),
     ] {
+        let Some(other) = &other else { continue };
         if overlaps(&cidr, other) {
             d.error(
                 &cidr_field,
