@@ -88,6 +88,69 @@ pub fn is_tentative(if_inet6: &str, ip: std::net::Ipv6Addr) -> bool {
     })
 }
 
+/// The `ip` commands that make the lab bridge's tentative IPv6 addresses
+/// usable: each deleted and added again with `nodad`. A bridge no node has
+/// joined has no carrier, so duplicate address detection never runs and
+/// libvirt's addresses (the gateway, the load balancer's VIPs) stay tentative:
+/// the host cannot bind them, and the lab's dnsmasq answers nothing on them,
+/// which leaves an IPv6 single-stack lab with no DNS and no artifact server
+/// until its first VM starts. `accept_dad=0` on the bridge does not help once
+/// the addresses are there, nor does `ip addr change … nodad`; a host-wide
+/// `default.accept_dad` would reach every other link. The bridge is the lab's
+/// own (libvirt's, for shiftlab's network), so nothing else shares these
+/// addresses to detect. `wanted`: the plan's addresses with their prefixes.
+/// Pure.
+pub fn settle_commands(
+    if_inet6: &str,
+    bridge: &str,
+    wanted: &[(std::net::Ipv6Addr, u8)],
+) -> Vec<Vec<String>> {
+    let on_bridge: String = if_inet6
+        .lines()
+        .filter(|l| l.split_whitespace().nth(5) == Some(bridge))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    wanted
+        .iter()
+        .filter(|(ip, _)| is_tentative(&on_bridge, *ip))
+        .flat_map(|(ip, prefix)| {
+            let at = format!("{ip}/{prefix}");
+            [
+                vec!["-6", "addr", "del", &at, "dev", bridge],
+                vec!["-6", "addr", "add", &at, "dev", bridge, "nodad"],
+            ]
+            .map(|c| c.into_iter().map(String::from).collect())
+        })
+        .collect()
+}
+
+/// [`settle_commands`], run: what was re-added, for the report.
+pub fn settle(bridge: &str, wanted: &[(std::net::Ipv6Addr, u8)]) -> anyhow::Result<Vec<String>> {
+    use anyhow::Context;
+    let text = std::fs::read_to_string("/proc/net/if_inet6").unwrap_or_default();
+    let mut done = Vec::new();
+    for argv in settle_commands(&text, bridge, wanted) {
+        let out = std::process::Command::new("ip")
+            .args(&argv)
+            .output()
+            .with_context(|| format!("running ip {}", argv.join(" ")))?;
+        if !out.status.success() {
+            anyhow::bail!(
+                "ip {}: {}",
+                argv.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        if argv[2] == "add" {
+            done.push(format!(
+                "{} on {bridge} without duplicate address detection",
+                argv[3]
+            ));
+        }
+    }
+    Ok(done)
+}
+
 fn sysctl(path: &str) -> Option<i32> {
     std::fs::read_to_string(format!("/proc/sys/net/ipv6/conf/{path}"))
         .ok()?
@@ -130,6 +193,36 @@ mod tests {
         assert!(!is_tentative(text, "fd00:194::2".parse().unwrap()));
         assert!(!is_tentative(text, "fd00:194::3".parse().unwrap()));
         assert!(!is_tentative("", "fd00:194::1".parse().unwrap()));
+    }
+
+    #[test]
+    fn only_the_bridges_tentative_addresses_are_added_again_without_dad() {
+        // The gateway and the VIP tentative on a bridge with no carrier; the
+        // same gateway address on another link, and a settled one, untouched.
+        let text = "fd000194000000000000000000000001 05 40 00 c0    sl-b6\n\
+                    fd000194000000000000000000000002 05 80 00 c0    sl-b6\n\
+                    fd000194000000000000000000000003 05 80 00 80    sl-b6\n\
+                    fd000195000000000000000000000001 06 40 00 c0    other\n";
+        let want = [
+            ("fd00:194::1".parse().unwrap(), 64),
+            ("fd00:194::2".parse().unwrap(), 128),
+            ("fd00:194::3".parse().unwrap(), 128),
+            ("fd00:195::1".parse().unwrap(), 64),
+        ];
+        let cmds: Vec<String> = settle_commands(text, "sl-b6", &want)
+            .iter()
+            .map(|c| c.join(" "))
+            .collect();
+        assert_eq!(
+            cmds,
+            [
+                "-6 addr del fd00:194::1/64 dev sl-b6",
+                "-6 addr add fd00:194::1/64 dev sl-b6 nodad",
+                "-6 addr del fd00:194::2/128 dev sl-b6",
+                "-6 addr add fd00:194::2/128 dev sl-b6 nodad",
+            ]
+        );
+        assert!(settle_commands("", "sl-b6", &want).is_empty());
     }
 
     #[test]

@@ -406,7 +406,29 @@ fn ensure_network(host: &Host, plan: &Plan, report: &mut Report) -> Result<Netwo
         report.started.push(format!("network {name}"));
     }
     let _ = net.set_autostart(true);
+    settle_ipv6(host, plan)?;
     Ok(net)
+}
+
+/// The bridge's IPv6 addresses usable before any node joins it
+/// (host::ipv6::settle): the host's own lookups and the artifact server of a
+/// lab whose only family is IPv6 need them. Only on this host's own bridge.
+fn settle_ipv6(host: &Host, plan: &Plan) -> Result<()> {
+    let n = &plan.network;
+    let Some(v6) = n.ipv6.as_ref().filter(|_| host.is_local()) else {
+        return Ok(());
+    };
+    if n.mode != crate::spec::NetworkMode::Nat {
+        return Ok(());
+    }
+    let mut wanted = vec![(v6.gateway, v6.cidr.prefix_len())];
+    wanted.extend(v6.host_addresses.iter().map(|a| (*a, 128)));
+    let done = crate::host::ipv6::settle(&n.bridge, &wanted)
+        .with_context(|| format!("the IPv6 addresses of bridge {}", n.bridge))?;
+    for d in done {
+        tracing::info!(network = %n.name, "{d}");
+    }
+    Ok(())
 }
 
 /// Add what the plan has and the network lacks (new nodes' reservations and
