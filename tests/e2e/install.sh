@@ -12,7 +12,9 @@
 # corrupted tarball is a clear error that caches nothing. Rehearsals with
 # `rehearsal: true` alone (the shipped stand-in installer, no mirror): a compact dual-stack
 # 3+0 with storage: nfs, a user and ntp_servers (their manifests in bootstrap.ign),
-# the report and its DNS and firewall breaks; a UPI 3+2 killed with -9
+# the report and its DNS and firewall breaks; the same compact lab IPv6
+# single-stack (no IPv4 anywhere: every node on its planned IPv6 address, DNS and
+# the load balancer over IPv6, the report proven); a UPI 3+2 killed with -9
 # during `infra` and during the bootstrap-complete wait, each rerun completing
 # with no duplicated libvirt objects and the report holding.
 #
@@ -32,7 +34,7 @@ e2e_sandbox "$@"
 e2e_workdir install
 export SHIFTLAB_CACHE=$work/cache
 on_exit 'pkill -f "$fake"; pkill -f "$work/cache"'
-destroy_on_exit inst1 inst2 inst3 inst4 inst5
+destroy_on_exit inst1 inst2 inst3 inst4 inst5 inst6
 serve=""
 on_exit 'stop_pid "$serve"'
 # On failure: what the installer and serve said (the work directory goes at exit).
@@ -274,6 +276,38 @@ virsh vol-delete --pool shiftlab inst4-ctlplane-2.qcow2 >/dev/null
 "$bin" destroy cluster inst4 >"$work/destroy4.out" 2>&1 || { cat "$work/destroy4.out"; fail "destroy of inst4 failed"; }
 contains -F 'left nothing: no domain, volume, network, HAProxy, host DNS or firewall entry, or state of inst4' "$work/destroy4.out" ||
 	{ cat "$work/destroy4.out"; fail "destroy did not say it left nothing"; }
+
+step "a compact 3+0 IPv6 single-stack rehearsal: no IPv4 anywhere; every node on its planned IPv6 address, the lab's DNS and the load balancer answering over IPv6"
+f6=$(cluster_file inst6 "'fd00:186::/64'" "method: upi" "ctlplanes: 3" "workers: 0" "${lab_settings[@]}")
+env -u SHIFTLAB_FAKE_STREAM_JSON "$bin" create cluster -f "$f6" >"$work/run6.out" 2>&1 || {
+	tail -15 "$work/run6.out"
+	tail -15 "$SHIFTLAB_HOME/clusters/inst6/openshift-install.log"
+	fail "the IPv6 single-stack install failed"
+}
+tail -3 "$work/run6.out"
+check_finished inst6 0
+# No IPv4 in the lab: the network has no IPv4 <ip>, the bridge no IPv4 address.
+! virsh net-dumpxml shiftlab-inst6 | grep -E "<ip address='[0-9.]+'" >/dev/null || fail "the network has an IPv4 address"
+[[ -z $(ip -4 addr show dev sl-inst6) ]] || fail "the lab bridge holds an IPv4 address"
+# The lab's dnsmasq over IPv6: api, api-int, *.apps and each node's AAAA and PTR.
+for n in api api-int test.apps; do
+	[[ $(dig +short -6 @fd00:186::1 "$n.inst6.lab.test" AAAA) == fd00:186::2 ]] || fail "$n.inst6.lab.test AAAA over IPv6"
+done
+[[ $(dig +short -6 @fd00:186::1 -x fd00:186::b) == inst6-ctlplane-0.inst6.lab.test. ]] || fail "the PTR of fd00:186::b over IPv6"
+check_ingress inst6 fd00:186::1 inst6-ctlplane-0 inst6-ctlplane-1 inst6-ctlplane-2
+"$bin" report inst6 -o json >"$work/report6.json" || {
+	jq -r '.rows[] | select(.result == "failed") | "\(.check) \(.subject): \(.evidence)"' "$work/report6.json"
+	fail "report inst6 exited non-zero"
+}
+# Every control plane holds its planned IPv6 address (DHCPv6) and resolves
+# over IPv6; 4 frontends on the IPv6 VIP and their IPv6 backends; no DHCPv4.
+for c in dhcp6:3 resolve6:3 dns:12 lb:4 lb-backends:4 boot:3 bootstrap-removed:1; do
+	n=$(jq --arg c "${c%:*}" '[.rows[] | select(.check == $c and .result == "proven")] | length' "$work/report6.json")
+	[[ $n -ge ${c#*:} ]] || fail "report inst6: $n ${c%:*} check(s) proven, expected at least ${c#*:}"
+done
+[[ $(jq '[.rows[] | select(.check == "dhcp")] | length' "$work/report6.json") == 0 ]] || fail "report inst6 has DHCPv4 rows"
+"$bin" destroy cluster inst6 >"$work/destroy6.out" 2>&1 || { cat "$work/destroy6.out"; fail "destroy of inst6 failed"; }
+contains -F 'left nothing' "$work/destroy6.out" || { cat "$work/destroy6.out"; fail "destroy of inst6 left something"; }
 
 step "a corrupted tarball is a clear error and nothing is cached"
 f3=$(install_file inst3 192.168.182.0/24 4.17.0-okd-scos.1)
