@@ -97,6 +97,8 @@ struct Served {
     /// The NFS export's server (`storage: nfs`), and why it last failed.
     nfs: Option<nfs::Server>,
     nfs_error: Option<String>,
+    /// Why the lab bridge's IPv6 addresses last failed to settle.
+    ipv6_error: Option<String>,
 }
 
 struct Daemon {

@@ -120,6 +120,7 @@ impl Daemon {
                     firewall_error: None,
                     nfs: None,
                     nfs_error: None,
+                    ipv6_error: None,
                 });
             // A changed plan (or a forced reconcile) checks the firewall now.
             served.firewall_checked = None;
@@ -151,6 +152,7 @@ impl Daemon {
             self.ensure_dns(name, &plan, &files, &mut result).await?;
             super::host_ntp::ensure(name, &plan, &mut result).await;
         }
+        self.ensure_ipv6(name).await;
         self.ensure_http(name, &files).await?;
         self.ensure_bmc(name, &files).await;
         self.ensure_firewall(name, &files).await;
@@ -174,6 +176,36 @@ impl Daemon {
                     tracing::warn!(cluster = %name, error = %msg, "nfs export not served (retrying)");
                 }
                 served.nfs_error = Some(msg);
+            }
+        }
+    }
+
+    /// The lab bridge's IPv6 addresses usable with no node running
+    /// (host::ipv6::settle_plan): libvirt starts the network again, its
+    /// addresses tentative, after a host reboot or a `virsh net-start`, and
+    /// the artifact listener below and the lab's DNS need them.
+    async fn ensure_ipv6(&mut self, name: &str) {
+        let Some(served) = self.clusters.get_mut(name) else {
+            return;
+        };
+        let plan = served.plan.clone();
+        let done = tokio::task::spawn_blocking(move || crate::host::ipv6::settle_plan(&plan))
+            .await
+            .map_err(|e| anyhow::anyhow!("ipv6 task: {e}"))
+            .and_then(|r| r);
+        match done {
+            Ok(done) => {
+                for d in done {
+                    tracing::info!(cluster = %name, "{d}");
+                }
+                served.ipv6_error = None;
+            }
+            Err(e) => {
+                let msg = format!("{e:#}");
+                if served.ipv6_error.as_deref() != Some(msg.as_str()) {
+                    tracing::warn!(cluster = %name, error = %msg, "lab bridge IPv6 addresses (retrying)");
+                }
+                served.ipv6_error = Some(msg);
             }
         }
     }

@@ -124,7 +124,30 @@ pub fn settle_commands(
         .collect()
 }
 
-/// [`settle_commands`], run: what was re-added, for the report.
+/// What [`settle`] takes for a lab's plan: its NAT bridge with its IPv6
+/// gateway and load-balancer VIPs. `None` for an IPv4 lab, a bridge-mode lab
+/// (the bridge is the user's, never touched) and a lab on a remote libvirt.
+/// Pure.
+pub fn settle_targets(plan: &crate::plan::Plan) -> Option<(&str, Vec<(std::net::Ipv6Addr, u8)>)> {
+    let n = &plan.network;
+    let v6 = n.ipv6.as_ref()?;
+    if n.mode != crate::spec::NetworkMode::Nat || !crate::libvirt::uri_is_local(&plan.libvirt.uri) {
+        return None;
+    }
+    let mut wanted = vec![(v6.gateway, v6.cidr.prefix_len())];
+    wanted.extend(v6.host_addresses.iter().map(|a| (*a, 128)));
+    Some((&n.bridge, wanted))
+}
+
+/// [`settle`] for a lab's plan ([`settle_targets`]).
+pub fn settle_plan(plan: &crate::plan::Plan) -> anyhow::Result<Vec<String>> {
+    match settle_targets(plan) {
+        Some((bridge, wanted)) => settle(bridge, &wanted),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// [`settle_commands`], run: what was re-added, for the log.
 pub fn settle(bridge: &str, wanted: &[(std::net::Ipv6Addr, u8)]) -> anyhow::Result<Vec<String>> {
     use anyhow::Context;
     let text = std::fs::read_to_string("/proc/net/if_inet6").unwrap_or_default();
@@ -223,6 +246,27 @@ mod tests {
             ]
         );
         assert!(settle_commands("", "sl-b6", &want).is_empty());
+    }
+
+    #[test]
+    fn a_local_nat_lab_with_ipv6_settles_its_gateway_and_vips() {
+        let v6 = crate::plan::from_yaml(
+            "cluster: lab1\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\nnetwork:\n  cidr: 'fd00:1:2:3::/64'\n",
+        );
+        let (bridge, wanted) = settle_targets(&v6).unwrap();
+        assert_eq!(bridge, "sl-lab1");
+        let shown: Vec<String> = wanted.iter().map(|(a, p)| format!("{a}/{p}")).collect();
+        assert_eq!(shown, ["fd00:1:2:3::1/64", "fd00:1:2:3::2/128"]);
+        let mut remote = v6.clone();
+        remote.libvirt.uri = "qemu+ssh://root@kvm.example.test/system".into();
+        assert!(settle_targets(&remote).is_none());
+        let mut bridged = v6;
+        bridged.network.mode = crate::spec::NetworkMode::Bridge;
+        assert!(settle_targets(&bridged).is_none());
+        let v4 = crate::plan::from_yaml(
+            "cluster: lab1\ndistribution: okd\nrehearsal: true\nssh_keys: ['ssh-ed25519 AAAA k']\n",
+        );
+        assert!(settle_targets(&v4).is_none());
     }
 
     #[test]

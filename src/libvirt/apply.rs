@@ -414,19 +414,13 @@ fn ensure_network(host: &Host, plan: &Plan, report: &mut Report) -> Result<Netwo
 /// (host::ipv6::settle): the host's own lookups and the artifact server of a
 /// lab whose only family is IPv6 need them. Only on this host's own bridge.
 fn settle_ipv6(host: &Host, plan: &Plan) -> Result<()> {
-    let n = &plan.network;
-    let Some(v6) = n.ipv6.as_ref().filter(|_| host.is_local()) else {
-        return Ok(());
-    };
-    if n.mode != crate::spec::NetworkMode::Nat {
+    if !host.is_local() {
         return Ok(());
     }
-    let mut wanted = vec![(v6.gateway, v6.cidr.prefix_len())];
-    wanted.extend(v6.host_addresses.iter().map(|a| (*a, 128)));
-    let done = crate::host::ipv6::settle(&n.bridge, &wanted)
-        .with_context(|| format!("the IPv6 addresses of bridge {}", n.bridge))?;
+    let done = crate::host::ipv6::settle_plan(plan)
+        .with_context(|| format!("the IPv6 addresses of bridge {}", plan.network.bridge))?;
     for d in done {
-        tracing::info!(network = %n.name, "{d}");
+        tracing::info!(network = %plan.network.name, "{d}");
     }
     Ok(())
 }

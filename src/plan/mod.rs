@@ -399,7 +399,13 @@ impl Plan {
     pub fn http_address(&self) -> Option<IpAddr> {
         match self.network.mode {
             NetworkMode::Nat => Some(self.network.host_ip()),
-            NetworkMode::Bridge => self.network.host_addresses.first().map(|&a| a.into()),
+            // The load balancer's first address: IPv4's, else (IPv6
+            // single-stack) IPv6's.
+            NetworkMode::Bridge => {
+                let v6 = self.network.ipv6.iter().flat_map(|n| &n.host_addresses);
+                let v4 = self.network.host_addresses.iter().map(|&a| IpAddr::V4(a));
+                v4.chain(v6.map(|&a| IpAddr::V6(a))).next()
+            }
         }
     }
 
