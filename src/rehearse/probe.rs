@@ -138,11 +138,14 @@ pub fn observe(state: &StateDir, name: &ClusterName) -> Result<Observations> {
                     })
                     .collect(),
                 answer: through_lb(f.bind, &plan.cluster_domain).map_err(|e| format!("{e:#}")),
-                // The plan's IPv6 VIP of the frontend serve bound (by name).
+                // The plan's IPv6 VIP of the frontend serve bound (by name),
+                // a dual-stack lab's second bind; an IPv6 single-stack lab's
+                // is `bind` itself.
                 bind6: plan
                     .load_balancer
                     .as_ref()
                     .and_then(|p| p.frontends.iter().find(|p| p.name == f.name))
+                    .filter(|p| p.address.is_some())
                     .and_then(|p| p.address6)
                     .map(|a| {
                         let bind = SocketAddr::from((a, f.bind.port()));

@@ -19,6 +19,9 @@
 #   ag2   method agent: 3 control planes + 2 workers, straight through, the
 #                       routers on the workers alone; the same lab settings, their
 #                       manifests in the ISO's Ignition as extra manifests;
+#   sno6, ag6           a single node and an agent 3+1, IPv6 single-stack: no
+#                       DHCPv4, each node on its planned IPv6 address, the
+#                       rendezvous IP IPv6, every frontend through the IPv6 VIP;
 # from the cluster file to "install complete" and the rehearsal report holding
 # (the boot rows: each node installed by the live ISO). Each node boots the ISO
 # once (its disk is empty, the CD-ROM comes second in the boot order), installs,
@@ -44,7 +47,7 @@ export SHIFTLAB_CACHE=$work/cache XDG_CACHE_HOME=$work/xdg
 export LIBVIRT_DEFAULT_URI=${LIBVIRT_DEFAULT_URI:-qemu:///system}
 export FAKE_INSTALL_TIMEOUT=${FAKE_INSTALL_TIMEOUT:-600}
 on_exit 'pkill -f "$work/cache/.*openshift-install"'
-destroy_on_exit sno1 ag1 ag2 bad1 bad2 bad3
+destroy_on_exit sno1 ag1 ag2 sno6 ag6 bad1 bad2 bad3
 
 # coreos-installer, slowed: the kill during the ISO build must land inside it.
 mkdir -p "$work/shim"
@@ -329,5 +332,27 @@ ign_has "$work/ag2.ign" /etc/assisted/extra-manifests/99-shiftlab-storage-storag
 	/etc/assisted/extra-manifests/99-shiftlab-users-htpasswd-secret-0.yaml /etc/assisted/extra-manifests/99-master-chrony-shiftlab-0.yaml
 if jq -r '.storage.files[].path' "$work/ag2.ign" | contains scheduler; then fail "the agent ISO carries a scheduler manifest"; fi
 "$bin" destroy cluster ag2 >/dev/null
+
+step "sno and agent 3+1, IPv6 single-stack: rehearsal: true alone to install complete, the report holding"
+# The single node and the agent's hosts take their planned IPv6 by DHCPv6,
+# their names from its PTR; the agent's rendezvous host is an IPv6 address.
+f=$(cluster_file sno6 "'fd00:187::/64'" "method: sno")
+create_to_end "$f" sno6 "$work/sno6.out"
+check_rehearsal sno6 "$work/sno6.out" sno6-ctlplane-0
+dual_stack_proven sno6 sno6-ctlplane-0
+"$bin" destroy cluster sno6 >/dev/null
+f=$(cluster_file ag6 "'fd00:189::/64'" "method: agent" "ctlplanes: 3" "workers: 1")
+create_to_end "$f" ag6 "$work/agent6.out"
+nodes=(ag6-ctlplane-0 ag6-ctlplane-1 ag6-ctlplane-2 ag6-worker-0)
+check_rehearsal ag6 "$work/agent6.out" "${nodes[@]}"
+dual_stack_proven ag6 "${nodes[@]}"
+# The hosts learned the IPv6 rendezvous IP from the ISO, and node zero (its
+# owner) ran the assisted-service the others registered with.
+console ag6-ctlplane-1 | contains 'rendezvous host fd00:189::b' || fail "ag6: the hosts did not learn the IPv6 rendezvous IP"
+console ag6-ctlplane-0 | contains 'agent: node zero, waiting' || fail "ag6: the first control plane did not act as node zero"
+[[ $(jq '[.rows[] | select(.check == "lb" and .result == "proven" and (.evidence | contains("[fd00:189::")))] | length' "$work/report-ag6.json") == 4 ]] ||
+	fail "ag6: not every frontend proven on its IPv6 VIP: $(jq -c '[.rows[] | select(.check == "lb")]' "$work/report-ag6.json")"
+[[ $(jq '[.rows[] | select(.check == "dhcp")] | length' "$work/report-ag6.json") == 0 ]] || fail "report ag6 has DHCPv4 rows"
+"$bin" destroy cluster ag6 >/dev/null
 
 echo "PASS $NAME"
