@@ -64,7 +64,7 @@ fn overlaps6(a: &Ipv6Net, b: &Ipv6Net) -> bool {
 }
 
 /// A written value's field and text.
-fn given<T: ToString>(s: &Option<Src<T>>) -> Option<(String, String)> {
+pub(super) fn given<T: ToString>(s: &Option<Src<T>>) -> Option<(String, String)> {
     s.as_ref().map(|s| (s.field.clone(), s.v.to_string()))
 }
 

@@ -3,6 +3,7 @@
 
 use ipnet::Ipv4Net;
 
+use super::ipv6::given;
 use super::topology::Topology;
 use super::{overlaps, pick, valid_name};
 use crate::addressing;
@@ -37,24 +38,12 @@ pub fn ipv6_only(raw: &RawSpec) -> bool {
 fn refuse_ipv4_values(raw: &RawSpec, d: &mut Diagnostics) {
     let n = &raw.network;
     let given = [
-        n.api_ip
-            .as_ref()
-            .map(|s| (s.field.clone(), s.v.to_string())),
-        n.ingress_ip
-            .as_ref()
-            .map(|s| (s.field.clone(), s.v.to_string())),
-        n.dhcp_start
-            .as_ref()
-            .map(|s| (s.field.clone(), s.v.to_string())),
-        n.dhcp_end
-            .as_ref()
-            .map(|s| (s.field.clone(), s.v.to_string())),
-        raw.cluster_network
-            .as_ref()
-            .map(|s| (s.field.clone(), s.v.to_string())),
-        raw.service_network
-            .as_ref()
-            .map(|s| (s.field.clone(), s.v.to_string())),
+        given(&n.api_ip),
+        given(&n.ingress_ip),
+        given(&n.dhcp_start),
+        given(&n.dhcp_end),
+        given(&raw.cluster_network),
+        given(&raw.service_network),
         raw.cluster_network_host_prefix
             .as_ref()
             .map(|s| (s.field.clone(), format!("/{}", s.v))),
